@@ -1,0 +1,13 @@
+/** Jest: one run for every layer. globalSetup starts one Temporal dev server, bundles the workflows once
+ * and migrates a template database, so test files stay fast (see test/global-setup.ts). */
+module.exports = {
+  testEnvironment: 'node',
+  transform: { '^.+\\.(t|j)sx?$': ['@swc/jest', { jsc: { target: 'es2022' } }] },
+  testMatch: ['**/*.test.ts'],
+  testPathIgnorePatterns: ['/node_modules/', '/.haru/', '/dist/'],
+  modulePathIgnorePatterns: ['<rootDir>/.haru/'],
+  globalSetup: '<rootDir>/test/global-setup.ts',
+  globalTeardown: '<rootDir>/test/global-teardown.ts',
+  maxWorkers: 2,
+  testTimeout: 60_000,
+};

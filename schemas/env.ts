@@ -1,0 +1,41 @@
+import { z } from 'zod';
+
+/** Wraps an env schema so that a blank value (`FOO=`) counts as unset and takes the default. */
+export const blankable = <T extends z.ZodType>(schema: T) =>
+  z.preprocess((v) => (typeof v === 'string' && v.trim() === '' ? undefined : v), schema);
+
+/** A boolean env var: 1/true/yes/on and 0/false/no/off, case-insensitive. */
+export const envBoolean = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .pipe(z.enum(['1', 'true', 'yes', 'on', '0', 'false', 'no', 'off']))
+  .transform((v) => ['1', 'true', 'yes', 'on'].includes(v));
+
+export const portSchema = z.coerce.number().int().min(0).max(65_535);
+export const positiveMsSchema = z.coerce.number().int().positive();
+
+/** Formats a ZodError as one line per problem, each naming the variable or JSON path. */
+export function formatZodError(error: z.ZodError, prefix = ''): string {
+  return error.issues
+    .map((issue) => {
+      const at = issue.path.length ? issue.path.map(String).join('.') : '(root)';
+      return `${prefix}${at}: ${issue.message}`;
+    })
+    .join('\n');
+}
+
+/** Parses `env` with `schema`; on failure throws an Error listing every bad variable. */
+export function parseEnv<T extends z.ZodType>(schema: T, env: NodeJS.ProcessEnv, what: string): z.infer<T> {
+  const parsed = schema.safeParse(env);
+  if (!parsed.success) throw new ConfigError(`invalid ${what} environment:\n${formatZodError(parsed.error, '  ')}`);
+  return parsed.data;
+}
+
+/** A configuration problem found at boot: printed as-is, exit code 2, never a stack trace. */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}

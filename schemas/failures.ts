@@ -1,0 +1,35 @@
+/**
+ * ApplicationFailure types thrown by activities and checked by workflows. Types listed in
+ * NON_RETRYABLE_FAILURES are also put in `retry.nonRetryableErrorTypes`.
+ */
+export const FailureType = {
+  /** The supervisor did not answer or answered 5xx: retryable. */
+  SupervisorUnreachable: 'SupervisorUnreachable',
+  /** The supervisor refused our token (401/403): non-retryable, a human must fix the secret. */
+  Unauthorized: 'Unauthorized',
+  /** A peer answered with a body that does not match its schema: non-retryable. */
+  InvalidResponse: 'InvalidResponse',
+  /** The pointer moved under us (lost CAS): non-retryable. */
+  RouteConflict: 'RouteConflict',
+  /** The domain is not in the fleet, is the active, or cannot serve: non-retryable. */
+  InvalidTarget: 'InvalidTarget',
+  /** A model answered with an error or empty content: non-retryable. */
+  ProbeFailed: 'ProbeFailed',
+  /** A condition was not reached yet (training still running, VRAM still held, model still asleep): retryable. */
+  NotYet: 'NotYet',
+  /** The state store refused a transition (row not in an allowed predecessor state): non-retryable. */
+  StateConflict: 'StateConflict',
+  /** The operation was cancelled or finished by someone else: non-retryable. */
+  OperationClosed: 'OperationClosed',
+} as const;
+export type FailureType = (typeof FailureType)[keyof typeof FailureType];
+
+export const NON_RETRYABLE_FAILURES: readonly FailureType[] = [
+  FailureType.Unauthorized,
+  FailureType.InvalidResponse,
+  FailureType.RouteConflict,
+  FailureType.InvalidTarget,
+  FailureType.ProbeFailed,
+  FailureType.StateConflict,
+  FailureType.OperationClosed,
+];

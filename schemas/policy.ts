@@ -1,0 +1,55 @@
+import { z } from 'zod';
+
+const ms = (defaultMs: number) => z.number().int().positive().default(defaultMs);
+
+/**
+ * A fleet's failover policy. Every field is optional with a default; unknown keys are rejected so a
+ * typo (`autoFailOver`) is an error, not a silently ignored setting. Durations are milliseconds.
+ */
+export const fleetPolicySchema = z
+  .strictObject({
+    /** Promote a standby without a human when the active fails. */
+    autoFailover: z.boolean().default(true),
+    /** How often the monitor polls every domain's supervisor. */
+    heartbeatIntervalMs: ms(500),
+    /** A domain whose last successful poll is older than this is stale (treated as failed). */
+    heartbeatStaleMs: ms(5_000),
+    /** Consecutive failed polls after which a domain is failed. */
+    failureThreshold: z.number().int().min(1).max(100).default(3),
+    /** How long an active may stay degraded before failing over to a viable standby. */
+    degradedGraceMs: ms(30_000),
+    /** SIGTERM-to-SIGKILL grace given to trainers when a standby is promoted. */
+    trainingStopGraceMs: ms(10_000),
+    stopTrainingTimeoutMs: ms(60_000),
+    verifyGpuTimeoutMs: ms(30_000),
+    /** Highest fraction of a training GPU's memory that may still be in use before waking vLLM on it. */
+    maxUsedRatioForWake: z.number().min(0).max(1).default(0.1),
+    wakeTimeoutMs: ms(120_000),
+    probeTimeoutMs: ms(30_000),
+    probe: z
+      .strictObject({
+        prompt: z.string().min(1).max(2_000).default('Reply with the single word: ready'),
+        maxTokens: z.number().int().min(1).max(256).default(8),
+      })
+      .prefault({}),
+    commitTimeoutMs: ms(10_000),
+    drainTimeoutMs: ms(30_000),
+    sleepTimeoutMs: ms(60_000),
+    startTrainingTimeoutMs: ms(30_000),
+  })
+  .refine((p) => p.heartbeatStaleMs > p.heartbeatIntervalMs, {
+    message: 'heartbeatStaleMs must be greater than heartbeatIntervalMs',
+    path: ['heartbeatStaleMs'],
+  })
+  .refine((p) => p.stopTrainingTimeoutMs > p.trainingStopGraceMs, {
+    message: 'stopTrainingTimeoutMs must be greater than trainingStopGraceMs (the SIGKILL comes after the grace)',
+    path: ['stopTrainingTimeoutMs'],
+  });
+
+/** A policy with every default filled in. */
+export type FleetPolicy = z.infer<typeof fleetPolicySchema>;
+/** A policy as written in a layout file or request: every field optional. */
+export type FleetPolicyInput = z.input<typeof fleetPolicySchema>;
+
+/** The default policy, for tests and documentation. */
+export const defaultFleetPolicy = (): FleetPolicy => fleetPolicySchema.parse({});

@@ -1,0 +1,187 @@
+import { z } from 'zod';
+import { sleepLevelSchema } from './enums';
+import { gpuIndexSchema, modelNameSchema } from './layout';
+
+// ---------------------------------------------------------------------------------------------------------------
+// Supervisor config (HARU_SUPERVISOR_CONFIG): what runs on one GPU host.
+// ---------------------------------------------------------------------------------------------------------------
+
+export const supervisorModelSchema = z.strictObject({
+  name: modelNameSchema,
+  /** The vLLM server's port on 127.0.0.1. */
+  port: z.number().int().min(1).max(65_535),
+});
+
+export const supervisorInferenceSlotSchema = z.strictObject({
+  gpuIndex: gpuIndexSchema,
+  models: z.array(supervisorModelSchema).min(1),
+  sleepLevel: sleepLevelSchema.default(1),
+});
+
+export const supervisorTrainingSlotSchema = z.strictObject({
+  gpuIndex: gpuIndexSchema,
+  command: z.array(z.string().min(1)).min(1),
+  checkpointDir: z.string().min(1),
+  env: z
+    .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name'), z.string())
+    .optional(),
+});
+
+export const supervisorConfigSchema = z
+  .strictObject({
+    $schema: z.string().optional(),
+    inference: z.array(supervisorInferenceSlotSchema).default([]),
+    training: z.array(supervisorTrainingSlotSchema).default([]),
+  })
+  .superRefine((config, ctx) => {
+    const names = new Set<string>();
+    const ports = new Set<number>();
+    const inferenceGpus = new Set<number>();
+    config.inference.forEach((slot, i) => {
+      if (inferenceGpus.has(slot.gpuIndex)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['inference', i, 'gpuIndex'],
+          message: `GPU ${slot.gpuIndex} already has an inference slot`,
+        });
+      }
+      inferenceGpus.add(slot.gpuIndex);
+      slot.models.forEach((model, j) => {
+        if (names.has(model.name)) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['inference', i, 'models', j, 'name'],
+            message: `duplicate model name "${model.name}"`,
+          });
+        }
+        if (ports.has(model.port)) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['inference', i, 'models', j, 'port'],
+            message: `port ${model.port} is used twice`,
+          });
+        }
+        names.add(model.name);
+        ports.add(model.port);
+      });
+    });
+    const trainingGpus = new Set<number>();
+    config.training.forEach((slot, i) => {
+      if (trainingGpus.has(slot.gpuIndex)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['training', i, 'gpuIndex'],
+          message: `GPU ${slot.gpuIndex} already has a training slot`,
+        });
+      }
+      trainingGpus.add(slot.gpuIndex);
+    });
+  });
+export type SupervisorConfig = z.infer<typeof supervisorConfigSchema>;
+export type SupervisorConfigInput = z.input<typeof supervisorConfigSchema>;
+
+// ---------------------------------------------------------------------------------------------------------------
+// Supervisor API request bodies (strict: unknown keys are a 400).
+// ---------------------------------------------------------------------------------------------------------------
+
+export const sleepRequestSchema = z.strictObject({
+  gpuIndex: gpuIndexSchema.optional(),
+  level: sleepLevelSchema.optional(),
+});
+export type SleepRequest = z.infer<typeof sleepRequestSchema>;
+export const wakeRequestSchema = z.strictObject({ gpuIndex: gpuIndexSchema.optional() });
+export type WakeRequest = z.infer<typeof wakeRequestSchema>;
+export const trainingStartRequestSchema = z.strictObject({ gpuIndex: gpuIndexSchema.optional() });
+export type TrainingStartRequest = z.infer<typeof trainingStartRequestSchema>;
+export const trainingStopRequestSchema = z.strictObject({
+  gpuIndex: gpuIndexSchema.optional(),
+  /** SIGTERM-to-SIGKILL grace. A shorter grace than one already running tightens the deadline; a longer one does not extend it. */
+  graceMs: z.number().int().min(0).max(3_600_000).optional(),
+});
+export type TrainingStopRequest = z.infer<typeof trainingStopRequestSchema>;
+export const probeRequestSchema = z.strictObject({
+  prompt: z.string().min(1).max(2_000),
+  maxTokens: z.number().int().min(1).max(256),
+  timeoutMs: z.number().int().min(1).max(600_000),
+  /** Only these models; all configured models when absent. */
+  models: z.array(modelNameSchema).optional(),
+});
+export type ProbeRequest = z.infer<typeof probeRequestSchema>;
+
+// ---------------------------------------------------------------------------------------------------------------
+// Supervisor API responses (lenient z.object: parsed by the caller inside the activity that fetched them).
+// ---------------------------------------------------------------------------------------------------------------
+
+export const MODEL_AWAKE_STATES = ['awake', 'asleep', 'unknown'] as const;
+export const modelAwakeStateSchema = z.enum(MODEL_AWAKE_STATES);
+export type ModelAwakeState = z.infer<typeof modelAwakeStateSchema>;
+
+export const modelStatusSchema = z.object({
+  name: z.string(),
+  gpuIndex: z.number().int(),
+  port: z.number().int(),
+  state: modelAwakeStateSchema,
+  /** `vllm:num_requests_running` summed over the server's series; null when /metrics could not be read. */
+  runningRequests: z.number().nullable(),
+  error: z.string().nullable().optional(),
+});
+export type ModelStatus = z.infer<typeof modelStatusSchema>;
+
+export const TRAINING_RUN_STATES = ['idle', 'running', 'stopping'] as const;
+export const trainingRunStateSchema = z.enum(TRAINING_RUN_STATES);
+export type TrainingRunState = z.infer<typeof trainingRunStateSchema>;
+
+export const trainingExitSchema = z.object({
+  code: z.number().int().nullable(),
+  signal: z.string().nullable(),
+  at: z.string(),
+});
+export type TrainingExit = z.infer<typeof trainingExitSchema>;
+
+export const trainingRunStatusSchema = z.object({
+  gpuIndex: z.number().int(),
+  state: trainingRunStateSchema,
+  /** Live pids of the run's process group (leader first); empty when idle. */
+  pids: z.array(z.number().int()),
+  startedAt: z.string().nullable(),
+  lastExit: trainingExitSchema.nullable(),
+});
+export type TrainingRunStatus = z.infer<typeof trainingRunStatusSchema>;
+
+export const supervisorStatusSchema = z.object({
+  models: z.array(modelStatusSchema),
+  training: z.array(trainingRunStatusSchema),
+  at: z.string(),
+});
+export type SupervisorStatus = z.infer<typeof supervisorStatusSchema>;
+
+export const gpuProcessMemorySchema = z.object({ pid: z.number().int(), usedMiB: z.number() });
+export const gpuMemorySchema = z.object({
+  index: z.number().int(),
+  uuid: z.string(),
+  usedMiB: z.number(),
+  /** null when the device does not report totals (MIG); usage then comes from per-process figures. */
+  totalMiB: z.number().nullable(),
+  processes: z.array(gpuProcessMemorySchema),
+});
+export type GpuMemory = z.infer<typeof gpuMemorySchema>;
+export const gpuMemoryReportSchema = z.object({ gpus: z.array(gpuMemorySchema), at: z.string() });
+export type GpuMemoryReport = z.infer<typeof gpuMemoryReportSchema>;
+
+export const probeModelResultSchema = z.object({
+  model: z.string(),
+  ok: z.boolean(),
+  latencyMs: z.number(),
+  error: z.string().nullable(),
+});
+export type ProbeModelResult = z.infer<typeof probeModelResultSchema>;
+export const probeResponseSchema = z.object({ results: z.array(probeModelResultSchema) });
+export type ProbeResponse = z.infer<typeof probeResponseSchema>;
+
+/** Answer of sleep/wake/training-start: what was asked of which GPUs; callers re-read status for proof. */
+export const supervisorActionResponseSchema = z.object({
+  accepted: z.boolean(),
+  gpuIndexes: z.array(z.number().int()),
+  errors: z.array(z.object({ target: z.string(), message: z.string() })).default([]),
+});
+export type SupervisorActionResponse = z.infer<typeof supervisorActionResponseSchema>;
