@@ -1,0 +1,35 @@
+/**
+ * The `haru` command. Each subcommand lives in cli/commands/<name>.ts and exports `register(program)`.
+ * Errors reach the user as one line (`haru: <message>`), never a stack trace; exit 2 for bad input.
+ */
+import { Command, CommanderError } from 'commander';
+import { ConfigError } from '../schemas/env';
+
+// Register subcommands here, one line each: `import { register as registerX } from './commands/x';`
+const registrations: ((program: Command) => void)[] = [];
+
+export function buildProgram(): Command {
+  const program = new Command('haru')
+    .description('Hot failover for self-hosted vLLM fleets at the cost of zero idle GPUs')
+    .showHelpAfterError()
+    .exitOverride();
+  for (const register of registrations) register(program);
+  return program;
+}
+
+async function main(argv: string[]): Promise<void> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv);
+  } catch (err) {
+    if (err instanceof CommanderError) process.exit(err.exitCode);
+    if (err instanceof ConfigError) {
+      process.stderr.write(`haru: ${err.message}\n`);
+      process.exit(2);
+    }
+    process.stderr.write(`haru: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  }
+}
+
+if (require.main === module || process.argv[1]?.endsWith('haru.js')) void main(process.argv);
