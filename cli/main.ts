@@ -5,8 +5,10 @@
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../schemas/env';
 
-// Register subcommands here, one line each: `import { register as registerX } from './commands/x';`
-const registrations: ((program: Command) => void)[] = [];
+// Register subcommands here: `import { register as registerX } from './commands/x';` and add it to the list.
+import { register as registerFleet } from './commands/fleet';
+
+const registrations: ((program: Command) => void)[] = [registerFleet];
 
 export function buildProgram(): Command {
   const program = new Command('haru')

@@ -1,0 +1,185 @@
+import { type Command, Option } from 'commander';
+import { z } from 'zod';
+import {
+  eventListResponseSchema,
+  fleetListResponseSchema,
+  operationDetailSchema,
+  operationListResponseSchema,
+  promoteResponseSchema,
+} from '../../schemas/api';
+import { fleetSnapshotSchema, operationSchema, type HaruEvent } from '../../schemas/entities';
+import { parseEnv } from '../../schemas/env';
+import { type ApiClient, cliEnvSchema, createApiClient } from '../api-client';
+import { formatFleet, formatOperation, table } from '../format';
+import { watchOperation } from '../watch-operation';
+
+const out = (line: string): void => {
+  process.stdout.write(`${line}\n`);
+};
+const json = (value: unknown): void => out(JSON.stringify(value, null, 2));
+const client = (): ApiClient => createApiClient(parseEnv(cliEnvSchema, process.env, 'CLI'));
+const fleetPath = (fleet: string) => `/v1/fleets/${encodeURIComponent(fleet)}`;
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+const watchDeps = (api: ApiClient) => ({ api, write: out, now: () => new Date(), wait: sleep });
+
+function formatEvent(e: HaruEvent): string {
+  return `${e.createdAt}  #${e.id}  ${e.type.padEnd(22)} ${e.message}`;
+}
+
+/** Starts a promote/demote, prints the answer, and with --wait follows it to the end (exit 0 only on success). */
+async function startOperation(
+  kind: 'promote' | 'demote',
+  fleet: string,
+  domain: string,
+  opts: { reason?: string; wait?: boolean; json?: boolean },
+) {
+  const api = client();
+  const body = { targetDomainId: domain, ...(opts.reason ? { reason: opts.reason } : {}) };
+  const { body: answer } = await api.post(`${fleetPath(fleet)}/${kind}`, body, promoteResponseSchema);
+  if (answer.status === 'already_active') {
+    if (opts.json) json(answer);
+    else out(`${domain} is already active (route revision ${answer.routeRevision})`);
+    return;
+  }
+  if (!opts.wait) {
+    if (opts.json) json(answer);
+    else out(`${answer.status}: ${formatOperation(answer.operation)}`);
+    return;
+  }
+  out(`${answer.status}: ${kind} ${answer.operation.id}`);
+  const final = await watchOperation(watchDeps(api), fleet, answer.operation.id);
+  if (opts.json) json(final);
+  process.exitCode = final.state === 'succeeded' ? 0 : 1;
+}
+
+/** `haru fleet list|status|promote|demote|abort|watch|events`: a client of the Haru API (HARU_URL, HARU_API_TOKEN). */
+export function register(program: Command): void {
+  const fleet = program
+    .command('fleet')
+    .description('inspect and steer fleets through the Haru API (HARU_URL, HARU_API_TOKEN)');
+
+  fleet
+    .command('list')
+    .description('list fleets with their active domain and route revision')
+    .option('--json', 'print JSON')
+    .action(async (opts: { json?: boolean }) => {
+      const { fleets } = await client().get('/v1/fleets', fleetListResponseSchema);
+      if (opts.json) return json(fleets);
+      out(
+        table(
+          ['FLEET', 'ACTIVE', 'REVISION', 'DOMAINS', 'IN FLIGHT'],
+          fleets.map((f) => [
+            f.slug,
+            f.domains.find((d) => d.id === f.activeDomainId)?.slug ?? 'none',
+            f.routeRevision,
+            f.domains.map((d) => `${d.slug}:${d.state}`).join(' '),
+            f.inFlightOperation ? `${f.inFlightOperation.kind}:${f.inFlightOperation.state}` : null,
+          ]),
+        ),
+      );
+    });
+
+  fleet
+    .command('status <fleet>')
+    .description('show one fleet: routing pointer, domains, slots and any operation in flight')
+    .option('--json', 'print JSON')
+    .action(async (ref: string, opts: { json?: boolean }) => {
+      const snapshot = await client().get(fleetPath(ref), fleetSnapshotSchema);
+      if (opts.json) return json(snapshot);
+      out(formatFleet(snapshot));
+    });
+
+  for (const kind of ['promote', 'demote'] as const) {
+    fleet
+      .command(`${kind} <fleet> <domain>`)
+      .description(
+        kind === 'promote'
+          ? 'make <domain> the active domain (verified promotion)'
+          : 'put <domain> on standby (drain, sleep, train)',
+      )
+      .option('--reason <text>', 'why (recorded on the operation)')
+      .option('--wait', 'follow the operation step by step; exit 0 on success, 1 otherwise')
+      .option('--json', 'print JSON')
+      .action((ref: string, domain: string, opts: { reason?: string; wait?: boolean; json?: boolean }) =>
+        startOperation(kind, ref, domain, opts),
+      );
+  }
+
+  fleet
+    .command('abort <fleet> [operation]')
+    .description('abort an operation that has not committed (default: the one in flight)')
+    .option('--reason <text>', 'why')
+    .option('--json', 'print JSON')
+    .action(async (ref: string, operationId: string | undefined, opts: { reason?: string; json?: boolean }) => {
+      const api = client();
+      const id = operationId ?? (await api.get(fleetPath(ref), fleetSnapshotSchema)).inFlightOperation?.id;
+      if (!id) throw new Error(`fleet ${ref} has no operation in flight`);
+      const { body } = await api.post(
+        `${fleetPath(ref)}/operations/${encodeURIComponent(id)}/abort`,
+        opts.reason ? { reason: opts.reason } : {},
+        operationSchema.or(operationDetailSchema),
+      );
+      if (opts.json) return json(body);
+      out(`abort requested: ${formatOperation(body)}`);
+    });
+
+  fleet
+    .command('watch <fleet> [operation]')
+    .description('follow an operation step by step (default: the one in flight, else the latest); exit 0 on success')
+    .option('--json', 'print the final operation as JSON')
+    .action(async (ref: string, operationId: string | undefined, opts: { json?: boolean }) => {
+      const api = client();
+      let id = operationId ?? (await api.get(fleetPath(ref), fleetSnapshotSchema)).inFlightOperation?.id;
+      if (!id)
+        id = (await api.get(`${fleetPath(ref)}/operations?limit=1`, operationListResponseSchema)).operations[0]?.id;
+      if (!id) throw new Error(`fleet ${ref} has no operations yet`);
+      const final = await watchOperation(watchDeps(api), ref, id);
+      if (opts.json) json(final);
+      process.exitCode = final.state === 'succeeded' ? 0 : 1;
+    });
+
+  fleet
+    .command('events <fleet>')
+    .description("print the fleet's audit log")
+    .option('--after <id>', 'only events after this cursor', (v) => z.coerce.number().int().min(0).parse(v))
+    .addOption(
+      new Option('--limit <n>', 'at most this many')
+        .argParser((v) => z.coerce.number().int().min(1).max(1000).parse(v))
+        .default(100),
+    )
+    .option('--follow', 'keep printing new events as they happen (SSE)')
+    .option('--json', 'print JSON (one object per line with --follow)')
+    .action(async (ref: string, opts: { after?: number; limit: number; follow?: boolean; json?: boolean }) => {
+      const api = client();
+      const query = new URLSearchParams({
+        limit: String(opts.limit),
+        ...(opts.after !== undefined ? { after: String(opts.after) } : {}),
+      });
+      if (!opts.follow) {
+        const { events } = await api.get(`${fleetPath(ref)}/events?${query}`, eventListResponseSchema);
+        if (opts.json) return json(events);
+        for (const e of events) out(formatEvent(e));
+        return;
+      }
+      query.set('follow', '1');
+      const res = await api.stream(`${fleetPath(ref)}/events?${query}`);
+      const decoder = new TextDecoder();
+      let buffer = '';
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+        buffer += decoder.decode(chunk, { stream: true });
+        let end: number;
+        while ((end = buffer.indexOf('\n\n')) >= 0) {
+          const frame = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const data = frame
+            .split('\n')
+            .filter((l) => l.startsWith('data:'))
+            .map((l) => l.slice(5).trim())
+            .join('\n');
+          if (!data) continue;
+          const event = JSON.parse(data) as HaruEvent;
+          out(opts.json ? JSON.stringify(event) : formatEvent(event));
+        }
+      }
+    });
+}

@@ -1,0 +1,98 @@
+import type { FleetSnapshot, Operation } from '../schemas/entities';
+import type { OperationProgress, StepProgress } from '../schemas/api';
+
+/** Left-aligned plain-text table; every cell stringified. */
+export function table(headers: string[], rows: (string | number | null | undefined)[][]): string {
+  const cells = [headers, ...rows.map((r) => r.map((c) => (c === null || c === undefined ? '-' : String(c))))];
+  const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
+  return cells
+    .map((r) =>
+      r
+        .map((c, i) => (c ?? '').padEnd(widths[i] ?? 0))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
+}
+
+/** One fleet as a human reads it: the pointer, each domain with its state and slots. */
+export function formatFleet(fleet: FleetSnapshot): string {
+  const active = fleet.domains.find((d) => d.id === fleet.activeDomainId);
+  const lines = [
+    `fleet ${fleet.slug} (${fleet.id})`,
+    `  active: ${active ? active.slug : 'none'}   route revision: ${fleet.routeRevision}   auto-failover: ${fleet.policy.autoFailover ? 'on' : 'off'}`,
+  ];
+  if (fleet.inFlightOperation) {
+    const op = fleet.inFlightOperation;
+    lines.push(`  in flight: ${op.kind} ${op.id} (${op.state}${op.step ? `, step ${op.step}` : ''})`);
+  }
+  lines.push('');
+  lines.push(
+    table(
+      ['DOMAIN', 'ROLE', 'STATE', 'PROVIDER', 'LAST SEEN', 'SLOTS'],
+      fleet.domains.map((d) => [
+        d.slug,
+        d.id === fleet.activeDomainId ? 'active' : 'standby',
+        d.state,
+        d.provider,
+        d.lastSeenAt,
+        d.slots
+          .map((s) =>
+            s.kind === 'inference'
+              ? `gpu${s.gpuIndex}:${s.state}[${s.models.map((m) => m.name).join(',')}]`
+              : `gpu${s.gpuIndex}:train:${s.state}`,
+          )
+          .join(' '),
+      ]),
+    ),
+  );
+  return lines.join('\n');
+}
+
+export function formatOperation(op: Operation): string {
+  const err = op.error ? `  error: ${op.error.step}: ${op.error.code}: ${op.error.message}` : '';
+  return [`${op.kind} ${op.id}  ${op.state}${op.step ? ` (step ${op.step})` : ''}  ${op.reason}`, err]
+    .filter(Boolean)
+    .join('\n');
+}
+
+/** Milliseconds as `1.23s` (or `850ms` under a second). */
+export function formatElapsed(ms: number): string {
+  return ms < 1_000 ? `${Math.round(ms)}ms` : `${(ms / 1_000).toFixed(2)}s`;
+}
+
+function stepElapsed(step: StepProgress, now: Date): string {
+  if (!step.startedAt) return '';
+  const end = step.finishedAt ? Date.parse(step.finishedAt) : now.getTime();
+  return formatElapsed(end - Date.parse(step.startedAt));
+}
+
+const MARK: Record<StepProgress['status'], string> = {
+  pending: ' ',
+  running: '>',
+  succeeded: '✓',
+  failed: '✗',
+  skipped: '-',
+};
+
+/**
+ * The lines to print when progress moves from `previous` to `next`: one per step whose status changed,
+ * each with its elapsed time (and attempts/last error when a step failed or retried).
+ */
+export function progressChanges(previous: OperationProgress | null, next: OperationProgress, now: Date): string[] {
+  const before = new Map((previous?.steps ?? []).map((s) => [s.step, s]));
+  const lines: string[] = [];
+  for (const step of next.steps) {
+    const old = before.get(step.step);
+    if (old && old.status === step.status && old.attempts === step.attempts) continue;
+    if (!old && step.status === 'pending') continue;
+    const extra = [
+      step.attempts > 1 ? `attempt ${step.attempts}` : '',
+      step.lastError && step.status !== 'succeeded' ? step.lastError : '',
+    ].filter(Boolean);
+    lines.push(
+      `  ${MARK[step.status]} ${step.step.padEnd(18)} ${step.status.padEnd(9)} ${stepElapsed(step, now).padStart(8)}${extra.length ? `  (${extra.join('; ')})` : ''}`,
+    );
+  }
+  return lines;
+}
