@@ -1,0 +1,81 @@
+import type { DomainState, OperationKind, OperationState } from '../../schemas/enums';
+import type { FleetSnapshot } from '../../schemas/entities';
+
+/**
+ * The compact picture of one domain that every decision in `logic/` works from. It is built from a
+ * FleetSnapshot by the monitor's activity and travels through workflow history, so it carries only what a
+ * decision reads.
+ */
+export interface DomainView {
+  id: string;
+  slug: string;
+  state: DomainState;
+  /** ISO time of the last state change (the start of a degraded spell). */
+  stateChangedAt: string;
+  /** ISO time of the last successful supervisor poll; null when never seen. */
+  lastSeenAt: string | null;
+  consecutiveFailures: number;
+  lastError: string | null;
+  /** Names of every model bound in the domain's inference slots, sorted. */
+  modelNames: string[];
+  /** GPU indexes of the domain's training slots, ascending. */
+  trainingGpus: number[];
+}
+
+/** The fleet's in-flight operation (pending or running), as decisions need it. */
+export interface OperationView {
+  id: string;
+  kind: OperationKind;
+  state: OperationState;
+  targetDomainId: string;
+  createdAt: string;
+}
+
+/** A fleet as the monitor sees it after one round of polls. */
+export interface FleetView {
+  id: string;
+  slug: string;
+  /** The routing pointer; null for a fleet with no serving domain. */
+  activeDomainId: string | null;
+  routeRevision: number;
+  domains: DomainView[];
+  inFlightOperation: OperationView | null;
+}
+
+/** Projects a snapshot onto the view decisions use. Pure; sorts lists so equal fleets give equal views. */
+export function toFleetView(snapshot: FleetSnapshot): FleetView {
+  const op = snapshot.inFlightOperation;
+  return {
+    id: snapshot.id,
+    slug: snapshot.slug,
+    activeDomainId: snapshot.activeDomainId,
+    routeRevision: snapshot.routeRevision,
+    domains: snapshot.domains.map((d) => ({
+      id: d.id,
+      slug: d.slug,
+      state: d.state,
+      stateChangedAt: d.stateChangedAt,
+      lastSeenAt: d.lastSeenAt,
+      consecutiveFailures: d.consecutiveFailures,
+      lastError: d.lastError,
+      modelNames: d.slots.flatMap((s) => (s.kind === 'inference' ? s.models.map((m) => m.name) : [])).sort(),
+      trainingGpus: d.slots
+        .filter((s) => s.kind === 'training')
+        .map((s) => s.gpuIndex)
+        .sort((a, b) => a - b),
+    })),
+    inFlightOperation: op
+      ? { id: op.id, kind: op.kind, state: op.state, targetDomainId: op.targetDomainId, createdAt: op.createdAt }
+      : null,
+  };
+}
+
+/** The fleet's active domain, or null when the pointer is unset or names no listed domain. */
+export function activeDomainOf(fleet: FleetView): DomainView | null {
+  return fleet.domains.find((d) => d.id === fleet.activeDomainId) ?? null;
+}
+
+/** Milliseconds between an ISO time and `now`; never negative (clock skew reads as zero). */
+export function ageMs(iso: string, now: Date): number {
+  return Math.max(0, now.getTime() - Date.parse(iso));
+}

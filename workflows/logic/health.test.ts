@@ -1,0 +1,33 @@
+import { fleetHealthSchema } from '../../schemas/health';
+import { ago, domain, fleet, ID, NOW, policy } from './fixtures';
+import { summarizeHealth } from './health';
+
+const p = policy({ heartbeatStaleMs: 5_000, failureThreshold: 3 });
+
+describe('summarizeHealth', () => {
+  it('describes a healthy fleet with its standby ranking', () => {
+    const h = summarizeHealth(fleet(), p, NOW, { isAutoFailoverPaused: false });
+    expect(fleetHealthSchema.parse(h)).toEqual(h);
+    expect(h).toMatchObject({
+      fleetId: ID.fleet,
+      activeDomainId: ID.a,
+      checkedAt: NOW.toISOString(),
+      standbyRanking: [ID.b],
+      activeFailure: null,
+      failoverBlockedBy: null,
+      isAutoFailoverPaused: false,
+    });
+    expect(h.domains.map((d) => [d.slug, d.isActive, d.status, d.isViableStandby])).toEqual([
+      ['a', true, 'healthy', false],
+      ['b', false, 'healthy', true],
+    ]);
+  });
+
+  it('says why a failed active is not being replaced', () => {
+    const f = fleet({ domains: [domain({ lastSeenAt: ago(8_000) }), domain({ id: ID.b, slug: 'b' })] });
+    const h = summarizeHealth(f, p, NOW, { isAutoFailoverPaused: true });
+    expect(h.activeFailure?.reason).toBe('stale');
+    expect(h.failoverBlockedBy).toBe('paused');
+    expect(h.domains[0]).toMatchObject({ status: 'failed', reasons: ['stale'], heartbeatAgeMs: 8_000 });
+  });
+});

@@ -1,0 +1,48 @@
+import type { FleetHealth } from '../../schemas/health';
+import type { FleetPolicy } from '../../schemas/policy';
+import { assessDomain } from './domain-health';
+import { activeDomainOf, type FleetView } from './fleet-view';
+import { decideMonitorAction } from './monitor-decision';
+import { rankStandbys, standbyViability } from './standby-ranking';
+
+/**
+ * Summarises one observation for the monitor's `health` query: every domain's assessment, the standby
+ * ranking, the active's failure (if any) and what blocks a failover. Pure function of its arguments.
+ */
+export function summarizeHealth(
+  fleet: FleetView,
+  policy: FleetPolicy,
+  now: Date,
+  options: { isAutoFailoverPaused: boolean },
+): FleetHealth {
+  const active = activeDomainOf(fleet);
+  const decision = decideMonitorAction(fleet, policy, now, options);
+  return {
+    fleetId: fleet.id,
+    fleetSlug: fleet.slug,
+    activeDomainId: fleet.activeDomainId,
+    routeRevision: fleet.routeRevision,
+    autoFailover: policy.autoFailover,
+    isAutoFailoverPaused: options.isAutoFailoverPaused,
+    checkedAt: now.toISOString(),
+    domains: fleet.domains.map((d) => {
+      const assessment = assessDomain(d, policy, now);
+      return {
+        domainId: d.id,
+        slug: d.slug,
+        state: d.state,
+        isActive: d.id === fleet.activeDomainId,
+        status: assessment.status,
+        reasons: assessment.reasons,
+        heartbeatAgeMs: assessment.heartbeatAgeMs,
+        consecutiveFailures: d.consecutiveFailures,
+        lastError: d.lastError,
+        isViableStandby: standbyViability(d, active, policy, now).isViable,
+      };
+    }),
+    standbyRanking: rankStandbys(fleet, policy, now).map((d) => d.id),
+    activeFailure: decision.failure,
+    failoverBlockedBy: decision.blockedBy,
+    inFlightOperationId: fleet.inFlightOperation?.id ?? null,
+  };
+}
