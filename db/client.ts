@@ -1,0 +1,97 @@
+import { PGlite } from '@electric-sql/pglite';
+import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
+import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
+import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
+import postgres from 'postgres';
+import { lockDataDir } from './pglite-lock';
+import * as schema from './schema';
+
+export type HaruSchema = typeof schema;
+/** The drizzle database, whichever driver is underneath. */
+export type HaruDb = PgDatabase<PgQueryResultHKT, HaruSchema>;
+
+/** An open connection to the state store. */
+export interface HaruDatabase {
+  db: HaruDb;
+  kind: 'postgres' | 'pglite';
+  /** Subscribes to a NOTIFY channel; resolves once listening. The returned function unsubscribes. */
+  listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
+  /** Resolves when the database answers a trivial query; rejects otherwise. */
+  ping(): Promise<void>;
+  /** Closes every connection (and releases the embedded data directory). Idempotent. */
+  close(): Promise<void>;
+}
+
+export interface CreateDatabaseOptions {
+  /** `postgres://…`: use that server through postgres.js. Unset: embedded PGlite under `dataDir`. */
+  databaseUrl?: string;
+  /** Data directory of the embedded database (required when `databaseUrl` is unset). */
+  dataDir?: string;
+  /** Pool size for postgres.js (default 10). */
+  max?: number;
+}
+
+/**
+ * Opens the state store: postgres.js when `databaseUrl` is set, embedded PGlite persisted under `dataDir`
+ * otherwise. PGlite serves one process only, so its data directory is locked; a second process gets
+ * EmbeddedDatabaseLockedError telling it to set DATABASE_URL. Does not run migrations (see migrate.ts).
+ */
+export async function createDatabase(opts: CreateDatabaseOptions): Promise<HaruDatabase> {
+  if (opts.databaseUrl) return createPostgresDatabase(opts.databaseUrl, opts.max ?? 10);
+  if (!opts.dataDir) throw new Error('createDatabase: either databaseUrl or dataDir is required');
+  return createPgliteDatabase(opts.dataDir);
+}
+
+const postgresUrls = new WeakMap<HaruDatabase, string>();
+
+/** The URL a postgres-kind database was opened with (for side connections such as a migration lock). */
+export const postgresUrlOf = (database: HaruDatabase): string | undefined => postgresUrls.get(database);
+
+/** A postgres.js client with Haru's defaults: notices (e.g. "already exists, skipping") are not errors. */
+export const connectPostgres = (url: string, max: number) => postgres(url, { max, onnotice: () => {} });
+
+function createPostgresDatabase(url: string, max: number): HaruDatabase {
+  const sql = connectPostgres(url, max);
+  let closed: Promise<void> | undefined;
+  const database: HaruDatabase = {
+    db: drizzlePostgres(sql, { schema }) as unknown as HaruDb,
+    kind: 'postgres',
+    async listen(channel, onPayload) {
+      const { unlisten } = await sql.listen(channel, onPayload);
+      return unlisten;
+    },
+    async ping() {
+      await sql`select 1`;
+    },
+    close() {
+      closed ??= sql.end({ timeout: 5 });
+      return closed;
+    },
+  };
+  postgresUrls.set(database, url);
+  return database;
+}
+
+async function createPgliteDatabase(dataDir: string): Promise<HaruDatabase> {
+  const release = lockDataDir(dataDir);
+  let client: PGlite;
+  try {
+    client = await PGlite.create(dataDir);
+  } catch (err) {
+    release();
+    throw err;
+  }
+  let closed: Promise<void> | undefined;
+  return {
+    db: drizzlePglite(client, { schema }) as unknown as HaruDb,
+    kind: 'pglite',
+    listen: (channel, onPayload) => client.listen(channel, onPayload),
+    async ping() {
+      await client.query('select 1');
+    },
+    close() {
+      closed ??= client.close().finally(release);
+      return closed;
+    },
+  };
+}
