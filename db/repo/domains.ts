@@ -1,0 +1,86 @@
+import { and, eq, inArray, sql } from 'drizzle-orm';
+import type { Domain } from '../../schemas/entities';
+import type { DomainState } from '../../schemas/enums';
+import { DOMAIN_TRANSITIONS, InvalidTransitionError, predecessorsOf } from '../../schemas/transitions';
+import { domains } from '../schema';
+import { toDomain } from './mappers';
+import { isUuid, type RepoDeps } from './support';
+
+/** A supervisor poll's outcome, as the fleet monitor records it. */
+export interface PollResult {
+  ok: boolean;
+  at: Date;
+  error?: string;
+}
+
+export type DomainRepo = ReturnType<typeof createDomainRepo>;
+
+/** Failure domains: reads, guarded state transitions and heartbeat bookkeeping. */
+export function createDomainRepo({ db, now }: RepoDeps) {
+  return {
+    /** The domain with this id, or null. */
+    async get(id: string): Promise<Domain | null> {
+      if (!isUuid(id)) return null;
+      const [row] = await db.select().from(domains).where(eq(domains.id, id));
+      return row ? toDomain(row) : null;
+    },
+
+    /** Every domain of a fleet, by slug. */
+    async listByFleet(fleetId: string): Promise<Domain[]> {
+      if (!isUuid(fleetId)) return [];
+      const rows = await db.select().from(domains).where(eq(domains.fleetId, fleetId)).orderBy(domains.slug);
+      return rows.map(toDomain);
+    },
+
+    /**
+     * Moves the domain to `to` with one guarded UPDATE (`state IN predecessorsOf(to)`). Returns the
+     * updated domain, or null when it does not exist or its state has no edge to `to` (a lost race).
+     * `lastError` is written when given (null clears it). Throws InvalidTransitionError, before any SQL,
+     * when `to` has no predecessor at all.
+     */
+    async transition(
+      domainId: string,
+      to: DomainState,
+      opts: { lastError?: string | null } = {},
+    ): Promise<Domain | null> {
+      const from = predecessorsOf(DOMAIN_TRANSITIONS, to);
+      if (from.length === 0) throw new InvalidTransitionError('domain', '*', to);
+      if (!isUuid(domainId)) return null;
+      const at = now();
+      const [row] = await db
+        .update(domains)
+        .set({
+          state: to,
+          stateChangedAt: at,
+          updatedAt: at,
+          ...(opts.lastError !== undefined ? { lastError: opts.lastError } : {}),
+        })
+        .where(and(eq(domains.id, domainId), inArray(domains.state, from)))
+        .returning();
+      return row ? toDomain(row) : null;
+    },
+
+    /**
+     * Records one supervisor poll. ok: `lastSeenAt = at`, failures reset, `lastError` cleared. Not ok:
+     * `consecutiveFailures + 1` and `lastError = error`. Does not change the state (the monitor decides
+     * that with `transition`). Throws when the domain does not exist.
+     */
+    async recordPoll(domainId: string, poll: PollResult): Promise<Domain> {
+      const set = poll.ok
+        ? { lastSeenAt: poll.at, consecutiveFailures: 0, lastError: null }
+        : {
+            consecutiveFailures: sql`${domains.consecutiveFailures} + 1`,
+            lastError: poll.error ?? 'poll failed',
+          };
+      const [row] = isUuid(domainId)
+        ? await db
+            .update(domains)
+            .set({ ...set, updatedAt: now() })
+            .where(eq(domains.id, domainId))
+            .returning()
+        : [];
+      if (!row) throw new Error(`domain ${domainId} does not exist`);
+      return toDomain(row);
+    },
+  };
+}

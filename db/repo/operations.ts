@@ -1,0 +1,191 @@
+import { randomUUID } from 'node:crypto';
+import { and, asc, desc, eq, inArray, sql } from 'drizzle-orm';
+import type { PgUpdateSetSource } from 'drizzle-orm/pg-core';
+import type { Operation, OperationError } from '../../schemas/entities';
+import {
+  IN_FLIGHT_OPERATION_STATES,
+  type OperationKind,
+  type OperationState,
+  type OperationStep,
+} from '../../schemas/enums';
+import { HaruError } from '../../schemas/errors';
+import { InvalidTransitionError, OPERATION_TRANSITIONS, predecessorsOf } from '../../schemas/transitions';
+import { domains, fleets, operations } from '../schema';
+import { toOperation } from './mappers';
+import { isUuid, pgErrorCode, type RepoDeps, timestampParam } from './support';
+
+export interface CreateOperationInput {
+  fleetId: string;
+  kind: OperationKind;
+  targetDomainId: string;
+  reason: string;
+  requestedBy: string;
+}
+
+export interface CreateOperationResult {
+  /** created: this call inserted it. joined: the same kind and target was already in flight. conflict: another one is. */
+  outcome: 'created' | 'joined' | 'conflict';
+  /** The created operation, or the one already in flight. */
+  operation: Operation;
+}
+
+/** Workflow ids are business keys derived from the row (DESIGN.md §4). */
+export const operationWorkflowId = (fleetId: string, operationId: string) => `haru/${fleetId}/op/${operationId}`;
+
+const inFlight = inArray(operations.state, [...IN_FLIGHT_OPERATION_STATES]);
+const IN_FLIGHT_INDEX_WHERE = sql.raw(`state in (${IN_FLIGHT_OPERATION_STATES.map((s) => `'${s}'`).join(', ')})`);
+const CREATE_ATTEMPTS = 5;
+
+export type OperationRepo = ReturnType<typeof createOperationRepo>;
+
+/** Operations: at most one in flight per fleet (partial unique index), every state change a guarded UPDATE. */
+export function createOperationRepo({ db, now }: RepoDeps) {
+  const inFlightOf = async (fleetId: string) => {
+    const [row] = await db
+      .select()
+      .from(operations)
+      .where(and(eq(operations.fleetId, fleetId), inFlight));
+    return row ? toOperation(row) : null;
+  };
+
+  /** Inserts unless the fleet already has one in flight; null then. Target and pointer read in the same statement. */
+  const insert = async (input: CreateOperationInput): Promise<Operation | null> => {
+    const id = randomUUID();
+    const at = now();
+    try {
+      const [row] = await db
+        .insert(operations)
+        .values({
+          id,
+          fleetId: input.fleetId,
+          kind: input.kind,
+          // NULL when the domain is not in this fleet: the NOT NULL constraint then refuses the row. The key
+          // share lock keeps a concurrent prune from deleting the target under the new operation.
+          targetDomainId: sql`(select ${domains.id} from ${domains} where ${domains.id} = ${input.targetDomainId} and ${domains.fleetId} = ${input.fleetId} for key share)`,
+          fromDomainId: sql`(select ${fleets.activeDomainId} from ${fleets} where ${fleets.id} = ${input.fleetId})`,
+          reason: input.reason,
+          requestedBy: input.requestedBy,
+          workflowId: operationWorkflowId(input.fleetId, id),
+          createdAt: at,
+          updatedAt: at,
+        })
+        .onConflictDoNothing({ target: operations.fleetId, where: IN_FLIGHT_INDEX_WHERE })
+        .returning();
+      return row ? toOperation(row) : null;
+    } catch (err) {
+      const code = pgErrorCode(err);
+      if (code === '23502') {
+        throw new HaruError('invalid_target', `domain ${input.targetDomainId} is not in fleet ${input.fleetId}`);
+      }
+      if (code === '23503') throw new HaruError('fleet_not_found', `fleet ${input.fleetId} does not exist`);
+      throw err;
+    }
+  };
+
+  /** One guarded UPDATE to `to`; `alsoFrom` widens the guard (idempotent repeats). */
+  const transition = async (
+    id: string,
+    to: OperationState,
+    set: PgUpdateSetSource<typeof operations>,
+    alsoFrom: OperationState[] = [],
+  ): Promise<Operation | null> => {
+    const from = predecessorsOf(OPERATION_TRANSITIONS, to);
+    if (from.length === 0) throw new InvalidTransitionError('operation', '*', to);
+    if (!isUuid(id)) return null;
+    const [row] = await db
+      .update(operations)
+      .set({ ...set, state: to, updatedAt: now() })
+      .where(and(eq(operations.id, id), inArray(operations.state, [...from, ...alsoFrom])))
+      .returning();
+    return row ? toOperation(row) : null;
+  };
+
+  const finish = (id: string, to: 'failed' | 'cancelled', error: OperationError) =>
+    transition(id, to, { error, step: error.step, finishedAt: now() });
+
+  return {
+    /**
+     * Creates a pending operation, unless the fleet already has one in flight: then the same kind and
+     * target joins it (same id), anything else is a conflict carrying the in-flight one. Safe under any
+     * concurrency: the partial unique index decides. Throws HaruError `invalid_target` when the domain is
+     * not in the fleet and `fleet_not_found` when the fleet does not exist.
+     */
+    async create(input: CreateOperationInput): Promise<CreateOperationResult> {
+      if (!isUuid(input.fleetId)) throw new HaruError('fleet_not_found', `fleet ${input.fleetId} does not exist`);
+      if (!isUuid(input.targetDomainId)) {
+        throw new HaruError('invalid_target', `domain ${input.targetDomainId} is not in fleet ${input.fleetId}`);
+      }
+      for (let attempt = 0; attempt < CREATE_ATTEMPTS; attempt += 1) {
+        const created = await insert(input);
+        if (created) return { outcome: 'created', operation: created };
+        // The in-flight one may finish between the insert and this read: then try the insert again.
+        const current = await inFlightOf(input.fleetId);
+        if (!current) continue;
+        const same = current.kind === input.kind && current.targetDomainId === input.targetDomainId;
+        return { outcome: same ? 'joined' : 'conflict', operation: current };
+      }
+      throw new Error(`could not create an operation for fleet ${input.fleetId}: the in-flight slot kept changing`);
+    },
+
+    /** The operation with this id, or null. */
+    async get(id: string): Promise<Operation | null> {
+      if (!isUuid(id)) return null;
+      const [row] = await db.select().from(operations).where(eq(operations.id, id));
+      return row ? toOperation(row) : null;
+    },
+
+    /** A fleet's operations, newest first (default 50). */
+    async list(fleetId: string, opts: { limit?: number } = {}): Promise<Operation[]> {
+      if (!isUuid(fleetId)) return [];
+      const rows = await db
+        .select()
+        .from(operations)
+        .where(eq(operations.fleetId, fleetId))
+        .orderBy(desc(operations.createdAt), desc(operations.id))
+        .limit(opts.limit ?? 50);
+      return rows.map(toOperation);
+    },
+
+    /** The fleet's pending or running operation, or null. */
+    inFlight: (fleetId: string) => (isUuid(fleetId) ? inFlightOf(fleetId) : Promise.resolve(null)),
+
+    /** Every pending operation of every fleet, oldest first (the monitor starts their workflows). */
+    async listPending(): Promise<Operation[]> {
+      const rows = await db
+        .select()
+        .from(operations)
+        .where(eq(operations.state, 'pending'))
+        .orderBy(asc(operations.createdAt));
+      return rows.map(toOperation);
+    },
+
+    /** pending -> running. Idempotent: an already running operation is returned as is (startedAt kept). */
+    start: (id: string) =>
+      transition(id, 'running', { startedAt: sql`coalesce(${operations.startedAt}, ${timestampParam(now())})` }, [
+        'running',
+      ]),
+
+    /** Records the step being executed; only while in flight. Null when the operation is not in flight. */
+    async setStep(id: string, step: OperationStep | string): Promise<Operation | null> {
+      if (!isUuid(id)) return null;
+      const [row] = await db
+        .update(operations)
+        .set({ step, updatedAt: now() })
+        .where(and(eq(operations.id, id), inFlight))
+        .returning();
+      return row ? toOperation(row) : null;
+    },
+
+    /** running -> succeeded. Null when the operation is not running. */
+    succeed: (id: string) => transition(id, 'succeeded', { finishedAt: now() }),
+
+    /** pending|running -> failed with `{ step, code, message }`. Null when already finished. */
+    fail: (id: string, error: OperationError) => finish(id, 'failed', error),
+
+    /** pending|running -> cancelled with `{ step, code, message }`. Null when already finished. */
+    cancel: (id: string, error: OperationError) => finish(id, 'cancelled', error),
+
+    /** The generic guarded transition, for tests and tools: throws InvalidTransitionError for `pending`. */
+    transition: (id: string, to: OperationState) => transition(id, to, {}),
+  };
+}
