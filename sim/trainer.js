@@ -1,0 +1,107 @@
+#!/usr/bin/env node
+'use strict';
+/* global setInterval, setTimeout, clearInterval */
+/**
+ * A fake preemptible LoRA trainer. It behaves like a well-mannered training job towards the supervisor:
+ *  - resumes from `$HARU_CHECKPOINT_DIR/checkpoint.json` (a step counter) and writes it every interval;
+ *  - holds VRAM on `$HARU_GPU_INDEX` under its own pid in the simulated GPU state (HARU_SIM_GPU_STATE);
+ *  - on SIGTERM (or SIGINT) writes a final checkpoint and exits 0.
+ * Options (flag or env var; flags win):
+ *   --interval-ms N      HARU_SIM_TRAINER_INTERVAL_MS      checkpoint every N ms (default 200)
+ *   --vram-mib N         HARU_SIM_TRAINER_VRAM_MIB         VRAM held while training (default 20000)
+ *   --ignore-sigterm     HARU_SIM_TRAINER_IGNORE_SIGTERM=1 ignore SIGTERM, so only SIGKILL stops it
+ *   --exit-delay-ms N    HARU_SIM_TRAINER_EXIT_DELAY_MS    take N ms to exit after SIGTERM (slow shutdown)
+ *   --spawn-child        HARU_SIM_TRAINER_SPAWN_CHILD=1    start a worker child that ignores SIGTERM (a
+ *                                                          dataloader that only dies with its process group)
+ * Every event is appended as a JSON line to `$HARU_CHECKPOINT_DIR/trainer.log`.
+ */
+const fs = require('node:fs');
+const path = require('node:path');
+const { spawn } = require('node:child_process');
+const gpuState = require('./gpu-state.js');
+
+function option(flag, envName, fallback) {
+  const argv = process.argv.slice(2);
+  const i = argv.indexOf(flag);
+  if (i !== -1) {
+    const next = argv[i + 1];
+    return next === undefined || next.startsWith('--') ? '1' : next;
+  }
+  const env = process.env[envName];
+  return env === undefined || env === '' ? fallback : env;
+}
+const isTrue = (v) => ['1', 'true', 'yes', 'on'].includes(String(v).toLowerCase());
+
+const checkpointDir = process.env.HARU_CHECKPOINT_DIR;
+const gpuIndex = Number(process.env.HARU_GPU_INDEX);
+if (!checkpointDir || !Number.isInteger(gpuIndex)) {
+  process.stderr.write('trainer: HARU_CHECKPOINT_DIR and HARU_GPU_INDEX are required\n');
+  process.exit(2);
+}
+const intervalMs = Number(option('--interval-ms', 'HARU_SIM_TRAINER_INTERVAL_MS', '200'));
+const vramMiB = Number(option('--vram-mib', 'HARU_SIM_TRAINER_VRAM_MIB', '20000'));
+const ignoreSigterm = isTrue(option('--ignore-sigterm', 'HARU_SIM_TRAINER_IGNORE_SIGTERM', '0'));
+const exitDelayMs = Number(option('--exit-delay-ms', 'HARU_SIM_TRAINER_EXIT_DELAY_MS', '0'));
+const spawnChild = isTrue(option('--spawn-child', 'HARU_SIM_TRAINER_SPAWN_CHILD', '0'));
+const gpuStateDir = process.env.HARU_SIM_GPU_STATE;
+
+fs.mkdirSync(checkpointDir, { recursive: true });
+const checkpointFile = path.join(checkpointDir, 'checkpoint.json');
+const logFile = path.join(checkpointDir, 'trainer.log');
+
+function log(event, fields) {
+  const line = JSON.stringify({ at: new Date().toISOString(), event, pid: process.pid, gpuIndex, ...fields });
+  fs.appendFileSync(logFile, `${line}\n`);
+  process.stdout.write(`${line}\n`);
+}
+
+function readStep() {
+  try {
+    const step = JSON.parse(fs.readFileSync(checkpointFile, 'utf8')).step;
+    return Number.isInteger(step) && step >= 0 ? step : 0;
+  } catch {
+    return 0;
+  }
+}
+
+function checkpoint(step, final) {
+  gpuState.writeJsonAtomic(checkpointFile, { step, final, pid: process.pid, at: new Date().toISOString() });
+}
+
+let step = readStep();
+log('started', { resumedFromStep: step });
+if (gpuStateDir) gpuState.setHolding(gpuStateDir, { gpuIndex, usedMiB: vramMiB, label: 'python3' });
+
+if (spawnChild) {
+  // Stays in our process group and ignores SIGTERM: only the group's SIGKILL ends it.
+  const child = spawn(process.execPath, ['-e', "process.on('SIGTERM', () => {}); setInterval(() => {}, 1000);"], {
+    stdio: 'ignore',
+  });
+  fs.writeFileSync(path.join(checkpointDir, 'child.pid'), String(child.pid));
+  log('child started', { childPid: child.pid });
+}
+
+const timer = setInterval(() => {
+  step += 1;
+  checkpoint(step, false);
+}, intervalMs);
+
+let stopping = false;
+function onTerm(signal) {
+  if (ignoreSigterm) {
+    log('signal ignored', { signal });
+    return;
+  }
+  if (stopping) return;
+  stopping = true;
+  log('stopping', { signal, step });
+  setTimeout(() => {
+    clearInterval(timer);
+    checkpoint(step, true);
+    if (gpuStateDir) gpuState.setHolding(gpuStateDir, { gpuIndex, usedMiB: 0 });
+    log('final checkpoint', { step });
+    process.exit(0);
+  }, exitDelayMs);
+}
+process.on('SIGTERM', () => onTerm('SIGTERM'));
+process.on('SIGINT', () => onTerm('SIGINT'));
