@@ -1,0 +1,45 @@
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import { writeJsonAtomic } from '../gpu-state';
+
+/**
+ * Fault injection and tuning for one fake vLLM. Written by tests or `startSimDomain().faults` to the model's
+ * control file (`<stateDir>/vllm/<model>.control.json`); the fake re-reads it on every request and polls it
+ * every 50 ms, so a written fault applies to the very next request.
+ */
+export const vllmControlSchema = z.strictObject({
+  /** Inference endpoints (`/v1/*`) accept the request and never answer (a wedged engine). */
+  hang: z.boolean().default(false),
+  /** The listener is closed: connections are refused while the process lives on. */
+  refuse: z.boolean().default(false),
+  /** The process dies at once (SIGKILL on itself), as a crashed engine would. */
+  crash: z.boolean().default(false),
+  /** After the next wake, completions carry empty content (a wake that came back broken). */
+  emptyContentAfterWake: z.boolean().default(false),
+  /** `/wake_up` answers 200 but the engine stays asleep. */
+  wakeNoop: z.boolean().default(false),
+  /** `/sleep` answers 200 but the engine stays awake. */
+  sleepNoop: z.boolean().default(false),
+  /** Overrides the start-up wake delay. */
+  wakeDelayMs: z.number().int().min(0).optional(),
+  /** Overrides the start-up token rate. */
+  tokensPerSecond: z.number().positive().optional(),
+});
+export type VllmControl = z.infer<typeof vllmControlSchema>;
+export type VllmControlInput = z.input<typeof vllmControlSchema>;
+
+export const NO_FAULTS: VllmControl = vllmControlSchema.parse({});
+
+/** Reads a control file; a missing or half-written file means no faults. */
+export function readControlFile(file: string): VllmControl {
+  try {
+    return vllmControlSchema.parse(JSON.parse(readFileSync(file, 'utf8')));
+  } catch {
+    return NO_FAULTS;
+  }
+}
+
+/** Writes a whole control (unspecified faults off) atomically. */
+export function writeControlFile(file: string, control: VllmControlInput): void {
+  writeJsonAtomic(file, vllmControlSchema.parse(control));
+}

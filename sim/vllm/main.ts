@@ -1,0 +1,57 @@
+/**
+ * Runs one fake vLLM as its own process (what `startSimDomain` spawns):
+ *   node -r tsx/cjs sim/vllm/main.ts --model NAME --port N --gpu-index N
+ *     [--gpu-state DIR] [--control FILE] [--wake-delay-ms N] [--tokens-per-second N]
+ *     [--weights-mib N] [--kv-cache-mib N] [--start-asleep]
+ * Prints one JSON line `{"event":"listening",...}` when ready; exits 0 on SIGTERM/SIGINT.
+ */
+import { parseArgs } from 'node:util';
+import { createFakeVllm } from './server';
+
+export async function runFakeVllm(argv: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      model: { type: 'string' },
+      port: { type: 'string' },
+      'gpu-index': { type: 'string', default: '0' },
+      'gpu-state': { type: 'string' },
+      control: { type: 'string' },
+      'wake-delay-ms': { type: 'string' },
+      'tokens-per-second': { type: 'string' },
+      'weights-mib': { type: 'string' },
+      'kv-cache-mib': { type: 'string' },
+      'start-asleep': { type: 'boolean', default: false },
+    },
+  });
+  if (!values.model || values.port === undefined) throw new Error('--model and --port are required');
+  const num = (v: string | undefined) => (v === undefined ? undefined : Number(v));
+  const fake = createFakeVllm({
+    model: values.model,
+    port: Number(values.port),
+    gpuIndex: Number(values['gpu-index']),
+    gpuStateDir: values['gpu-state'],
+    controlFile: values.control,
+    wakeDelayMs: num(values['wake-delay-ms']),
+    tokensPerSecond: num(values['tokens-per-second']),
+    weightsMiB: num(values['weights-mib']),
+    kvCacheMiB: num(values['kv-cache-mib']),
+    startAsleep: values['start-asleep'],
+    // A crash is abrupt: no cleanup, no exit handlers, exactly like an engine that died.
+    onCrash: () => process.kill(process.pid, 'SIGKILL'),
+  });
+  const port = await fake.listen();
+  process.stdout.write(`${JSON.stringify({ event: 'listening', model: values.model, port, pid: process.pid })}\n`);
+  const stop = () => {
+    void fake.close().then(() => process.exit(0));
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
+
+if (require.main === module) {
+  runFakeVllm(process.argv.slice(2)).catch((err: Error) => {
+    process.stderr.write(`fake vllm: ${err.message}\n`);
+    process.exit(1);
+  });
+}
