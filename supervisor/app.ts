@@ -1,0 +1,180 @@
+import express, { type ErrorRequestHandler, type Request, type RequestHandler } from 'express';
+import type { z } from 'zod';
+import { formatZodError } from '../schemas/env';
+import { HaruError } from '../schemas/errors';
+import {
+  type GpuMemoryReport,
+  probeRequestSchema,
+  sleepRequestSchema,
+  type SupervisorStatus,
+  trainingStartRequestSchema,
+  trainingStopRequestSchema,
+  wakeRequestSchema,
+} from '../schemas/supervisor';
+import { bearerAuth } from './auth';
+import { NoSlotError } from './errors';
+import { GpuQueryError, type GpuMemoryReader } from './gpu';
+import type { InferenceController } from './inference';
+import type { Logger } from './logger';
+import type { SupervisorMetrics } from './metrics';
+import { probeModels } from './probe';
+import type { TrainingManager } from './training';
+import type { VllmClient } from './vllm';
+
+export interface SupervisorAppDeps {
+  /** Bearer token for /v1/*; null = unauthenticated (the caller must listen on loopback only). */
+  token: string | null;
+  inference: InferenceController;
+  training: TrainingManager;
+  gpu: GpuMemoryReader;
+  vllm: VllmClient;
+  metrics: SupervisorMetrics;
+  logger: Logger;
+  now: () => Date;
+  /** Training stop grace when the request gives none. */
+  defaultStopGraceMs: number;
+}
+
+/** Request bodies are small JSON objects; anything bigger is a 413. */
+const BODY_LIMIT = '16kb';
+
+function parseBody<T extends z.ZodType>(schema: T, req: Request): z.infer<T> {
+  const parsed = schema.safeParse(req.body ?? {});
+  if (!parsed.success) throw new HaruError('invalid_request', formatZodError(parsed.error));
+  return parsed.data;
+}
+
+/** Wraps an async handler so a rejection reaches the error middleware. */
+const route =
+  (handler: (req: Request, res: express.Response) => Promise<void> | void): RequestHandler =>
+  async (req, res, next) => {
+    try {
+      await handler(req, res);
+    } catch (err) {
+      next(err);
+    }
+  };
+
+/**
+ * The supervisor's HTTP API (DESIGN.md §6). `/healthz` and `/metrics` are open; every `/v1/*` route needs the
+ * bearer token when one is configured. Bodies are strict JSON (unknown keys are a 400); errors use the
+ * `{ error: { code, message } }` envelope.
+ */
+export function createApp(deps: SupervisorAppDeps): express.Express {
+  const { inference, training, gpu, metrics, logger, now } = deps;
+  const app = express();
+  app.disable('x-powered-by');
+
+  app.use((req, res, next) => {
+    const end = metrics.httpDuration.startTimer();
+    res.on('finish', () => {
+      const path = req.route?.path ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched';
+      metrics.httpRequests.inc({ method: req.method, route: path, status: String(res.statusCode) });
+      end({ method: req.method, route: path });
+    });
+    next();
+  });
+
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.get(
+    '/metrics',
+    route(async (_req, res) => {
+      res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+    }),
+  );
+
+  const v1 = express.Router();
+  v1.use(bearerAuth(deps.token));
+  v1.use(express.json({ type: () => true, limit: BODY_LIMIT }));
+
+  v1.get(
+    '/status',
+    route(async (_req, res) => {
+      const models = await inference.status();
+      metrics.observeModels(models);
+      const body: SupervisorStatus = { models, training: training.status(), at: now().toISOString() };
+      res.json(body);
+    }),
+  );
+  v1.post(
+    '/vllm/sleep',
+    route(async (req, res) => {
+      res.json(await inference.sleep(parseBody(sleepRequestSchema, req)));
+    }),
+  );
+  v1.post(
+    '/vllm/wake',
+    route(async (req, res) => {
+      res.json(await inference.wake(parseBody(wakeRequestSchema, req)));
+    }),
+  );
+  v1.post(
+    '/training/start',
+    route(async (req, res) => {
+      res.json(await training.start(parseBody(trainingStartRequestSchema, req)));
+    }),
+  );
+  v1.post(
+    '/training/stop',
+    route((req, res) => {
+      const body = parseBody(trainingStopRequestSchema, req);
+      res
+        .status(202)
+        .json(training.stop({ gpuIndex: body.gpuIndex, graceMs: body.graceMs ?? deps.defaultStopGraceMs }));
+    }),
+  );
+  v1.get(
+    '/gpu/memory',
+    route(async (_req, res) => {
+      let gpus;
+      try {
+        gpus = await gpu.read();
+      } catch (err) {
+        metrics.gpuQueryErrors.inc();
+        throw err;
+      }
+      const body: GpuMemoryReport = { gpus, at: now().toISOString() };
+      res.json(body);
+    }),
+  );
+  v1.post(
+    '/probe',
+    route(async (req, res) => {
+      const body = parseBody(probeRequestSchema, req);
+      const unknown = (body.models ?? []).filter((name) => !inference.models.some((m) => m.name === name));
+      if (unknown.length) throw new HaruError('model_not_found', `not served on this host: ${unknown.join(', ')}`);
+      const models = inference.models.filter((m) => !body.models || body.models.includes(m.name));
+      const results = await probeModels({ ...body, models }, { vllm: deps.vllm, now });
+      for (const r of results.filter((x) => !x.ok)) logger.warn('probe failed', { model: r.model, error: r.error });
+      res.json({ results });
+    }),
+  );
+  app.use('/v1', v1);
+
+  app.use((req, _res, next) => next(new HaruError('not_found', `no route ${req.method} ${req.path}`)));
+  app.use(errorHandler(logger));
+  return app;
+}
+
+function errorHandler(logger: Logger): ErrorRequestHandler {
+  return (err: unknown, req, res, _next) => {
+    let error: HaruError;
+    const bodyError = err as { type?: string; message?: string };
+    if (err instanceof HaruError) error = err;
+    else if (err instanceof NoSlotError) error = new HaruError('not_found', err.message);
+    else if (bodyError.type === 'entity.parse.failed')
+      error = new HaruError('invalid_request', 'body is not valid JSON');
+    else if (bodyError.type === 'entity.too.large')
+      error = new HaruError('payload_too_large', `body over ${BODY_LIMIT}`);
+    else if (err instanceof GpuQueryError) {
+      logger.error('gpu query failed', { error: err.message });
+      error = new HaruError('internal_error', err.message);
+    } else {
+      logger.error('request failed', { method: req.method, path: req.path, error: (err as Error)?.message });
+      error = new HaruError('internal_error', 'internal error');
+    }
+    res.status(error.status).json(error.toBody());
+  };
+}

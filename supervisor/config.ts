@@ -1,0 +1,88 @@
+import { z } from 'zod';
+import { blankable, ConfigError, formatZodError, portSchema, positiveMsSchema } from '../schemas/env';
+import { type SupervisorConfig, supervisorConfigSchema } from '../schemas/supervisor';
+
+/** GPU vendors with a memory adapter (supervisor/gpu/). */
+export const GPU_VENDORS = ['nvidia', 'amd'] as const;
+
+/** The supervisor's environment. A blank variable counts as unset. */
+export const supervisorEnvSchema = z.object({
+  /** Inline JSON (starts with `{`) or a path to a JSON file; see schemas/supervisor.ts. */
+  HARU_SUPERVISOR_CONFIG: blankable(z.string({ error: 'is required (inline JSON or a file path)' })),
+  /** Bearer token for /v1/*. Unset: a loud warning, and the supervisor listens on 127.0.0.1 only. */
+  HARU_SUPERVISOR_TOKEN: blankable(z.string().optional()),
+  PORT: blankable(portSchema.default(8701)),
+  /** Listen address. Default 0.0.0.0 with a token, 127.0.0.1 without (a non-loopback host then is refused). */
+  HARU_SUPERVISOR_HOST: blankable(z.string().optional()),
+  HARU_GPU_VENDOR: blankable(z.enum(GPU_VENDORS).default('nvidia')),
+  /** The vendor tool to run instead of `nvidia-smi` / `rocm-smi` (the simulator's, a wrapper, a full path). */
+  HARU_GPU_SMI: blankable(z.string().optional()),
+  HARU_GPU_SMI_TIMEOUT_MS: blankable(positiveMsSchema.default(10_000)),
+  /** Timeout of short vLLM calls (is_sleeping, metrics, reset_prefix_cache). */
+  HARU_VLLM_TIMEOUT_MS: blankable(positiveMsSchema.default(5_000)),
+  /** Timeout of each sleep, wake_up and weight reload call (a large model takes tens of seconds). */
+  HARU_VLLM_WAKE_TIMEOUT_MS: blankable(positiveMsSchema.default(300_000)),
+  /** On its own SIGTERM the supervisor stops every training run with this grace, then exits. */
+  HARU_SUPERVISOR_SHUTDOWN_GRACE_MS: blankable(z.coerce.number().int().min(0).default(10_000)),
+  /** Grace used when a run's leader exits on its own and its process group still has members. */
+  HARU_TRAINING_ORPHAN_GRACE_MS: blankable(z.coerce.number().int().min(0).default(10_000)),
+  LOG_LEVEL: blankable(z.enum(['debug', 'info', 'warn', 'error']).default('info')),
+});
+export type SupervisorEnv = z.infer<typeof supervisorEnvSchema>;
+
+/** Parses the supervisor's environment; throws ConfigError listing every bad variable. */
+export function loadSupervisorEnv(env: NodeJS.ProcessEnv): SupervisorEnv {
+  const parsed = supervisorEnvSchema.safeParse(env);
+  if (!parsed.success) {
+    throw new ConfigError(`invalid supervisor environment:\n${formatZodError(parsed.error, '  ')}`);
+  }
+  return parsed.data;
+}
+
+/**
+ * Reads HARU_SUPERVISOR_CONFIG: inline JSON when it starts with `{`, otherwise a file path read with
+ * `readFile`. Throws ConfigError naming the source and listing every problem (JSON syntax or schema).
+ */
+export function loadSupervisorConfig(raw: string, readFile: (file: string) => string): SupervisorConfig {
+  const inline = raw.trimStart().startsWith('{');
+  const source = inline ? 'HARU_SUPERVISOR_CONFIG (inline JSON)' : raw;
+  let text = raw;
+  if (!inline) {
+    try {
+      text = readFile(raw);
+    } catch (err) {
+      throw new ConfigError(`cannot read supervisor config ${raw}: ${(err as Error).message}`);
+    }
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    throw new ConfigError(`supervisor config ${source} is not valid JSON: ${(err as Error).message}`);
+  }
+  const parsed = supervisorConfigSchema.safeParse(json);
+  if (!parsed.success) {
+    throw new ConfigError(`invalid supervisor config ${source}:\n${formatZodError(parsed.error, '  ')}`);
+  }
+  return parsed.data;
+}
+
+/** True for addresses that only this host can reach. */
+export function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
+/**
+ * Where the supervisor listens. Without a token it must stay on loopback: an explicit non-loopback
+ * HARU_SUPERVISOR_HOST is a ConfigError rather than an open control surface.
+ */
+export function resolveListenHost(env: Pick<SupervisorEnv, 'HARU_SUPERVISOR_TOKEN' | 'HARU_SUPERVISOR_HOST'>): string {
+  const host = env.HARU_SUPERVISOR_HOST;
+  if (env.HARU_SUPERVISOR_TOKEN) return host ?? '0.0.0.0';
+  if (host && !isLoopbackHost(host)) {
+    throw new ConfigError(
+      `HARU_SUPERVISOR_HOST=${host} needs HARU_SUPERVISOR_TOKEN: without a token the supervisor listens on 127.0.0.1 only`,
+    );
+  }
+  return host ?? '127.0.0.1';
+}

@@ -1,0 +1,16 @@
+import { createAmdReader } from './amd';
+import { createNvidiaReader } from './nvidia';
+import type { Exec, GpuMemoryReader } from './types';
+
+export { GpuQueryError, type Exec, type GpuMemoryReader } from './types';
+export { execFileTool } from './exec';
+
+/** The GPU memory adapter for `vendor`; `binary` replaces the vendor tool (HARU_GPU_SMI). */
+export function createGpuReader(opts: {
+  vendor: 'nvidia' | 'amd';
+  exec: Exec;
+  binary?: string;
+  timeoutMs: number;
+}): GpuMemoryReader {
+  return opts.vendor === 'amd' ? createAmdReader(opts) : createNvidiaReader(opts);
+}

@@ -1,0 +1,56 @@
+import type { GpuMemory } from '../../schemas/supervisor';
+
+/** Result of running a command: never rejects for a non-zero exit (the adapter decides). */
+export interface ExecResult {
+  /** Exit code; null when the process was killed by a signal (or timed out). */
+  code: number | null;
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs `file` with `args` (no shell) and resolves with its output. Rejects only when the command cannot be
+ * started at all (e.g. ENOENT). Injected so tests can feed real-format output without a GPU.
+ */
+export type Exec = (file: string, args: string[], opts: { timeoutMs: number }) => Promise<ExecResult>;
+
+/** Reads GPU memory from the vendor's tool. */
+export interface GpuMemoryReader {
+  readonly vendor: 'nvidia' | 'amd';
+  /** Every GPU with used/total MiB and per-process usage. Throws GpuQueryError, never returns a guessed zero. */
+  read(): Promise<GpuMemory[]>;
+}
+
+/** Most of a tool's stderr we keep in an error message. */
+export const MAX_STDERR_CHARS = 500;
+
+/** A vendor tool failed, timed out, or printed something we cannot parse. The message names the command. */
+export class GpuQueryError extends Error {
+  constructor(
+    readonly command: string,
+    reason: string,
+    readonly stderr = '',
+  ) {
+    const capped = stderr.trim().slice(0, MAX_STDERR_CHARS);
+    super(`\`${command}\` ${reason}${capped ? `: ${capped}` : ''}`);
+    this.name = 'GpuQueryError';
+  }
+}
+
+/** Runs a vendor tool and returns its stdout, or throws GpuQueryError for a failure to start or a non-zero exit. */
+export async function runTool(exec: Exec, file: string, args: string[], timeoutMs: number): Promise<string> {
+  const command = [file, ...args].join(' ');
+  let result: ExecResult;
+  try {
+    result = await exec(file, args, { timeoutMs });
+  } catch (err) {
+    throw new GpuQueryError(command, `could not be run (${(err as Error).message})`);
+  }
+  if (result.code !== 0) {
+    const how = result.code === null ? `was killed (${result.signal ?? 'timeout'})` : `exited with code ${result.code}`;
+    // nvidia-smi prints driver errors on stdout, so fall back to it when stderr is empty.
+    throw new GpuQueryError(command, how, result.stderr.trim() ? result.stderr : result.stdout);
+  }
+  return result.stdout;
+}

@@ -1,0 +1,134 @@
+import type { SleepLevel } from '../schemas/enums';
+import type { ModelStatus, SupervisorActionResponse, SupervisorConfig } from '../schemas/supervisor';
+import { NoSlotError } from './errors';
+import type { Logger } from './logger';
+import { sumSamples } from './prometheus-text';
+import type { VllmClient } from './vllm';
+
+/** One configured model with where it runs. */
+export interface ConfiguredModel {
+  name: string;
+  port: number;
+  gpuIndex: number;
+  sleepLevel: SleepLevel;
+}
+
+/** Flattens the config's inference slots into models. */
+export function configuredModels(config: SupervisorConfig): ConfiguredModel[] {
+  return config.inference.flatMap((slot) =>
+    slot.models.map((m) => ({ name: m.name, port: m.port, gpuIndex: slot.gpuIndex, sleepLevel: slot.sleepLevel })),
+  );
+}
+
+const errorMessage = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+/**
+ * Sleep, wake and status of the vLLM servers on this host. Every action proves its effect by re-reading
+ * `/is_sleeping` afterwards: a 200 from vLLM is never taken as proof. Models on one GPU are handled one
+ * after another (no two wakes race for the same VRAM); GPUs are handled in parallel.
+ */
+export function createInferenceController(deps: { config: SupervisorConfig; vllm: VllmClient; logger: Logger }) {
+  const models = configuredModels(deps.config);
+  const { vllm, logger } = deps;
+  /** Level of this process's last sleep per model: the fallback when vLLM's metrics do not say. */
+  const lastSleepLevel = new Map<string, SleepLevel>();
+
+  function select(gpuIndex: number | undefined): ConfiguredModel[] {
+    if (gpuIndex === undefined) return models;
+    const selected = models.filter((m) => m.gpuIndex === gpuIndex);
+    if (selected.length === 0) throw new NoSlotError('inference', gpuIndex);
+    return selected;
+  }
+
+  async function perGpu(
+    selected: ConfiguredModel[],
+    action: (model: ConfiguredModel) => Promise<void>,
+  ): Promise<SupervisorActionResponse> {
+    const gpus = [...new Set(selected.map((m) => m.gpuIndex))].sort((a, b) => a - b);
+    const errors: SupervisorActionResponse['errors'] = [];
+    await Promise.all(
+      gpus.map(async (gpu) => {
+        for (const model of selected.filter((m) => m.gpuIndex === gpu)) {
+          try {
+            await action(model);
+          } catch (err) {
+            errors.push({ target: model.name, message: errorMessage(err) });
+          }
+        }
+      }),
+    );
+    return { accepted: errors.length === 0, gpuIndexes: gpus, errors };
+  }
+
+  /** The level a sleeping server slept at: vLLM's `engine_sleep_state` gauge, else what we asked, else the slot's. */
+  async function sleptLevel(model: ConfiguredModel): Promise<SleepLevel> {
+    try {
+      const samples = await vllm.metrics(model.port);
+      if (sumSamples(samples, 'vllm:engine_sleep_state', { sleep_state: 'discard_all' })) return 2;
+      if (sumSamples(samples, 'vllm:engine_sleep_state', { sleep_state: 'weights_offloaded' })) return 1;
+    } catch {
+      // metrics are a hint only
+    }
+    return lastSleepLevel.get(model.name) ?? model.sleepLevel;
+  }
+
+  async function sleepOne(model: ConfiguredModel, level: SleepLevel): Promise<void> {
+    if (await vllm.isSleeping(model.port)) return;
+    await vllm.sleep(model.port, level);
+    if (!(await vllm.isSleeping(model.port))) {
+      throw new Error(`${model.name} still reports awake after POST /sleep?level=${level} answered 200`);
+    }
+    lastSleepLevel.set(model.name, level);
+    logger.info('model asleep', { model: model.name, gpuIndex: model.gpuIndex, level });
+  }
+
+  async function wakeOne(model: ConfiguredModel): Promise<void> {
+    if (!(await vllm.isSleeping(model.port))) return;
+    const level = await sleptLevel(model);
+    if (level === 2) {
+      // Level 2 discarded the weights: bring the weight buffers back, reload them, then the KV cache,
+      // and drop prefix-cache entries computed with the old weights.
+      await vllm.wakeUp(model.port, ['weights']);
+      await vllm.collectiveRpc(model.port, 'reload_weights');
+      await vllm.wakeUp(model.port, ['kv_cache']);
+      await vllm.resetPrefixCache(model.port);
+    } else {
+      await vllm.wakeUp(model.port);
+    }
+    if (await vllm.isSleeping(model.port)) {
+      throw new Error(`${model.name} still reports sleeping after POST /wake_up answered 200`);
+    }
+    lastSleepLevel.delete(model.name);
+    logger.info('model awake', { model: model.name, gpuIndex: model.gpuIndex, level });
+  }
+
+  async function statusOne(model: ConfiguredModel): Promise<ModelStatus> {
+    const [sleeping, samples] = await Promise.allSettled([vllm.isSleeping(model.port), vllm.metrics(model.port)]);
+    const running = samples.status === 'fulfilled' ? sumSamples(samples.value, 'vllm:num_requests_running') : null;
+    return {
+      name: model.name,
+      gpuIndex: model.gpuIndex,
+      port: model.port,
+      state: sleeping.status === 'fulfilled' ? (sleeping.value ? 'asleep' : 'awake') : 'unknown',
+      runningRequests: running,
+      error: sleeping.status === 'rejected' ? errorMessage(sleeping.reason) : null,
+    };
+  }
+
+  return {
+    models,
+    /** Throws NoSlotError when `gpuIndex` has no inference slot. */
+    select,
+    /** Every model's state read fresh from its server; an unreachable server is `unknown` with the error. */
+    status: (): Promise<ModelStatus[]> => Promise.all(models.map(statusOne)),
+    /**
+     * Puts the selected models to sleep (level from the request, else the slot's) and proves each asleep.
+     * Already-sleeping models are left alone. Throws NoSlotError; per-model failures go to `errors`.
+     */
+    sleep: (req: { gpuIndex?: number; level?: SleepLevel }) =>
+      perGpu(select(req.gpuIndex), (m) => sleepOne(m, req.level ?? m.sleepLevel)),
+    /** Wakes the selected models (level-2 sequence when they slept at level 2) and proves each awake. */
+    wake: (req: { gpuIndex?: number }) => perGpu(select(req.gpuIndex), wakeOne),
+  };
+}
+export type InferenceController = ReturnType<typeof createInferenceController>;

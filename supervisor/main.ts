@@ -1,0 +1,147 @@
+/**
+ * The supervisor's composition root: reads the environment, builds the parts, listens, and on SIGTERM/SIGINT
+ * stops every training run within the shutdown grace before exiting. Run it as `haru supervisor` or
+ * `node -r tsx/cjs supervisor/main.ts`.
+ */
+import { readFileSync } from 'node:fs';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ConfigError } from '../schemas/env';
+import { createApp } from './app';
+import { loadSupervisorConfig, loadSupervisorEnv, resolveListenHost } from './config';
+import { createGpuReader, execFileTool } from './gpu';
+import { createInferenceController } from './inference';
+import { createLogger, type Logger } from './logger';
+import { createSupervisorMetrics } from './metrics';
+import { createProcessTable } from './process-group';
+import { createTrainingManager, type TrainingManager } from './training';
+import { createVllmClient } from './vllm';
+
+/** Default SIGTERM-to-SIGKILL grace of `POST /v1/training/stop` without `graceMs`. */
+export const DEFAULT_STOP_GRACE_MS = 30_000;
+
+export interface RunningSupervisor {
+  server: Server;
+  host: string;
+  port: number;
+  training: TrainingManager;
+  logger: Logger;
+  /** Stops every training run (grace from the env unless given), then closes the listener. */
+  shutdown(graceMs?: number): Promise<void>;
+}
+
+/**
+ * Builds and starts a supervisor from `env`. Throws ConfigError (every problem listed) for a bad environment
+ * or config. Without HARU_SUPERVISOR_TOKEN it warns loudly and listens on 127.0.0.1 only.
+ */
+export async function startSupervisor(
+  env: NodeJS.ProcessEnv,
+  opts: { write?: (line: string) => void; trainingOutput?: 'inherit' | 'ignore'; cwd?: string } = {},
+): Promise<RunningSupervisor> {
+  const settings = loadSupervisorEnv(env);
+  const config = loadSupervisorConfig(settings.HARU_SUPERVISOR_CONFIG, (file) => readFileSync(file, 'utf8'));
+  const host = resolveListenHost(settings);
+  const now = () => new Date();
+  const logger = createLogger({
+    write: opts.write ?? ((line) => process.stdout.write(line)),
+    level: settings.LOG_LEVEL,
+    base: { component: 'supervisor' },
+  });
+  const token = settings.HARU_SUPERVISOR_TOKEN ?? null;
+  if (!token) {
+    logger.warn(
+      'HARU_SUPERVISOR_TOKEN is not set: the supervisor API is unauthenticated and listens on loopback only',
+      {
+        host,
+      },
+    );
+  }
+  const vllm = createVllmClient({
+    timeoutMs: settings.HARU_VLLM_TIMEOUT_MS,
+    wakeTimeoutMs: settings.HARU_VLLM_WAKE_TIMEOUT_MS,
+  });
+  const training = createTrainingManager({
+    slots: config.training,
+    baseEnv: env,
+    cwd: opts.cwd ?? process.cwd(),
+    processTable: createProcessTable(),
+    now,
+    logger,
+    output: opts.trainingOutput ?? 'inherit',
+    orphanGraceMs: settings.HARU_TRAINING_ORPHAN_GRACE_MS,
+    onExit: (gpu, exit) =>
+      metrics.trainingExits.inc({ gpu: String(gpu), how: exit.signal ?? `code ${exit.code ?? 'unknown'}` }),
+  });
+  const metrics = createSupervisorMetrics({ trainingStatus: () => training.status(), defaults: true });
+  const app = createApp({
+    token,
+    inference: createInferenceController({ config, vllm, logger }),
+    training,
+    gpu: createGpuReader({
+      vendor: settings.HARU_GPU_VENDOR,
+      exec: execFileTool,
+      binary: settings.HARU_GPU_SMI,
+      timeoutMs: settings.HARU_GPU_SMI_TIMEOUT_MS,
+    }),
+    vllm,
+    metrics,
+    logger,
+    now,
+    defaultStopGraceMs: DEFAULT_STOP_GRACE_MS,
+  });
+  const server = await new Promise<Server>((resolve, reject) => {
+    const s = app.listen(settings.PORT, host, () => resolve(s));
+    s.once('error', reject);
+  });
+  const port = (server.address() as AddressInfo).port;
+  logger.info('supervisor listening', {
+    host,
+    port,
+    models: config.inference.flatMap((s) => s.models.map((m) => m.name)),
+    trainingGpus: config.training.map((s) => s.gpuIndex),
+  });
+  return {
+    server,
+    host,
+    port,
+    training,
+    logger,
+    async shutdown(graceMs = settings.HARU_SUPERVISOR_SHUTDOWN_GRACE_MS) {
+      await training.stopAll(graceMs);
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections();
+      await closed;
+    },
+  };
+}
+
+/** Runs the supervisor until SIGTERM/SIGINT; a second signal forces the exit without waiting for the grace. */
+export async function runSupervisor(env: NodeJS.ProcessEnv): Promise<void> {
+  const supervisor = await startSupervisor(env);
+  let stopping = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      supervisor.logger.warn('second signal: stopping training runs now', { signal });
+      void supervisor.training.stopAll(0).then(() => process.exit(1));
+      return;
+    }
+    stopping = true;
+    supervisor.logger.info('supervisor stopping', { signal });
+    supervisor.shutdown().then(
+      () => process.exit(0),
+      (err: Error) => {
+        supervisor.logger.error('shutdown failed', { error: err.message });
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+}
+
+if (require.main === module) {
+  runSupervisor(process.env).catch((err: Error) => {
+    process.stderr.write(`haru supervisor: ${err instanceof ConfigError ? err.message : (err.stack ?? err.message)}\n`);
+    process.exit(err instanceof ConfigError ? 2 : 1);
+  });
+}

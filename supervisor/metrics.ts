@@ -1,0 +1,69 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { ModelStatus, TrainingRunStatus } from '../schemas/supervisor';
+
+/**
+ * The supervisor's Prometheus metrics, in a registry of their own (several supervisors can live in one test
+ * process). `trainingStatus` is read at scrape time.
+ */
+export function createSupervisorMetrics(opts: { trainingStatus: () => TrainingRunStatus[]; defaults?: boolean }) {
+  const registry = new Registry();
+  if (opts.defaults) collectDefaultMetrics({ register: registry, prefix: 'haru_supervisor_' });
+  const httpRequests = new Counter({
+    name: 'haru_supervisor_http_requests_total',
+    help: 'HTTP requests answered, by route and status code.',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [registry],
+  });
+  const httpDuration = new Histogram({
+    name: 'haru_supervisor_http_request_duration_seconds',
+    help: 'HTTP request duration by route.',
+    labelNames: ['method', 'route'] as const,
+    buckets: [0.005, 0.05, 0.25, 1, 5, 30, 120],
+    registers: [registry],
+  });
+  const modelAwake = new Gauge({
+    name: 'haru_supervisor_model_awake',
+    help: 'Last observed model state: 1 awake, 0 asleep, -1 unknown.',
+    labelNames: ['model', 'gpu'] as const,
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'haru_supervisor_training_running',
+    help: 'Training run state per GPU: 0 idle, 1 running, 2 stopping.',
+    labelNames: ['gpu'] as const,
+    registers: [registry],
+    collect() {
+      for (const run of opts.trainingStatus()) {
+        this.set({ gpu: String(run.gpuIndex) }, run.state === 'idle' ? 0 : run.state === 'running' ? 1 : 2);
+      }
+    },
+  });
+  const trainingExits = new Counter({
+    name: 'haru_supervisor_training_exits_total',
+    help: 'Finished training runs, by GPU and how the leader ended (exit code or signal).',
+    labelNames: ['gpu', 'how'] as const,
+    registers: [registry],
+  });
+  const gpuQueryErrors = new Counter({
+    name: 'haru_supervisor_gpu_query_errors_total',
+    help: 'GPU memory queries that failed (tool error, timeout, unparseable output).',
+    registers: [registry],
+  });
+  return {
+    registry,
+    httpRequests,
+    httpDuration,
+    trainingExits,
+    gpuQueryErrors,
+    /** Records the states of a fresh status read. */
+    observeModels(models: ModelStatus[]) {
+      for (const m of models) {
+        modelAwake.set(
+          { model: m.name, gpu: String(m.gpuIndex) },
+          m.state === 'awake' ? 1 : m.state === 'asleep' ? 0 : -1,
+        );
+      }
+    },
+  };
+}
+export type SupervisorMetrics = ReturnType<typeof createSupervisorMetrics>;

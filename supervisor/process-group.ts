@@ -1,0 +1,96 @@
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+
+/** What the training manager needs to know about the host's processes. */
+export interface ProcessTable {
+  /** Live (non-zombie) pids in process group `pgid`, ascending with the leader first when alive. */
+  groupPids(pgid: number): number[];
+  /** The kernel's start time of `pid` (tells a recycled pid apart); null when unknown or gone. */
+  startTime(pid: number): string | null;
+}
+
+interface ProcStat {
+  pid: number;
+  state: string;
+  pgrp: number;
+  startTime: string;
+}
+
+function readProcStat(pid: number): ProcStat | null {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return null;
+  }
+  // Field 2 (the command) is parenthesised and may hold spaces: parse after the last ')'.
+  const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  return { pid, state: rest[0] ?? '?', pgrp: Number(rest[2]), startTime: rest[19] ?? '' };
+}
+
+const isGone = (state: string) => state.startsWith('Z') || state.startsWith('X');
+
+function leaderFirst(pids: number[], pgid: number): number[] {
+  pids.sort((a, b) => a - b);
+  const i = pids.indexOf(pgid);
+  if (i > 0) pids.unshift(...pids.splice(i, 1));
+  return pids;
+}
+
+/**
+ * The host's process table: /proc on Linux, `ps` elsewhere. Zombies count as gone: they hold no memory, and
+ * an init that does not reap would otherwise keep a stopped run "alive" forever.
+ */
+export function createProcessTable(): ProcessTable {
+  let hasProc: boolean;
+  try {
+    readdirSync('/proc/self');
+    hasProc = true;
+  } catch {
+    hasProc = false;
+  }
+  if (hasProc) {
+    return {
+      groupPids(pgid) {
+        const pids: number[] = [];
+        for (const name of readdirSync('/proc')) {
+          if (!/^\d+$/.test(name)) continue;
+          const stat = readProcStat(Number(name));
+          if (stat && stat.pgrp === pgid && !isGone(stat.state)) pids.push(stat.pid);
+        }
+        return leaderFirst(pids, pgid);
+      },
+      startTime: (pid) => readProcStat(pid)?.startTime ?? null,
+    };
+  }
+  const ps = (): { pid: number; pgid: number; stat: string; lstart: string }[] =>
+    execFileSync('ps', ['-A', '-o', 'pid=,pgid=,stat=,lstart='], { encoding: 'utf8' })
+      .split('\n')
+      .map((line) => line.trim().split(/\s+/))
+      .filter((cols) => cols.length >= 3)
+      .map(([pid, pgid, stat, ...lstart]) => ({
+        pid: Number(pid),
+        pgid: Number(pgid),
+        stat: stat ?? '',
+        lstart: lstart.join(' '),
+      }));
+  return {
+    groupPids: (pgid) =>
+      leaderFirst(
+        ps()
+          .filter((p) => p.pgid === pgid && !isGone(p.stat))
+          .map((p) => p.pid),
+        pgid,
+      ),
+    startTime: (pid) => ps().find((p) => p.pid === pid)?.lstart ?? null,
+  };
+}
+
+/** Sends `signal` to every process of group `pgid`; a group that is already gone is not an error. */
+export function signalGroup(pgid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pgid, signal);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
+  }
+}

@@ -1,0 +1,130 @@
+import { z } from 'zod';
+import { type PromSample, parsePrometheusText } from './prometheus-text';
+
+/** A vLLM call failed: unreachable, timed out, non-2xx, or an answer that does not match vLLM's shape. */
+export class VllmError extends Error {
+  constructor(
+    message: string,
+    readonly status: number | null = null,
+  ) {
+    super(message);
+    this.name = 'VllmError';
+  }
+}
+
+export interface VllmClientOptions {
+  fetch?: typeof fetch;
+  /** Timeout of short calls: is_sleeping, metrics, reset_prefix_cache. */
+  timeoutMs: number;
+  /** Timeout of each sleep, wake_up and collective_rpc call. */
+  wakeTimeoutMs: number;
+}
+
+export interface ChatCompletionResult {
+  status: number;
+  /** Parsed JSON body, or null when the body was not JSON. */
+  body: unknown;
+}
+
+const isSleepingSchema = z.object({ is_sleeping: z.boolean() });
+const MAX_ERROR_BODY = 300;
+
+/**
+ * Client for the vLLM servers on this host. Every call goes to `http://127.0.0.1:<port>` (vLLM's dev
+ * endpoints must never be exposed beyond loopback) and carries a timeout. A 2xx from sleep/wake is only
+ * an acknowledgement: callers re-read `isSleeping` for proof.
+ */
+export function createVllmClient(opts: VllmClientOptions) {
+  const doFetch = opts.fetch ?? fetch;
+
+  async function call(
+    port: number,
+    method: 'GET' | 'POST',
+    pathAndQuery: string,
+    timeoutMs: number,
+    body?: unknown,
+    signal?: AbortSignal,
+  ): Promise<{ status: number; text: string }> {
+    const url = `http://127.0.0.1:${port}${pathAndQuery}`;
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const init: RequestInit = {
+      method,
+      signal: signal ? AbortSignal.any([timeout, signal]) : timeout,
+      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    };
+    try {
+      const res = await doFetch(url, init);
+      return { status: res.status, text: await res.text() };
+    } catch (err) {
+      if (timeout.aborted)
+        throw new VllmError(`${method} ${pathAndQuery} on port ${port} timed out after ${timeoutMs} ms`);
+      const cause = (err as { cause?: { code?: string } }).cause?.code;
+      throw new VllmError(`${method} ${pathAndQuery} on port ${port} failed: ${cause ?? (err as Error).message}`);
+    }
+  }
+
+  async function expectOk(port: number, method: 'GET' | 'POST', path: string, timeoutMs: number, body?: unknown) {
+    const res = await call(port, method, path, timeoutMs, body);
+    if (res.status < 200 || res.status >= 300) {
+      throw new VllmError(
+        `${method} ${path} on port ${port} answered ${res.status}: ${res.text.slice(0, MAX_ERROR_BODY)}`,
+        res.status,
+      );
+    }
+    return res.text;
+  }
+
+  return {
+    /** `POST /sleep?level=N`. Resolves on a 2xx; throws VllmError otherwise. */
+    async sleep(port: number, level: 1 | 2): Promise<void> {
+      await expectOk(port, 'POST', `/sleep?level=${level}`, opts.wakeTimeoutMs);
+    },
+    /** `POST /wake_up`, optionally only some memory tags (`weights`, `kv_cache`). */
+    async wakeUp(port: number, tags: string[] = []): Promise<void> {
+      const query = tags.map((t) => `tags=${encodeURIComponent(t)}`).join('&');
+      await expectOk(port, 'POST', `/wake_up${query ? `?${query}` : ''}`, opts.wakeTimeoutMs);
+    },
+    /** `POST /collective_rpc {method}` on every worker (e.g. `reload_weights` after a level-2 sleep). */
+    async collectiveRpc(port: number, method: string): Promise<void> {
+      await expectOk(port, 'POST', '/collective_rpc', opts.wakeTimeoutMs, { method });
+    },
+    /** `POST /reset_prefix_cache`: cached prefixes are stale after a level-2 sleep. */
+    async resetPrefixCache(port: number): Promise<void> {
+      await expectOk(port, 'POST', '/reset_prefix_cache', opts.timeoutMs);
+    },
+    /** `GET /is_sleeping`, parsed. Throws VllmError when unreachable or the body is not `{is_sleeping: bool}`. */
+    async isSleeping(port: number): Promise<boolean> {
+      const text = await expectOk(port, 'GET', '/is_sleeping', opts.timeoutMs);
+      let parsed: z.ZodSafeParseResult<{ is_sleeping: boolean }>;
+      try {
+        parsed = isSleepingSchema.safeParse(JSON.parse(text));
+      } catch {
+        throw new VllmError(`GET /is_sleeping on port ${port} answered non-JSON: ${text.slice(0, MAX_ERROR_BODY)}`);
+      }
+      if (!parsed.success) {
+        throw new VllmError(`GET /is_sleeping on port ${port} answered ${text.slice(0, MAX_ERROR_BODY)}`);
+      }
+      return parsed.data.is_sleeping;
+    },
+    /** `GET /metrics`, parsed into samples. */
+    async metrics(port: number): Promise<PromSample[]> {
+      return parsePrometheusText(await expectOk(port, 'GET', '/metrics', opts.timeoutMs));
+    },
+    /**
+     * `POST /v1/chat/completions` with `body`, bounded by `timeoutMs` (a timeout throws VllmError). Any HTTP
+     * status resolves: the caller judges it.
+     */
+    async chatCompletion(port: number, body: unknown, timeoutMs: number): Promise<ChatCompletionResult> {
+      const res = await call(port, 'POST', '/v1/chat/completions', timeoutMs, body);
+      let parsed: unknown = null;
+      try {
+        parsed = JSON.parse(res.text);
+      } catch {
+        // left null: the caller reports a non-JSON answer
+      }
+      return { status: res.status, body: parsed };
+    },
+  };
+}
+export type VllmClient = ReturnType<typeof createVllmClient>;
