@@ -1,0 +1,59 @@
+import { z } from 'zod';
+import { blankable, parseEnv, portSchema, positiveMsSchema } from '../schemas/env';
+
+const MIB = 1024 * 1024;
+const positiveInt = z.coerce.number().int().positive();
+
+/**
+ * The API's environment. Parsed once at boot (`loadApiConfig`); a blank variable counts as unset.
+ * Durations are milliseconds, sizes bytes.
+ */
+export const apiConfigSchema = z.object({
+  PORT: blankable(portSchema.default(8700)),
+  /** Bind address. Unset: 0.0.0.0 with a token, 127.0.0.1 without one (a token-less API never leaves loopback). */
+  HOST: blankable(z.string().min(1).optional()),
+  /** Shared Postgres (`postgres://…`); unset means the embedded PGlite under HARU_DATA_DIR. */
+  DATABASE_URL: blankable(z.url({ protocol: /^postgres(ql)?$/ }).optional()),
+  HARU_DATA_DIR: blankable(z.string().min(1).default('.haru')),
+  TEMPORAL_ADDRESS: blankable(z.string().min(1).default('localhost:7233')),
+  TEMPORAL_NAMESPACE: blankable(z.string().min(1).default('default')),
+  HARU_TASK_QUEUE: blankable(z.string().min(1).default('haru')),
+  /** Bearer token required on every /v1/* route; unset disables auth and forces a loopback bind. */
+  HARU_API_TOKEN: blankable(z.string().min(1).optional()),
+  /** Fleet (slug or UUID) for proxy requests without an `X-Haru-Fleet` header. */
+  HARU_DEFAULT_FLEET: blankable(z.string().min(1).optional()),
+  HARU_CHAT_MAX_BODY_BYTES: blankable(positiveInt.default(32 * MIB)),
+  /** Bounds the time until the upstream's first response byte only; a quiet stream is never cut. */
+  HARU_CHAT_HEADER_TIMEOUT_MS: blankable(positiveMsSchema.default(60_000)),
+  /** Longest a request waits for a route move during a failover. */
+  HARU_CHAT_HOLD_MS: blankable(positiveMsSchema.default(60_000)),
+  /** Most requests held at once per API process; more answer 429 `overloaded`. */
+  HARU_CHAT_HOLD_MAX: blankable(positiveInt.default(1_000)),
+  /** Interval of SSE comment pings sent to held streaming requests. */
+  HARU_CHAT_HOLD_PING_MS: blankable(positiveMsSchema.default(5_000)),
+  /** How often a held request re-checks the routing while it waits (a missed push is caught here). */
+  HARU_CHAT_HOLD_RECHECK_MS: blankable(positiveMsSchema.default(500)),
+  HARU_SNAPSHOT_CACHE_TTL_MS: blankable(positiveMsSchema.default(2_000)),
+  HARU_SNAPSHOT_CACHE_MAX: blankable(positiveInt.default(1_000)),
+  /** Bound on one routing read from the store; past it the last known routing is served as stale. */
+  HARU_STORE_TIMEOUT_MS: blankable(positiveMsSchema.default(500)),
+  /** Bound on one Temporal call; past it the route answers 503 `orchestrator_unavailable`. */
+  HARU_TEMPORAL_TIMEOUT_MS: blankable(positiveMsSchema.default(5_000)),
+  /** Minimum gap between two passive `checkNow` signals for one fleet. */
+  HARU_CHECK_NOW_DEBOUNCE_MS: blankable(positiveMsSchema.default(1_000)),
+  /** How long `POST /reconcile` waits for the monitor's fresh poll before answering. */
+  HARU_RECONCILE_WAIT_MS: blankable(z.coerce.number().int().min(0).default(3_000)),
+  /** Poll interval of `GET /events?follow=1`. */
+  HARU_EVENTS_POLL_MS: blankable(positiveMsSchema.default(500)),
+  LOG_LEVEL: blankable(z.enum(['debug', 'info', 'warn', 'error']).default('info')),
+});
+export type ApiConfig = z.infer<typeof apiConfigSchema>;
+
+/** Parses the API environment; throws ConfigError naming every bad variable. */
+export const loadApiConfig = (env: NodeJS.ProcessEnv): ApiConfig => parseEnv(apiConfigSchema, env, 'API');
+
+/** The config with every default, for tests: `defaultApiConfig({ HARU_CHAT_HOLD_MS: 100 })`. */
+export const defaultApiConfig = (overrides: Partial<ApiConfig> = {}): ApiConfig => ({
+  ...apiConfigSchema.parse({}),
+  ...overrides,
+});

@@ -1,0 +1,79 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** The API's Prometheus metrics, on a registry of their own so several apps can live in one process. */
+export interface ApiMetrics {
+  registry: Registry;
+  /** Every HTTP request by route pattern, method and status. */
+  httpRequests: Counter<'route' | 'method' | 'status'>;
+  httpDuration: Histogram<'route' | 'method'>;
+  /** Time from sending the request upstream to its first response byte. */
+  proxyTtfb: Histogram<'endpoint'>;
+  /** Whole proxied request, holds included, by outcome (`ok`, an error code, or `client_closed`). */
+  proxyDuration: Histogram<'endpoint' | 'outcome'>;
+  /** Requests waiting for a route move right now. */
+  heldRequests: Gauge;
+  /** Ends of holds: `moved` (served after a route move), `timeout`, `rejected` (queue full), `closed`. */
+  holdOutcomes: Counter<'outcome'>;
+  /** The route revision last seen per fleet. */
+  routeRevision: Gauge<'fleet'>;
+  /** Routing answers served from a stale snapshot because the store was unreachable. */
+  staleRouting: Counter<'fleet'>;
+}
+
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+
+/** Creates the metrics; `withDefaults` adds the process metrics (main.ts only, to keep tests light). */
+export function createApiMetrics(opts: { withDefaults?: boolean } = {}): ApiMetrics {
+  const registry = new Registry();
+  if (opts.withDefaults) collectDefaultMetrics({ register: registry });
+  const registers = [registry];
+  return {
+    registry,
+    httpRequests: new Counter({
+      name: 'haru_api_requests_total',
+      help: 'HTTP requests by route, method and status',
+      labelNames: ['route', 'method', 'status'],
+      registers,
+    }),
+    httpDuration: new Histogram({
+      name: 'haru_api_request_duration_seconds',
+      help: 'HTTP request duration by route and method',
+      labelNames: ['route', 'method'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+    proxyTtfb: new Histogram({
+      name: 'haru_proxy_upstream_ttfb_seconds',
+      help: 'Time to the first upstream response byte',
+      labelNames: ['endpoint'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+    proxyDuration: new Histogram({
+      name: 'haru_proxy_request_duration_seconds',
+      help: 'Proxied request duration including holds, by outcome',
+      labelNames: ['endpoint', 'outcome'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+    heldRequests: new Gauge({ name: 'haru_proxy_held_requests', help: 'Requests held for a route move', registers }),
+    holdOutcomes: new Counter({
+      name: 'haru_proxy_hold_outcomes_total',
+      help: 'How holds ended',
+      labelNames: ['outcome'],
+      registers,
+    }),
+    routeRevision: new Gauge({
+      name: 'haru_route_revision',
+      help: 'Route revision last seen per fleet',
+      labelNames: ['fleet'],
+      registers,
+    }),
+    staleRouting: new Counter({
+      name: 'haru_proxy_stale_routing_total',
+      help: 'Requests routed from a stale snapshot while the store was unreachable',
+      labelNames: ['fleet'],
+      registers,
+    }),
+  };
+}

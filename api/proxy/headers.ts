@@ -1,0 +1,52 @@
+import type { IncomingHttpHeaders } from 'node:http';
+
+// Hop-by-hop headers (RFC 9110 §7.6.1) and headers the proxy sets itself.
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
+// Never sent upstream: the client's credentials are for Haru, not for vLLM; the body length is recomputed.
+const NOT_UPSTREAM = new Set(['host', 'authorization', 'cookie', 'content-length', 'expect', 'accept-encoding']);
+
+const connectionListed = (headers: IncomingHttpHeaders): Set<string> =>
+  new Set(
+    String(headers.connection ?? '')
+      .split(',')
+      .map((h) => h.trim().toLowerCase())
+      .filter(Boolean),
+  );
+
+/**
+ * Headers forwarded to the upstream: the client's, minus hop-by-hop ones, `Authorization`, cookies,
+ * `X-Haru-*` and the length (undici sets it from the byte-identical body).
+ */
+export function upstreamRequestHeaders(client: IncomingHttpHeaders): Record<string, string> {
+  const listed = connectionListed(client);
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(client)) {
+    const key = name.toLowerCase();
+    if (value === undefined || HOP_BY_HOP.has(key) || NOT_UPSTREAM.has(key) || listed.has(key)) continue;
+    if (key.startsWith('x-haru-')) continue;
+    out[key] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return out;
+}
+
+/** Headers passed back to the client: the upstream's, minus hop-by-hop ones and its length when re-framed. */
+export function clientResponseHeaders(upstream: IncomingHttpHeaders): Record<string, string | string[]> {
+  const listed = connectionListed(upstream);
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(upstream)) {
+    const key = name.toLowerCase();
+    if (value === undefined || HOP_BY_HOP.has(key) || listed.has(key)) continue;
+    out[key] = value;
+  }
+  return out;
+}

@@ -1,0 +1,87 @@
+import type { DomainSnapshot, FleetSnapshot } from '../../schemas/entities';
+import { HaruError } from '../../schemas/errors';
+
+/** The proxied OpenAI endpoints. Only these paths are ever built toward an upstream. */
+export const INFERENCE_ENDPOINTS = ['chat/completions', 'completions', 'embeddings'] as const;
+export type InferenceEndpoint = (typeof INFERENCE_ENDPOINTS)[number];
+
+/** The fleet's active domain, or null when the routing pointer is empty or dangling. */
+export function activeDomain(snapshot: FleetSnapshot): DomainSnapshot | null {
+  return snapshot.domains.find((d) => d.id === snapshot.activeDomainId) ?? null;
+}
+
+/** Model name -> servingUrl for every inference slot of `domain`, in layout order. */
+export function domainModels(domain: DomainSnapshot): Map<string, string> {
+  const models = new Map<string, string>();
+  for (const slot of domain.slots) {
+    if (slot.kind !== 'inference') continue;
+    for (const m of slot.models) if (!models.has(m.name)) models.set(m.name, m.servingUrl);
+  }
+  return models;
+}
+
+/** Where a request for `model` goes now, or the error to answer when nowhere. */
+export type RouteTarget =
+  { kind: 'ok'; domain: DomainSnapshot; servingUrl: string } | { kind: 'error'; error: HaruError };
+
+/** Picks the upstream for `model` on the active domain (exact name match). */
+export function routeModel(snapshot: FleetSnapshot, model: string): RouteTarget {
+  const domain = activeDomain(snapshot);
+  if (!domain) {
+    return { kind: 'error', error: new HaruError('no_active_domain', `fleet ${snapshot.slug} has no active domain`) };
+  }
+  const models = domainModels(domain);
+  const servingUrl = models.get(model);
+  if (servingUrl) return { kind: 'ok', domain, servingUrl };
+  const names = [...models.keys()];
+  return {
+    kind: 'error',
+    error: new HaruError(
+      'model_not_found',
+      `model "${model}" is not served by fleet ${snapshot.slug}; routable models: ${names.length ? names.join(', ') : '(none)'}`,
+    ),
+  };
+}
+
+/**
+ * Builds the upstream URL for an inference endpoint from a model's servingUrl. A servingUrl that already
+ * ends in `/v1` gets the endpoint appended; any other gets `/v1/<endpoint>`. The client's path and query
+ * are never used, so admin endpoints (`/sleep`, `/wake_up`, …) cannot be reached through the proxy.
+ */
+export function upstreamUrl(servingUrl: string, endpoint: InferenceEndpoint): string {
+  const url = new URL(servingUrl);
+  const base = url.pathname.replace(/\/+$/, '');
+  url.pathname = `${base.endsWith('/v1') ? base : `${base}/v1`}/${endpoint}`;
+  url.search = '';
+  url.hash = '';
+  return url.toString();
+}
+
+/** Why a request may wait for a route move instead of failing now; null when no move can come. */
+export type HoldReason = 'promotion_in_flight' | 'auto_failover';
+
+/**
+ * Decides whether waiting can help (DESIGN.md §5): a promotion is in flight toward a domain that binds
+ * `model`, or auto-failover is on, the active is failing (or just refused us) and a viable standby binds
+ * `model`. Pure: a function of the snapshot and what the proxy just saw.
+ */
+export function holdReason(snapshot: FleetSnapshot, model: string, upstreamRefused: boolean): HoldReason | null {
+  const serves = (d: DomainSnapshot | undefined) => !!d && domainModels(d).has(model);
+  const op = snapshot.inFlightOperation;
+  if (op && op.kind === 'promote' && (op.state === 'pending' || op.state === 'running')) {
+    if (serves(snapshot.domains.find((d) => d.id === op.targetDomainId))) return 'promotion_in_flight';
+  }
+  if (!snapshot.policy.autoFailover) return null;
+  const active = activeDomain(snapshot);
+  const activeFailing =
+    upstreamRefused ||
+    !active ||
+    active.state === 'failed' ||
+    active.state === 'degraded' ||
+    active.consecutiveFailures > 0;
+  if (!activeFailing) return null;
+  const viableStandby = snapshot.domains.some(
+    (d) => d.id !== snapshot.activeDomainId && (d.state === 'ready' || d.state === 'degraded') && serves(d),
+  );
+  return viableStandby ? 'auto_failover' : null;
+}

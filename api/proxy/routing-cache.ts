@@ -1,0 +1,204 @@
+import { z } from 'zod';
+import type { FleetSnapshot } from '../../schemas/entities';
+import { HaruError } from '../../schemas/errors';
+import type { Logger } from '../logger';
+import type { ApiStore } from '../store';
+
+/** A routing answer: the snapshot and whether it is the last known one, served while the store is down. */
+export interface Routing {
+  snapshot: FleetSnapshot;
+  stale: boolean;
+}
+
+/** The NOTIFY channel `commitRouting` writes to (DESIGN.md §3). */
+export const ROUTE_CHANNEL = 'haru_route';
+const routePushSchema = z.object({ fleetId: z.string(), revision: z.number().int() });
+
+export interface RoutingCacheOptions {
+  store: Pick<ApiStore, 'fleets'>;
+  /** An entry younger than this is used without touching the store. */
+  ttlMs: number;
+  /** Most fleets cached; the least recently used is evicted first. */
+  maxEntries: number;
+  /** Bound on one store read; past it the last known routing is served (stale). */
+  storeTimeoutMs: number;
+  now?: () => Date;
+  logger?: Logger;
+  /** Called whenever a fleet's revision is observed (metrics). */
+  onRevision?: (snapshot: FleetSnapshot) => void;
+}
+
+export interface RoutingCache {
+  /**
+   * The fleet's routing (slug or UUID). Fresh within the TTL; past it, revalidated with a cheap route
+   * revision read and reloaded only when the revision moved. Throws `fleet_not_found`, or
+   * `state_store_unavailable` when the store cannot be read and nothing is cached.
+   */
+  get(ref: string): Promise<Routing>;
+  /** Like `get` but always reads the full snapshot (used before deciding to hold a request). */
+  refresh(ref: string): Promise<Routing>;
+  /** Applies a `haru_route` payload: a newer revision invalidates the entry and wakes waiters. */
+  handlePush(payload: string): void;
+  /** Calls `listener(fleetId, revision)` whenever a fleet's route is seen to move; returns an unsubscribe. */
+  onMove(listener: (fleetId: string, revision: number) => void): () => void;
+  /** Number of cached fleets (bounded by maxEntries). */
+  readonly size: number;
+}
+
+interface Entry {
+  snapshot: FleetSnapshot;
+  /** Last time the store confirmed this entry (full load or revision check). */
+  checkedAt: number;
+  loadedAt: number;
+  /** A push announced a newer revision: reload before use. */
+  invalidated: boolean;
+  /** After a failed store read, serve stale without retrying until this time. */
+  backoffUntil: number;
+}
+
+/** A full reload happens at least every FULL_RELOAD_TTLS TTLs, so non-routing changes (states, slots) show up. */
+const FULL_RELOAD_TTLS = 10;
+
+/** Creates the bounded LRU snapshot cache the proxy routes from. */
+export function createRoutingCache(opts: RoutingCacheOptions): RoutingCache {
+  const now = () => (opts.now ? opts.now().getTime() : Date.now());
+  const entries = new Map<string, Entry>(); // fleetId -> entry, insertion order = recency
+  const aliases = new Map<string, string>(); // slug or id -> fleetId
+  const inflight = new Map<string, Promise<Routing>>();
+  const listeners = new Set<(fleetId: string, revision: number) => void>();
+
+  const touch = (id: string, entry: Entry) => {
+    entries.delete(id);
+    entries.set(id, entry);
+    while (entries.size > opts.maxEntries) {
+      const oldest = entries.keys().next().value as string;
+      entries.delete(oldest);
+      for (const [alias, target] of aliases) if (target === oldest) aliases.delete(alias);
+    }
+  };
+  const emitMove = (fleetId: string, revision: number) => {
+    for (const l of listeners) l(fleetId, revision);
+  };
+
+  const bounded = <T>(what: string, p: Promise<T>): Promise<T> =>
+    new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new HaruError('state_store_unavailable', `state store did not answer ${what} in time`)),
+        opts.storeTimeoutMs,
+      );
+      p.then(
+        (v) => {
+          clearTimeout(timer);
+          resolve(v);
+        },
+        (err: unknown) => {
+          clearTimeout(timer);
+          reject(err);
+        },
+      );
+    });
+
+  const store = (snapshot: FleetSnapshot, previous: Entry | undefined): Entry => {
+    const t = now();
+    const entry: Entry = { snapshot, checkedAt: t, loadedAt: t, invalidated: false, backoffUntil: 0 };
+    aliases.set(snapshot.slug, snapshot.id);
+    aliases.set(snapshot.id, snapshot.id);
+    touch(snapshot.id, entry);
+    opts.onRevision?.(snapshot);
+    if (previous && snapshot.routeRevision > previous.snapshot.routeRevision)
+      emitMove(snapshot.id, snapshot.routeRevision);
+    return entry;
+  };
+
+  const stale = (ref: string, entry: Entry | undefined, err: unknown): Routing => {
+    if (!entry) {
+      if (err instanceof HaruError) throw err;
+      throw new HaruError('state_store_unavailable', 'state store is unreachable and no routing is cached');
+    }
+    entry.backoffUntil = now() + opts.ttlMs;
+    opts.logger?.warn('serving stale routing', {
+      fleet: ref,
+      revision: entry.snapshot.routeRevision,
+      error: err instanceof Error ? err.message : String(err),
+    });
+    return { snapshot: entry.snapshot, stale: true };
+  };
+
+  async function load(ref: string, entry: Entry | undefined, full: boolean): Promise<Routing> {
+    try {
+      const cheap = entry && !full && !entry.invalidated && now() - entry.loadedAt < opts.ttlMs * FULL_RELOAD_TTLS;
+      if (cheap) {
+        const revision = await bounded('a route revision read', opts.store.fleets.routeRevision(entry.snapshot.id));
+        if (revision === entry.snapshot.routeRevision) {
+          entry.checkedAt = now();
+          entry.backoffUntil = 0;
+          return { snapshot: entry.snapshot, stale: false };
+        }
+      }
+      const snapshot = await bounded('a fleet snapshot read', opts.store.fleets.snapshot(ref));
+      if (!snapshot) {
+        if (entry) entries.delete(entry.snapshot.id);
+        aliases.delete(ref);
+        throw new HaruError('fleet_not_found', `fleet ${ref} not found`);
+      }
+      return { snapshot: store(snapshot, entry).snapshot, stale: false };
+    } catch (err) {
+      if (err instanceof HaruError && err.code === 'fleet_not_found') throw err;
+      return stale(ref, entry, err);
+    }
+  }
+
+  // One store read per fleet at a time: concurrent requests share it.
+  function singleFlight(ref: string, entry: Entry | undefined, full: boolean): Promise<Routing> {
+    const key = `${entry?.snapshot.id ?? ref}:${full ? 'full' : 'check'}`;
+    let p = inflight.get(key);
+    if (!p) {
+      p = load(ref, entry, full).finally(() => inflight.delete(key));
+      inflight.set(key, p);
+    }
+    return p;
+  }
+
+  const lookup = (ref: string) => {
+    const id = aliases.get(ref);
+    return id ? entries.get(id) : undefined;
+  };
+
+  return {
+    get size() {
+      return entries.size;
+    },
+    async get(ref) {
+      const entry = lookup(ref);
+      if (entry) {
+        const t = now();
+        touch(entry.snapshot.id, entry);
+        if (!entry.invalidated && t - entry.checkedAt < opts.ttlMs) return { snapshot: entry.snapshot, stale: false };
+        if (t < entry.backoffUntil) return { snapshot: entry.snapshot, stale: true };
+      }
+      return singleFlight(ref, entry, false);
+    },
+    async refresh(ref) {
+      const entry = lookup(ref);
+      if (entry && now() < entry.backoffUntil) return { snapshot: entry.snapshot, stale: true };
+      return singleFlight(ref, entry, true);
+    },
+    handlePush(payload) {
+      let parsed: z.infer<typeof routePushSchema>;
+      try {
+        parsed = routePushSchema.parse(JSON.parse(payload));
+      } catch {
+        opts.logger?.warn('ignored malformed route push', { channel: ROUTE_CHANNEL });
+        return;
+      }
+      const entry = entries.get(parsed.fleetId);
+      if (entry && parsed.revision <= entry.snapshot.routeRevision) return; // duplicate or out of order
+      if (entry) entry.invalidated = true;
+      emitMove(parsed.fleetId, parsed.revision);
+    },
+    onMove(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+  };
+}

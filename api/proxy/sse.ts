@@ -1,0 +1,27 @@
+import type { ServerResponse } from 'node:http';
+import type { ErrorBody } from '../../schemas/errors';
+
+/** Headers for an event stream the API starts itself (held requests, event follow). */
+export const SSE_HEADERS = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache, no-transform',
+  connection: 'keep-alive',
+  'x-accel-buffering': 'no',
+} as const;
+
+/** Starts an event stream if nothing was written yet (headers set one by one so `getHeader` sees them). */
+export function startSse(res: ServerResponse, extra: Record<string, string> = {}): void {
+  if (res.headersSent) return;
+  for (const [name, value] of Object.entries({ ...SSE_HEADERS, ...extra })) res.setHeader(name, value);
+  res.writeHead(200);
+}
+
+/** An SSE comment line: ignored by clients, keeps proxies and load balancers from timing out. */
+export function writeSseComment(res: ServerResponse, text: string): void {
+  res.write(`: ${text.replace(/\n/g, ' ')}\n\n`);
+}
+
+/** Ends a stream with `data: {"error": …}`, the way OpenAI streams report an error mid-stream. */
+export function endSseWithError(res: ServerResponse, body: ErrorBody | { error: unknown }): void {
+  if (!res.writableEnded) res.end(`data: ${JSON.stringify(body)}\n\n`);
+}

@@ -1,0 +1,47 @@
+import type { OperationKind } from '../schemas/enums';
+import type { FleetSnapshot, HaruEvent, Operation } from '../schemas/entities';
+
+/**
+ * The slice of the state store (db/store.ts `createStore`) the API uses. Declared here so the API
+ * depends on the contract, not on the repository implementation; the real Store satisfies it.
+ */
+export interface ApiStore {
+  fleets: {
+    list(): Promise<FleetSnapshot[]>;
+    /** By slug or UUID; null when no such fleet. */
+    snapshot(ref: string): Promise<FleetSnapshot | null>;
+    /** The fleet's current route revision; null when no such fleet. */
+    routeRevision(fleetId: string): Promise<number | null>;
+  };
+  operations: {
+    create(input: {
+      fleetId: string;
+      kind: OperationKind;
+      targetDomainId: string;
+      reason: string;
+      requestedBy: string;
+    }): Promise<{ outcome: 'created' | 'joined' | 'conflict'; operation: Operation }>;
+    get(id: string): Promise<Operation | null>;
+    list(fleetId: string, opts?: { limit?: number }): Promise<Operation[]>;
+    cancel(id: string, error: { step: string; code: string; message: string }): Promise<Operation | null>;
+  };
+  events: {
+    append(input: {
+      fleetId: string;
+      operationId?: string | null;
+      domainId?: string | null;
+      type: string;
+      message: string;
+      data?: Record<string, unknown>;
+    }): Promise<HaruEvent>;
+    list(fleetId: string, opts?: { after?: number; limit?: number }): Promise<HaruEvent[]>;
+  };
+}
+
+/** The database handle's parts the API uses (db/client.ts `HaruDatabase`). */
+export interface ApiDatabase {
+  /** Subscribes to a NOTIFY channel; resolves with an unsubscribe function. */
+  listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
+  /** Throws when the database cannot be reached. */
+  ping(): Promise<void>;
+}

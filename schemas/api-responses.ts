@@ -1,0 +1,59 @@
+import { z } from 'zod';
+import { domainStateSchema } from './enums';
+import { operationSchema } from './entities';
+
+/** API answers that are not entities themselves. Shared by the API, its OpenAPI document and clients. */
+
+export const healthzResponseSchema = z.object({ status: z.literal('ok') });
+
+export const readyzResponseSchema = z.object({
+  status: z.literal('ready'),
+  checks: z.object({ postgres: z.literal('ok'), temporal: z.literal('ok') }),
+});
+
+/** 202 of promote/demote: the operation created (`accepted`) or the identical one in flight (`joined`). */
+export const operationAcceptedResponseSchema = z.object({
+  status: z.enum(['accepted', 'joined']),
+  operation: operationSchema,
+});
+
+/** One domain's health as the store has it after a reconcile. */
+export const domainHealthSchema = z.object({
+  id: z.uuid(),
+  slug: z.string(),
+  state: domainStateSchema,
+  isActive: z.boolean(),
+  lastSeenAt: z.string().nullable(),
+  consecutiveFailures: z.number().int(),
+  lastError: z.string().nullable(),
+});
+export type DomainHealth = z.infer<typeof domainHealthSchema>;
+
+/**
+ * `POST /reconcile`: `checkNow` was sent to the monitor; `fresh` says whether every polled domain was seen
+ * (or failed a poll) after the signal within the wait; `monitor` is the monitor's `health` query, or null.
+ */
+export const reconcileResponseSchema = z.object({
+  fleetId: z.uuid(),
+  signalledAt: z.string(),
+  fresh: z.boolean(),
+  domains: z.array(domainHealthSchema),
+  monitor: z.unknown().nullable(),
+});
+export type ReconcileResponse = z.infer<typeof reconcileResponseSchema>;
+
+/** `GET /v1/models`: the OpenAI list format, one entry per model routable on the active domain. */
+export const modelListResponseSchema = z.object({
+  object: z.literal('list'),
+  data: z.array(
+    z.object({ id: z.string(), object: z.literal('model'), created: z.number().int(), owned_by: z.string() }),
+  ),
+});
+
+/** Query of `GET /operations`. */
+export const operationsQuerySchema = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(1_000).default(50),
+});
+
+/** `POST /reconcile` takes no parameters; an empty body or `{}`. */
+export const reconcileRequestSchema = z.strictObject({});
