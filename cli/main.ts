@@ -7,8 +7,9 @@ import { ConfigError } from '../schemas/env';
 
 // Register subcommands here: `import { register as registerX } from './commands/x';` and add it to the list.
 import { register as registerFleet } from './commands/fleet';
+import { register as registerApi } from './commands/api';
 
-const registrations: ((program: Command) => void)[] = [registerFleet];
+const registrations: ((program: Command) => void)[] = [registerFleet, registerApi];
 
 export function buildProgram(): Command {
   const program = new Command('haru')

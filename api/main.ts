@@ -1,0 +1,119 @@
+/**
+ * The `haru api` composition root: reads the environment, opens the database, the Temporal client and the
+ * HTTP server, and installs the signal handlers. Everything else in api/ is a factory taking its deps.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { createDatabase } from '../db/client';
+import { migrate } from '../db/migrate';
+import { createStore } from '../db/store';
+import { createApp } from './app';
+import { type ApiConfig, loadApiConfig } from './config';
+import { createJsonLogger, type Logger } from './logger';
+import { createApiMetrics } from './metrics';
+import { createTemporalOrchestrator } from './orchestrator';
+
+const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
+
+/**
+ * Where to bind. Without HARU_API_TOKEN the API never leaves loopback: a HOST asking for more is
+ * overridden with a loud warning.
+ */
+export function bindHost(config: ApiConfig, logger: Logger): string {
+  if (config.HARU_API_TOKEN) return config.HOST ?? '0.0.0.0';
+  logger.warn('HARU_API_TOKEN is not set: the API accepts unauthenticated requests and binds to 127.0.0.1 only', {
+    requestedHost: config.HOST ?? null,
+  });
+  process.stderr.write(
+    '\n*** WARNING: HARU_API_TOKEN is not set. /v1/* is open to anyone who can reach 127.0.0.1. ***\n' +
+      '*** Set HARU_API_TOKEN before exposing the API beyond this machine.                     ***\n\n',
+  );
+  return config.HOST && LOOPBACK.has(config.HOST) ? config.HOST : '127.0.0.1';
+}
+
+/** A running API process; `close` drains the server and releases every connection. */
+export interface RunningApi {
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Starts the API from `env` and resolves once it listens. Throws ConfigError on bad configuration. */
+export async function startApi(env: NodeJS.ProcessEnv = process.env): Promise<RunningApi> {
+  const config = loadApiConfig(env);
+  const logger = createJsonLogger({
+    level: config.LOG_LEVEL,
+    write: (line) => process.stdout.write(line),
+    base: { service: 'haru-api' },
+  });
+  const host = bindHost(config, logger);
+  const database = await createDatabase({
+    databaseUrl: config.DATABASE_URL,
+    dataDir: path.resolve(config.HARU_DATA_DIR, 'pgdata'),
+  });
+  await migrate(database);
+  // Lazy: the API (and chat) must come up and keep serving while Temporal is down.
+  const connection = Connection.lazy({ address: config.TEMPORAL_ADDRESS });
+  const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+  const orchestrator = createTemporalOrchestrator({
+    client,
+    connection,
+    taskQueue: config.HARU_TASK_QUEUE,
+    timeoutMs: config.HARU_TEMPORAL_TIMEOUT_MS,
+  });
+  const api = createApp({
+    store: createStore(database),
+    database,
+    orchestrator,
+    config,
+    logger,
+    metrics: createApiMetrics({ withDefaults: true }),
+  });
+  await api.start();
+  const server = http.createServer(api.app);
+  // Streams may be quiet for long; only the request itself is bounded by Node's requestTimeout.
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.PORT, host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  logger.info('api listening', { url, temporal: config.TEMPORAL_ADDRESS, database: database.kind });
+
+  let closing: Promise<void> | undefined;
+  return {
+    url,
+    close() {
+      closing ??= (async () => {
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeIdleConnections();
+        });
+        await api.close();
+        await connection.close();
+        await database.close();
+        logger.info('api stopped');
+      })();
+      return closing;
+    },
+  };
+}
+
+/** `haru api`: runs until SIGINT/SIGTERM, then shuts down gracefully (a second signal exits at once). */
+export async function main(): Promise<void> {
+  const running = await startApi(process.env);
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) process.exit(130);
+    stopping = true;
+    process.stderr.write(`haru api: ${signal}, shutting down\n`);
+    running.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+}

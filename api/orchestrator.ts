@@ -1,0 +1,179 @@
+import { type Client, type Connection, WorkflowNotFoundError } from '@temporalio/client';
+import {
+  defineSearchAttributeKey,
+  SearchAttributeType,
+  WorkflowExecutionAlreadyStartedError,
+} from '@temporalio/common';
+import { type OperationProgress, operationProgressSchema } from '../schemas/api';
+import type { Operation } from '../schemas/entities';
+import { HaruError } from '../schemas/errors';
+
+/**
+ * What the API asks of Temporal. Every method is bounded by a deadline; an unreachable or timed-out
+ * server throws HaruError `orchestrator_unavailable` (503). Implemented by `createTemporalOrchestrator`.
+ */
+export interface Orchestrator {
+  /** Starts the operation's workflow (id = operation.workflowId). Starting twice is harmless: `already_started`. */
+  startOperation(operation: Operation): Promise<'started' | 'already_started'>;
+  /** Sends `checkNow` to the fleet monitor, starting the monitor if none runs. */
+  checkNow(fleetId: string): Promise<void>;
+  /** The monitor's `health` query; null when it does not answer within the deadline. */
+  monitorHealth(fleetId: string): Promise<unknown>;
+  /** The workflow's `progress` query; null when the workflow does not exist or does not answer in time. */
+  progress(operation: Operation): Promise<OperationProgress | null>;
+  /** Signals `abort`; `not_found` when the workflow was never started. */
+  abort(operation: Operation, reason: string): Promise<'signalled' | 'not_found'>;
+  /** Throws `orchestrator_unavailable` when the server does not answer a health check. */
+  ping(): Promise<void>;
+}
+
+export interface TemporalOrchestratorOptions {
+  /** The connection the client was built on (deadlines and health checks go through it). */
+  connection: Connection;
+  client: Client;
+  taskQueue: string;
+  /** Deadline for one call, in ms. */
+  timeoutMs: number;
+  /** Deadline for a query, in ms; a query waits for a worker, so it is kept shorter. */
+  queryTimeoutMs?: number;
+  now?: () => Date;
+}
+
+/** Workflow id of a fleet's monitor (DESIGN.md §4). */
+export const monitorWorkflowId = (fleetId: string) => `haru/${fleetId}/monitor`;
+
+const HaruFleet = defineSearchAttributeKey('HaruFleet', SearchAttributeType.KEYWORD);
+const HaruDomain = defineSearchAttributeKey('HaruDomain', SearchAttributeType.KEYWORD);
+const HaruOperation = defineSearchAttributeKey('HaruOperation', SearchAttributeType.KEYWORD);
+
+// gRPC status codes meaning "no answer": CANCELLED, DEADLINE_EXCEEDED, UNAVAILABLE.
+const TRANSPORT_CODES = new Set([1, 4, 14]);
+
+/** True when `err` (or a cause) is a gRPC transport failure rather than an answer from the server. */
+export function isOrchestratorUnreachable(err: unknown): boolean {
+  for (let e = err as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; depth++) {
+    if (typeof e.code === 'number' && TRANSPORT_CODES.has(e.code)) return true;
+    if (e instanceof Error && /failed to connect|deadline exceeded/i.test(e.message)) return true;
+    e = e.cause as typeof e;
+  }
+  return false;
+}
+
+function unavailable(err: unknown): HaruError {
+  const why = err instanceof Error ? err.message : String(err);
+  return new HaruError('orchestrator_unavailable', `Temporal is unreachable: ${why}`);
+}
+
+/** Workflow name and arguments of an operation, as the workflows declare them (DESIGN.md §4). */
+export function operationWorkflowStart(operation: Operation): { workflowType: string; args: unknown[] } {
+  if (operation.kind === 'promote') {
+    return {
+      workflowType: 'promotionWorkflow',
+      args: [
+        {
+          fleetId: operation.fleetId,
+          operationId: operation.id,
+          targetDomainId: operation.targetDomainId,
+          reason: operation.reason,
+        },
+      ],
+    };
+  }
+  return {
+    workflowType: 'demotionWorkflow',
+    args: [{ fleetId: operation.fleetId, operationId: operation.id, domainId: operation.targetDomainId }],
+  };
+}
+
+/** The Orchestrator over a Temporal client. */
+export function createTemporalOrchestrator(opts: TemporalOrchestratorOptions): Orchestrator {
+  const { client, connection, taskQueue } = opts;
+  const now = opts.now ?? (() => new Date());
+  const bounded = async <T>(fn: () => Promise<T>, timeoutMs = opts.timeoutMs): Promise<T> => {
+    try {
+      return await connection.withDeadline(now().getTime() + timeoutMs, fn);
+    } catch (err) {
+      if (isOrchestratorUnreachable(err)) throw unavailable(err);
+      throw err;
+    }
+  };
+  const queryTimeoutMs = opts.queryTimeoutMs ?? Math.min(opts.timeoutMs, 2_000);
+
+  return {
+    async startOperation(operation) {
+      const { workflowType, args } = operationWorkflowStart(operation);
+      try {
+        await bounded(() =>
+          client.workflow.start(workflowType, {
+            workflowId: operation.workflowId,
+            taskQueue,
+            args,
+            typedSearchAttributes: [
+              { key: HaruFleet, value: operation.fleetId },
+              { key: HaruDomain, value: operation.targetDomainId },
+              { key: HaruOperation, value: operation.kind },
+            ],
+            memo: { reason: operation.reason, requestedBy: operation.requestedBy },
+          }),
+        );
+        return 'started';
+      } catch (err) {
+        if (err instanceof WorkflowExecutionAlreadyStartedError) return 'already_started';
+        throw err;
+      }
+    },
+
+    async checkNow(fleetId) {
+      await bounded(() =>
+        client.workflow.signalWithStart('fleetMonitorWorkflow', {
+          workflowId: monitorWorkflowId(fleetId),
+          taskQueue,
+          args: [{ fleetId }],
+          signal: 'checkNow',
+          signalArgs: [],
+          typedSearchAttributes: [{ key: HaruFleet, value: fleetId }],
+        }),
+      );
+    },
+
+    async monitorHealth(fleetId) {
+      try {
+        return await bounded(
+          () => client.workflow.getHandle(monitorWorkflowId(fleetId)).query('health'),
+          queryTimeoutMs,
+        );
+      } catch (err) {
+        if (err instanceof HaruError || err instanceof WorkflowNotFoundError) return null;
+        throw err;
+      }
+    },
+
+    async progress(operation) {
+      try {
+        const raw = await bounded(
+          () => client.workflow.getHandle(operation.workflowId).query('progress'),
+          queryTimeoutMs,
+        );
+        const parsed = operationProgressSchema.safeParse(raw);
+        return parsed.success ? parsed.data : null;
+      } catch {
+        // Progress is a live extra on top of the stored operation: no answer is not an error.
+        return null;
+      }
+    },
+
+    async abort(operation, reason) {
+      try {
+        await bounded(() => client.workflow.getHandle(operation.workflowId).signal('abort', { reason }));
+        return 'signalled';
+      } catch (err) {
+        if (err instanceof WorkflowNotFoundError) return 'not_found';
+        throw err;
+      }
+    },
+
+    async ping() {
+      await bounded(() => connection.healthService.check({}));
+    },
+  };
+}

@@ -1,0 +1,92 @@
+import { Router } from 'express';
+import { demoteRequestSchema, promoteRequestSchema } from '../../schemas/api';
+import { reconcileRequestSchema } from '../../schemas/api-responses';
+import type { DomainSnapshot, FleetSnapshot } from '../../schemas/entities';
+import type { OperationKind } from '../../schemas/enums';
+import { HaruError } from '../../schemas/errors';
+import { domainModels } from '../proxy/route-table';
+import { storeDeadline } from '../timeout';
+import { controlStoreTimeoutMs, findDomain, loadFleet, param, parseWith, type RouteContext } from './context';
+import { reconcile } from './reconcile';
+
+const invalidTarget = (message: string) => new HaruError('invalid_target', message);
+
+/** The domain a promote/demote names, checked against the rules shared by both (422 `invalid_target`). */
+function targetDomain(fleet: FleetSnapshot, ref: string): DomainSnapshot {
+  const domain = findDomain(fleet, ref);
+  if (!domain) throw invalidTarget(`domain ${ref} is not in fleet ${fleet.slug}`);
+  if (domain.state !== 'ready' && domain.state !== 'degraded') {
+    throw invalidTarget(`domain ${domain.slug} is ${domain.state}; only a ready or degraded domain can be targeted`);
+  }
+  return domain;
+}
+
+/**
+ * Inserts the operation row first (the partial unique index decides between created, joined and conflict),
+ * then starts its workflow with the id derived from it. Starting an already-started workflow is harmless,
+ * which also recovers an operation whose start was lost between insert and start.
+ */
+async function requestOperation(
+  ctx: RouteContext,
+  fleet: FleetSnapshot,
+  kind: OperationKind,
+  domain: DomainSnapshot,
+  reason: string | undefined,
+) {
+  const { outcome, operation } = await storeDeadline(
+    ctx.store.operations.create({
+      fleetId: fleet.id,
+      kind,
+      targetDomainId: domain.id,
+      reason: reason ?? `${kind} requested through the API`,
+      requestedBy: 'api',
+    }),
+    controlStoreTimeoutMs(ctx.config),
+  );
+  if (outcome === 'conflict') {
+    throw new HaruError(
+      'operation_conflict',
+      `fleet ${fleet.slug} already has ${operation.kind} operation ${operation.id} in flight (${operation.state})`,
+    );
+  }
+  await ctx.orchestrator.startOperation(operation);
+  ctx.logger.info('operation requested', { fleetId: fleet.id, operationId: operation.id, kind, outcome });
+  return { status: outcome === 'created' ? ('accepted' as const) : ('joined' as const), operation };
+}
+
+/** `POST /v1/fleets/:fleet/promote`, `/demote` and `/reconcile`. */
+export function controlRoutes(ctx: RouteContext): Router {
+  const router = Router();
+
+  router.post('/v1/fleets/:fleet/promote', async (req, res) => {
+    const body = parseWith(promoteRequestSchema, req.body, 'promote request');
+    const fleet = await loadFleet(ctx, param(req, 'fleet'));
+    const known = findDomain(fleet, body.targetDomainId);
+    if (known && known.id === fleet.activeDomainId) {
+      res.status(200).json({ status: 'already_active', routeRevision: fleet.routeRevision, activeDomainId: known.id });
+      return;
+    }
+    const domain = targetDomain(fleet, body.targetDomainId);
+    if (domainModels(domain).size === 0) throw invalidTarget(`domain ${domain.slug} has no inference models`);
+    res.status(202).json(await requestOperation(ctx, fleet, 'promote', domain, body.reason));
+  });
+
+  router.post('/v1/fleets/:fleet/demote', async (req, res) => {
+    const body = parseWith(demoteRequestSchema, req.body, 'demote request');
+    const fleet = await loadFleet(ctx, param(req, 'fleet'));
+    const known = findDomain(fleet, body.targetDomainId);
+    if (known && known.id === fleet.activeDomainId) {
+      throw invalidTarget(`domain ${known.slug} is the active domain of fleet ${fleet.slug}; promote another first`);
+    }
+    const domain = targetDomain(fleet, body.targetDomainId);
+    res.status(202).json(await requestOperation(ctx, fleet, 'demote', domain, body.reason));
+  });
+
+  router.post('/v1/fleets/:fleet/reconcile', async (req, res) => {
+    parseWith(reconcileRequestSchema, req.body ?? {}, 'reconcile request');
+    const fleet = await loadFleet(ctx, param(req, 'fleet'));
+    res.json(await reconcile(ctx, fleet));
+  });
+
+  return router;
+}

@@ -1,0 +1,89 @@
+import type { Request, Response } from 'express';
+import { Router } from 'express';
+import { eventsQuerySchema } from '../../schemas/api';
+import type { FleetSnapshot } from '../../schemas/entities';
+import { startSse, writeSseComment } from '../proxy/sse';
+import { storeDeadline } from '../timeout';
+import { controlStoreTimeoutMs, loadFleet, param, parseWith, type RouteContext } from './context';
+
+const KEEPALIVE_MS = 15_000;
+
+/** The cursor to start a follow from: `?after=`, else the SSE `Last-Event-ID` a reconnecting client sends. */
+function startCursor(req: Request, after: number | undefined): number {
+  if (after !== undefined) return after;
+  const last = Number(req.header('last-event-id'));
+  return Number.isInteger(last) && last >= 0 ? last : 0;
+}
+
+/**
+ * Streams events as SSE (`id: <cursor>` and `data: <event JSON>` per event) until the client leaves.
+ * New events are found by polling the store every HARU_EVENTS_POLL_MS; a store error is logged and retried.
+ */
+async function follow(
+  ctx: RouteContext,
+  fleet: FleetSnapshot,
+  req: Request,
+  res: Response,
+  after: number,
+  limit: number,
+) {
+  let cursor = after;
+  let closed = false;
+  res.on('close', () => {
+    closed = true;
+  });
+  startSse(res);
+  writeSseComment(res, `following events of fleet ${fleet.slug}`);
+  let lastWrite = Date.now();
+  while (!closed) {
+    try {
+      const events = await storeDeadline(
+        ctx.store.events.list(fleet.id, { after: cursor, limit }),
+        controlStoreTimeoutMs(ctx.config),
+      );
+      for (const event of events) {
+        res.write(`id: ${event.id}\ndata: ${JSON.stringify(event)}\n\n`);
+        cursor = event.id;
+        lastWrite = Date.now();
+      }
+      if (events.length === limit) continue; // more are waiting: no pause
+    } catch (err) {
+      ctx.logger.warn('event follow read failed', {
+        fleetId: fleet.id,
+        error: err instanceof Error ? err.message : String(err),
+      });
+    }
+    if (Date.now() - lastWrite >= KEEPALIVE_MS) {
+      writeSseComment(res, 'keepalive');
+      lastWrite = Date.now();
+    }
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, ctx.config.HARU_EVENTS_POLL_MS);
+      res.once('close', done);
+      function done() {
+        clearTimeout(timer);
+        res.off('close', done);
+        resolve();
+      }
+    });
+  }
+}
+
+/** `GET /v1/fleets/:fleet/events?after=&limit=`; with `follow=1` the answer is an SSE stream. */
+export function eventRoutes(ctx: RouteContext): Router {
+  const router = Router();
+  router.get('/v1/fleets/:fleet/events', async (req, res) => {
+    const query = parseWith(eventsQuerySchema, req.query, 'query');
+    const fleet = await loadFleet(ctx, param(req, 'fleet'));
+    if (query.follow === '1' || query.follow === 'true') {
+      await follow(ctx, fleet, req, res, startCursor(req, query.after), query.limit);
+      return;
+    }
+    const events = await storeDeadline(
+      ctx.store.events.list(fleet.id, { after: query.after, limit: query.limit }),
+      controlStoreTimeoutMs(ctx.config),
+    );
+    res.json({ events, nextCursor: events.at(-1)?.id ?? query.after ?? null });
+  });
+  return router;
+}

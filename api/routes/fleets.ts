@@ -1,0 +1,49 @@
+import { Router } from 'express';
+import type { RouteIntent } from '../../schemas/route-intent';
+import type { FleetSnapshot } from '../../schemas/entities';
+import { activeDomain, domainModels } from '../proxy/route-table';
+import { routingHeaders } from '../proxy/inference';
+import { controlStoreTimeoutMs, loadFleet, param, type RouteContext } from './context';
+import { storeDeadline } from '../timeout';
+
+/** The provider-neutral routing answer for a snapshot (schemas/route-intent.ts). */
+export function routeIntent(snapshot: FleetSnapshot, now: Date): RouteIntent {
+  const active = activeDomain(snapshot);
+  const op = snapshot.inFlightOperation;
+  const promoting = !!op && op.kind === 'promote';
+  return {
+    fleetId: snapshot.id,
+    fleetSlug: snapshot.slug,
+    revision: snapshot.routeRevision,
+    activeDomain: active
+      ? {
+          id: active.id,
+          slug: active.slug,
+          provider: active.provider,
+          placement: active.placement,
+          servingBaseUrl: active.servingBaseUrl,
+        }
+      : null,
+    models: active ? [...domainModels(active)].map(([name, servingUrl]) => ({ name, servingUrl })) : [],
+    failover: { inFlight: promoting, operationId: promoting ? op.id : null },
+    generatedAt: now.toISOString(),
+  };
+}
+
+/** `GET /v1/fleets`, `GET /v1/fleets/:fleet`, `GET /v1/fleets/:fleet/route-intent`. */
+export function fleetRoutes(ctx: RouteContext): Router {
+  const router = Router();
+  router.get('/v1/fleets', async (_req, res) => {
+    const fleets = await storeDeadline(ctx.store.fleets.list(), controlStoreTimeoutMs(ctx.config));
+    res.json({ fleets });
+  });
+  router.get('/v1/fleets/:fleet', async (req, res) => {
+    res.json(await loadFleet(ctx, param(req, 'fleet')));
+  });
+  // A fresh read through the routing cache: it must keep answering (stale) while the store is down.
+  router.get('/v1/fleets/:fleet/route-intent', async (req, res) => {
+    const routing = await ctx.cache.refresh(param(req, 'fleet'));
+    res.set(routingHeaders(routing)).json(routeIntent(routing.snapshot, ctx.now()));
+  });
+  return router;
+}

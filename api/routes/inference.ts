@@ -1,0 +1,29 @@
+import express, { Router } from 'express';
+import { HaruError } from '../../schemas/errors';
+import { inferenceHandler, type ProxyDeps, requestFleet, routingHeaders } from '../proxy/inference';
+import { activeDomain, domainModels } from '../proxy/route-table';
+
+/**
+ * The OpenAI-compatible surface: three proxied POST endpoints and `GET /v1/models`. Bodies are read raw
+ * (a byte-identical Buffer, capped at HARU_CHAT_MAX_BODY_BYTES for both sized and chunked bodies).
+ */
+export function inferenceRoutes(deps: ProxyDeps, maxBodyBytes: number): Router {
+  const router = Router();
+  const raw = express.raw({ type: () => true, limit: maxBodyBytes });
+  router.post('/v1/chat/completions', raw, inferenceHandler(deps, 'chat/completions'));
+  router.post('/v1/completions', raw, inferenceHandler(deps, 'completions'));
+  router.post('/v1/embeddings', raw, inferenceHandler(deps, 'embeddings'));
+
+  // Answered from routing, not from an upstream: the names a client may send right now.
+  router.get('/v1/models', async (req, res) => {
+    const routing = await deps.cache.get(requestFleet(req, deps.config.HARU_DEFAULT_FLEET));
+    const active = activeDomain(routing.snapshot);
+    if (!active) throw new HaruError('no_active_domain', `fleet ${routing.snapshot.slug} has no active domain`);
+    const created = Math.floor(Date.parse(routing.snapshot.createdAt) / 1000) || 0;
+    res.set(routingHeaders(routing, active.slug)).json({
+      object: 'list',
+      data: [...domainModels(active).keys()].map((id) => ({ id, object: 'model', created, owned_by: 'haru' })),
+    });
+  });
+  return router;
+}
