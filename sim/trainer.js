@@ -73,11 +73,13 @@ log('started', { resumedFromStep: step });
 if (gpuStateDir) gpuState.setHolding(gpuStateDir, { gpuIndex, usedMiB: vramMiB, label: 'python3' });
 
 if (spawnChild) {
-  // Stays in our process group and ignores SIGTERM: only the group's SIGKILL ends it.
-  const child = spawn(process.execPath, ['-e', "process.on('SIGTERM', () => {}); setInterval(() => {}, 1000);"], {
-    stdio: 'ignore',
-  });
-  fs.writeFileSync(path.join(checkpointDir, 'child.pid'), String(child.pid));
+  // Stays in our process group and ignores SIGTERM: only the group's SIGKILL ends it. It writes child.pid
+  // itself once its handler is installed, so a reader knows SIGTERM can no longer kill it.
+  const script =
+    "process.on('SIGTERM', () => {});" +
+    `require('fs').writeFileSync(${JSON.stringify(path.join(checkpointDir, 'child.pid'))}, String(process.pid));` +
+    'setInterval(() => {}, 1000);';
+  const child = spawn(process.execPath, ['-e', script], { stdio: 'ignore' });
   log('child started', { childPid: child.pid });
 }
 

@@ -1,0 +1,233 @@
+/**
+ * Training runs with real processes and real signals: the fake trainer (sim/trainer.js) in its own process
+ * group, SIGTERM then SIGKILL, checkpoints on disk.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { SupervisorConfig } from '../../schemas/supervisor';
+import { isAlive } from '../../sim/gpu-state';
+import { NoSlotError } from '../../supervisor/errors';
+import { silentLogger } from '../../supervisor/logger';
+import { createProcessTable } from '../../supervisor/process-group';
+import { createTrainingManager, RUN_FILE, type TrainingManager } from '../../supervisor/training';
+import { checkpointStep, tempDirs, TRAINER, trainerEvents, waitFor } from './support';
+
+type Slot = SupervisorConfig['training'][number];
+
+const dirs = tempDirs();
+const managers: TrainingManager[] = [];
+afterEach(async () => {
+  await Promise.all(managers.splice(0).map((m) => m.stopAll(0)));
+  dirs.cleanup();
+});
+
+const SECRETS = { HARU_SUPERVISOR_TOKEN: 'token-that-must-not-leak', HARU_SUPERVISOR_CONFIG: '{"inference":[]}' };
+
+function setup(slot: Partial<Slot> & Pick<Slot, 'command'>, opts: { orphanGraceMs?: number } = {}) {
+  const checkpointDir = path.join(dirs.make(), 'ckpt');
+  const full: Slot = { gpuIndex: 1, checkpointDir, ...slot };
+  const manager = createTrainingManager({
+    slots: [full],
+    baseEnv: { ...process.env, ...SECRETS },
+    cwd: path.dirname(checkpointDir),
+    processTable: createProcessTable(),
+    now: () => new Date(),
+    logger: silentLogger,
+    orphanGraceMs: opts.orphanGraceMs ?? 10_000,
+    pollMs: 20,
+  });
+  managers.push(manager);
+  return { manager, checkpointDir: full.checkpointDir, gpuIndex: full.gpuIndex };
+}
+
+const readPid = (dir: string) =>
+  existsSync(path.join(dir, 'child.pid')) && readFileSync(path.join(dir, 'child.pid'), 'utf8');
+
+const trainer = (...flags: string[]) => [process.execPath, TRAINER, '--interval-ms', '30', ...flags];
+
+/** Starts and waits for the first checkpoint: by then the trainer's signal handlers are installed. */
+async function startTraining(manager: TrainingManager, gpuIndex: number, checkpointDir: string) {
+  const res = await manager.start({ gpuIndex });
+  expect(res).toEqual({ accepted: true, gpuIndexes: [gpuIndex], errors: [] });
+  const before = checkpointStep(checkpointDir);
+  await waitFor('a checkpoint', () => checkpointStep(checkpointDir) > before);
+  const [run] = manager.status();
+  expect(run!.state).toBe('running');
+  return run!.pids[0]!;
+}
+
+describe('training runs', () => {
+  it('escalates to SIGKILL when the trainer ignores SIGTERM, only once the grace has passed', async () => {
+    const { manager, checkpointDir, gpuIndex } = setup({ command: trainer('--ignore-sigterm') });
+    const pid = await startTraining(manager, gpuIndex, checkpointDir);
+    const graceMs = 1_500;
+    const stoppedAt = Date.now();
+    expect(manager.stop({ gpuIndex, graceMs })).toEqual({ accepted: true, gpuIndexes: [gpuIndex], errors: [] });
+
+    // SIGTERM arrived and was ignored: the process lives on, still stopping, within the grace.
+    await waitFor('SIGTERM to be ignored', () =>
+      trainerEvents(checkpointDir).some((e) => e.event === 'signal ignored'),
+    );
+    expect(isAlive(pid)).toBe(true);
+    expect(manager.status()[0]!.state).toBe('stopping');
+
+    await manager.idle(gpuIndex);
+    const killedAfterMs = Date.now() - stoppedAt;
+    const [run] = manager.status();
+    expect(run!.state).toBe('idle');
+    expect(run!.pids).toEqual([]);
+    expect(run!.lastExit).toMatchObject({ code: null, signal: 'SIGKILL' });
+    expect(killedAfterMs).toBeGreaterThanOrEqual(graceMs - 5); // timers may round down by a millisecond
+    expect(isAlive(pid)).toBe(false);
+  });
+
+  it('lets a shorter grace given later tighten the kill deadline', async () => {
+    const { manager, checkpointDir, gpuIndex } = setup({ command: trainer('--ignore-sigterm') });
+    await startTraining(manager, gpuIndex, checkpointDir);
+    const stoppedAt = Date.now();
+    manager.stop({ gpuIndex, graceMs: 120_000 });
+    manager.stop({ gpuIndex, graceMs: 200 });
+    await manager.idle(gpuIndex);
+    expect(manager.status()[0]!.lastExit?.signal).toBe('SIGKILL');
+    expect(Date.now() - stoppedAt).toBeLessThan(120_000);
+  });
+
+  it('does not let a longer grace given later extend the kill deadline', async () => {
+    const { manager, checkpointDir, gpuIndex } = setup({ command: trainer('--ignore-sigterm') });
+    await startTraining(manager, gpuIndex, checkpointDir);
+    const stoppedAt = Date.now();
+    manager.stop({ gpuIndex, graceMs: 200 });
+    manager.stop({ gpuIndex, graceMs: 120_000 });
+    await manager.idle(gpuIndex);
+    expect(manager.status()[0]!.lastExit?.signal).toBe('SIGKILL');
+    expect(Date.now() - stoppedAt).toBeLessThan(120_000);
+  });
+
+  it('kills grandchildren with the group even when the leader exits cleanly on SIGTERM', async () => {
+    const { manager, checkpointDir, gpuIndex } = setup({ command: trainer('--spawn-child') });
+    const leader = await startTraining(manager, gpuIndex, checkpointDir);
+    const child = Number(await waitFor('child pid', () => readPid(checkpointDir)));
+    await waitFor('child in the group', () => manager.status()[0]!.pids.includes(child));
+    expect(manager.status()[0]!.pids[0]).toBe(leader);
+
+    manager.stop({ gpuIndex, graceMs: 1_000 });
+    // The leader exits on SIGTERM; the child ignores it and keeps the run stopping until the group SIGKILL.
+    await waitFor('the leader to exit', () => !isAlive(leader));
+    expect(isAlive(child)).toBe(true);
+    expect(manager.status()[0]).toMatchObject({ state: 'stopping', pids: [child] });
+    await manager.idle(gpuIndex);
+    expect(manager.status()[0]!.lastExit).toMatchObject({ code: 0, signal: null }); // the leader's own exit
+    expect(isAlive(leader)).toBe(false);
+    expect(isAlive(child)).toBe(false);
+  });
+
+  it('writes a final checkpoint on SIGTERM and resumes from it on the next start', async () => {
+    const { manager, checkpointDir, gpuIndex } = setup({ command: trainer() });
+    await startTraining(manager, gpuIndex, checkpointDir);
+    await waitFor('three steps', () => checkpointStep(checkpointDir) >= 3);
+    manager.stop({ gpuIndex, graceMs: 10_000 });
+    await manager.idle(gpuIndex);
+    expect(manager.status()[0]!.lastExit).toMatchObject({ code: 0, signal: null });
+    const saved = JSON.parse(readFileSync(path.join(checkpointDir, 'checkpoint.json'), 'utf8')) as {
+      step: number;
+      final: boolean;
+    };
+    expect(saved.final).toBe(true);
+    expect(existsSync(path.join(checkpointDir, RUN_FILE))).toBe(false);
+
+    await startTraining(manager, gpuIndex, checkpointDir);
+    const starts = trainerEvents(checkpointDir).filter((e) => e.event === 'started');
+    expect(starts.map((e) => e.resumedFromStep)).toEqual([0, saved.step]);
+    expect(checkpointStep(checkpointDir)).toBeGreaterThan(saved.step);
+  });
+
+  it('keeps the supervisor secrets out of the training environment', async () => {
+    const dump =
+      "require('fs').writeFileSync(process.env.HARU_CHECKPOINT_DIR + '/env.json', JSON.stringify(process.env))";
+    const { manager, checkpointDir, gpuIndex } = setup({
+      command: [process.execPath, '-e', dump],
+      env: { LORA_RANK: '16', HARU_SUPERVISOR_TOKEN: 'smuggled', HARU_GPU_INDEX: '7' },
+    });
+    await manager.start({ gpuIndex });
+    await manager.idle(gpuIndex);
+    expect(manager.status()[0]!.lastExit).toMatchObject({ code: 0, signal: null });
+    const env = JSON.parse(readFileSync(path.join(checkpointDir, 'env.json'), 'utf8')) as Record<string, string>;
+    expect(env).not.toHaveProperty('HARU_SUPERVISOR_TOKEN');
+    expect(env).not.toHaveProperty('HARU_SUPERVISOR_CONFIG');
+    expect(JSON.stringify(env)).not.toContain(SECRETS.HARU_SUPERVISOR_TOKEN);
+    expect(env).toMatchObject({
+      LORA_RANK: '16',
+      HARU_GPU_INDEX: String(gpuIndex),
+      HARU_CHECKPOINT_DIR: checkpointDir,
+    });
+    expect(env.PATH).toBe(process.env.PATH);
+  });
+
+  it('records a crashed leader and kills what it left behind after the orphan grace', async () => {
+    // The leader starts a child that ignores SIGTERM, waits until the child is ready, then crashes.
+    const childScript =
+      "process.on('SIGTERM', () => {}); require('fs').writeFileSync(process.env.HARU_CHECKPOINT_DIR + '/child.pid', String(process.pid)); setInterval(() => {}, 1000)";
+    const script =
+      `require('child_process').spawn(process.execPath, ['-e', ${JSON.stringify(childScript)}], { stdio: 'ignore' });` +
+      "const t = setInterval(() => { if (require('fs').existsSync(process.env.HARU_CHECKPOINT_DIR + '/child.pid')) { clearInterval(t); process.exit(3); } }, 20);";
+    const { manager, checkpointDir, gpuIndex } = setup(
+      { command: [process.execPath, '-e', script] },
+      { orphanGraceMs: 300 },
+    );
+    await manager.start({ gpuIndex });
+    const childPid = Number(await waitFor('child pid', () => readPid(checkpointDir)));
+    await manager.idle(gpuIndex);
+    expect(manager.status()[0]).toMatchObject({ state: 'idle', pids: [], lastExit: { code: 3, signal: null } });
+    expect(isAlive(childPid)).toBe(false);
+  });
+
+  it('treats a second start as a no-op, refuses a start while stopping, and reports a command that cannot run', async () => {
+    const { manager, checkpointDir, gpuIndex } = setup({ command: trainer('--ignore-sigterm') });
+    const pid = await startTraining(manager, gpuIndex, checkpointDir);
+    expect(await manager.start({ gpuIndex })).toEqual({ accepted: true, gpuIndexes: [gpuIndex], errors: [] });
+    expect(manager.status()[0]!.pids[0]).toBe(pid);
+
+    manager.stop({ gpuIndex, graceMs: 60_000 });
+    const refused = await manager.start({ gpuIndex });
+    expect(refused.accepted).toBe(false);
+    expect(refused.errors[0]!.message).toMatch(/still stopping/);
+    manager.stop({ gpuIndex, graceMs: 0 });
+    await manager.idle(gpuIndex);
+
+    const missing = setup({ command: ['/nonexistent/trainer-binary'] });
+    const res = await missing.manager.start({ gpuIndex: missing.gpuIndex });
+    expect(res.accepted).toBe(false);
+    expect(res.errors[0]).toMatchObject({ target: `training/gpu${missing.gpuIndex}` });
+    expect(res.errors[0]!.message).toMatch(/ENOENT/);
+    expect(missing.manager.status()[0]!.state).toBe('idle');
+  });
+
+  it('throws NoSlotError for a GPU without a training slot', async () => {
+    const { manager } = setup({ command: trainer() });
+    await expect(manager.start({ gpuIndex: 5 })).rejects.toBeInstanceOf(NoSlotError);
+    expect(() => manager.stop({ gpuIndex: 5, graceMs: 0 })).toThrow(NoSlotError);
+  });
+
+  it('adopts a run left behind by a previous supervisor process and can stop it', async () => {
+    const { manager, checkpointDir, gpuIndex } = setup({ command: trainer('--ignore-sigterm') });
+    const pid = await startTraining(manager, gpuIndex, checkpointDir);
+    const restarted = createTrainingManager({
+      slots: [{ gpuIndex, checkpointDir, command: trainer() }],
+      baseEnv: process.env,
+      cwd: path.dirname(checkpointDir),
+      processTable: createProcessTable(),
+      now: () => new Date(),
+      logger: silentLogger,
+      orphanGraceMs: 1_000,
+      pollMs: 20,
+    });
+    managers.push(restarted);
+    expect(restarted.status()[0]).toMatchObject({ state: 'running', pids: [pid] });
+    restarted.stop({ gpuIndex, graceMs: 200 });
+    await restarted.idle(gpuIndex);
+    expect(isAlive(pid)).toBe(false);
+    expect(restarted.status()[0]!.lastExit).toMatchObject({ code: null, signal: null }); // not our child: unknown
+    await manager.idle(gpuIndex);
+    expect(manager.status()[0]!.lastExit?.signal).toBe('SIGKILL');
+  });
+});
