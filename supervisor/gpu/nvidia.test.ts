@@ -15,13 +15,12 @@ const UUID1 = 'GPU-0f9e8d7c-6b5a-4321-8fed-cba987654321';
 /** An Exec answering each nvidia-smi query with a canned result (as the real tool prints it). */
 function fakeExec(answers: { gpu: Partial<ExecResult>; apps: Partial<ExecResult> }): Exec & { calls: string[][] } {
   const calls: string[][] = [];
-  const exec = (async (file: string, args: string[]) => {
+  const exec: Exec = async (file, args) => {
     calls.push([file, ...args]);
     const answer = args[0]!.startsWith('--query-gpu') ? answers.gpu : answers.apps;
     return { code: 0, signal: null, stdout: '', stderr: '', ...answer };
-  }) as Exec & { calls: string[][] };
-  exec.calls = calls;
-  return exec;
+  };
+  return Object.assign(exec, { calls });
 }
 
 describe('nvidia-smi adapter', () => {
