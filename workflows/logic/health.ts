@@ -2,7 +2,7 @@ import type { FleetHealth } from '../../schemas/health';
 import type { FleetPolicy } from '../../schemas/policy';
 import { assessDomain } from './domain-health';
 import { activeDomainOf, type FleetView } from './fleet-view';
-import { decideMonitorAction } from './monitor-decision';
+import { decideMonitorAction, type MonitorDecisionOptions } from './monitor-decision';
 import { rankStandbys, standbyViability } from './standby-ranking';
 
 /**
@@ -13,7 +13,7 @@ export function summarizeHealth(
   fleet: FleetView,
   policy: FleetPolicy,
   now: Date,
-  options: { isAutoFailoverPaused: boolean },
+  options: MonitorDecisionOptions,
 ): FleetHealth {
   const active = activeDomainOf(fleet);
   const decision = decideMonitorAction(fleet, policy, now, options);

@@ -1,5 +1,5 @@
 import { ago, domain, fleet, ID, NOW, operation, policy } from './fixtures';
-import { decideMonitorAction, isDecisionDue, operationToStart } from './monitor-decision';
+import { coolingDownIds, decideMonitorAction, isDecisionDue, operationToStart } from './monitor-decision';
 
 const p = policy({ heartbeatStaleMs: 5_000, failureThreshold: 3, degradedGraceMs: 30_000 });
 const running = { isAutoFailoverPaused: false };
@@ -69,6 +69,26 @@ describe('decideMonitorAction', () => {
       kind: 'failover',
       promoteDomainId: null,
       blockedBy: 'operation_in_flight',
+    });
+  });
+
+  it('skips a standby that is cooling down and promotes the next best', () => {
+    const f = fleet({
+      domains: [
+        deadActive,
+        domain({ id: ID.b, slug: 'b', lastSeenAt: ago(100) }),
+        domain({ id: ID.c, slug: 'c', lastSeenAt: ago(900) }),
+      ],
+    });
+    const d = decideMonitorAction(f, p, NOW, { isAutoFailoverPaused: false, coolingDownIds: [ID.b] });
+    expect(d).toMatchObject({ kind: 'failover', promoteDomainId: ID.c, blockedBy: null });
+  });
+
+  it('blocks the failover while every viable standby is cooling down', () => {
+    const f = fleet({ domains: [domain({ state: 'failed' }), domain({ id: ID.b })] });
+    expect(decideMonitorAction(f, p, NOW, { isAutoFailoverPaused: false, coolingDownIds: [ID.b] })).toMatchObject({
+      kind: 'none',
+      blockedBy: 'cooling_down',
     });
   });
 
@@ -154,5 +174,16 @@ describe('isDecisionDue', () => {
   it('is true when a pending operation needs starting', () => {
     const op = operation({ state: 'pending', createdAt: ago(5_000) });
     expect(isDecisionDue(fleet({ inFlightOperation: op }), p, NOW, opts)).toBe(true);
+  });
+});
+
+describe('coolingDownIds', () => {
+  it('keeps standbys promoted within the cooldown (a minute, or the degraded grace if longer)', () => {
+    const recent = [
+      { domainId: ID.b, at: ago(59_000) },
+      { domainId: ID.c, at: ago(61_000) },
+    ];
+    expect(coolingDownIds(recent, p, NOW)).toEqual([ID.b]);
+    expect(coolingDownIds(recent, policy({ degradedGraceMs: 120_000 }), NOW)).toEqual([ID.b, ID.c]);
   });
 });

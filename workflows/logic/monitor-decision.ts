@@ -4,7 +4,8 @@ import { activeDomainOf, ageMs, type FleetView, type OperationView } from './fle
 import { rankStandbys } from './standby-ranking';
 
 /** Why a failed active is not being replaced right now. */
-export type FailoverBlock = 'auto_failover_off' | 'paused' | 'operation_in_flight' | 'no_viable_standby';
+export type FailoverBlock =
+  'auto_failover_off' | 'paused' | 'operation_in_flight' | 'no_viable_standby' | 'cooling_down';
 
 /**
  * What the monitor should do after a round of polls.
@@ -25,6 +26,11 @@ export type MonitorDecision =
 export interface MonitorDecisionOptions {
   /** Set by the `pauseAutoFailover` signal; the policy's `autoFailover` is the standing setting. */
   isAutoFailoverPaused: boolean;
+  /**
+   * Standbys the monitor promoted recently and must not pick again yet (a promotion that failed put them
+   * back on standby; trying again at once would thrash their GPUs).
+   */
+  coolingDownIds?: readonly string[];
 }
 
 // Only these detections describe a broken host; `stopped` is an operator's doing and `no_active` has nothing to mark.
@@ -33,7 +39,8 @@ const MARKABLE = new Set<ActiveFailure['reason']>(['consecutive_failures', 'stal
 /**
  * Decides the monitor's next action from one observation. The active is failed per `detectActiveFailure`;
  * a promotion is requested only when `autoFailover` is on, the monitor is not paused, no operation is in
- * flight and a viable standby exists (the best one by `rankStandbys`). Pure function of its arguments.
+ * flight and a viable standby exists that is not cooling down (the best one by `rankStandbys`). Pure
+ * function of its arguments.
  */
 export function decideMonitorAction(
   fleet: FleetView,
@@ -42,8 +49,9 @@ export function decideMonitorAction(
   options: MonitorDecisionOptions,
 ): MonitorDecision {
   const active = activeDomainOf(fleet);
-  const ranked = rankStandbys(fleet, policy, now);
-  const failure = detectActiveFailure(fleet.activeDomainId === null ? null : active, policy, now, ranked.length > 0);
+  const viable = rankStandbys(fleet, policy, now);
+  const ranked = viable.filter((d) => !options.coolingDownIds?.includes(d.id));
+  const failure = detectActiveFailure(fleet.activeDomainId === null ? null : active, policy, now, viable.length > 0);
   if (!failure) return { kind: 'none', failure: null, blockedBy: null };
   const blockedBy: FailoverBlock | null = !policy.autoFailover
     ? 'auto_failover_off'
@@ -51,9 +59,11 @@ export function decideMonitorAction(
       ? 'paused'
       : fleet.inFlightOperation
         ? 'operation_in_flight'
-        : ranked.length === 0
+        : viable.length === 0
           ? 'no_viable_standby'
-          : null;
+          : ranked.length === 0
+            ? 'cooling_down'
+            : null;
   const shouldMarkActiveFailed = active !== null && active.state !== 'failed' && MARKABLE.has(failure.reason);
   const promoteDomainId = blockedBy === null ? (ranked[0]?.id ?? null) : null;
   if (!shouldMarkActiveFailed && promoteDomainId === null) return { kind: 'none', failure, blockedBy };
@@ -94,4 +104,19 @@ export function isDecisionDue(
     decideMonitorAction(fleet, policy, now, options).kind !== 'none' ||
     operationToStart(fleet, now, options.pendingGraceMs, options.alreadyTriedIds) !== null
   );
+}
+
+/** A pending operation younger than this is left to whoever created it to start. */
+export const PENDING_OPERATION_GRACE_MS = 10_000;
+
+/** How long a standby the monitor promoted is not picked again: a minute, or the degraded grace if longer. */
+export const promotionCooldownMs = (policy: FleetPolicy): number => Math.max(60_000, policy.degradedGraceMs);
+
+/** The standbys promoted within the cooldown before `now` (the `coolingDownIds` decision option). */
+export function coolingDownIds(
+  recent: readonly { domainId: string; at: string }[],
+  policy: FleetPolicy,
+  now: Date,
+): string[] {
+  return recent.filter((r) => ageMs(r.at, now) < promotionCooldownMs(policy)).map((r) => r.domainId);
 }

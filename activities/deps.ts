@@ -1,0 +1,26 @@
+import type { Store } from '../db/store';
+import type { SupervisorClient } from './supervisor-client';
+
+/** Counters the activities bump; the worker backs them with prom-client, tests leave them out. */
+export interface ActivityMetrics {
+  /** One supervisor poll by the fleet monitor. */
+  domainPolled(labels: { fleet: string; domain: string; outcome: 'ok' | 'error' }): void;
+  /** A routing pointer move (or a lost CAS). */
+  routingCommit(labels: { fleet: string; outcome: 'committed' | 'already_committed' | 'conflict' }): void;
+}
+
+/** Everything activities touch, injected by the worker (or by a test). */
+export interface ActivityDeps {
+  store: Store;
+  supervisor: SupervisorClient;
+  /** Wall clock for rows, deadlines and heartbeats. */
+  now: () => Date;
+  /** Pause between two status reads while an activity waits for an effect (default 250 ms). */
+  pollIntervalMs?: number;
+  /** How long a started training run must stay alive before it counts as started (default 1 s). */
+  trainingSettleMs?: number;
+  metrics?: ActivityMetrics;
+}
+
+export const DEFAULT_POLL_INTERVAL_MS = 250;
+export const DEFAULT_TRAINING_SETTLE_MS = 1_000;

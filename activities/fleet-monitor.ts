@@ -1,0 +1,127 @@
+import { Context, log } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import type { DomainSnapshot, FleetSnapshot } from '../schemas/entities';
+import type { DomainState } from '../schemas/enums';
+import { FailureType } from '../schemas/failures';
+import type { FleetPolicy } from '../schemas/policy';
+import { assessDomain } from '../workflows/logic/domain-health';
+import { toFleetView, type FleetView } from '../workflows/logic/fleet-view';
+import { isDecisionDue } from '../workflows/logic/monitor-decision';
+import type { ActivityDeps } from './deps';
+import { nextDomainState, observeDomain } from './observation';
+
+export interface WatchFleetInput {
+  fleetId: string;
+  isAutoFailoverPaused: boolean;
+  /** Poll once and return at once (after `checkNow` or a pause/resume). */
+  isImmediate: boolean;
+  /** Return after this long even when nothing is due, so the workflow can refresh its health view. */
+  checkpointMs: number;
+  /** Pending operations older than this may have lost their workflow and are handed to the workflow. */
+  pendingGraceMs: number;
+  /** Pending operations the workflow already tried to start. */
+  alreadyTriedIds: string[];
+  /** Standbys the workflow promoted recently and will not pick again yet. */
+  coolingDownIds: string[];
+}
+
+/** One observation of a fleet after a round of polls: the input of every monitor decision. */
+export interface FleetObservation {
+  fleet: FleetView;
+  policy: FleetPolicy;
+  /** When the round that produced `fleet` ended (ISO); decisions use it as `now`. */
+  observedAt: string;
+  reason: 'decision_due' | 'immediate' | 'checkpoint';
+  polls: number;
+}
+
+/**
+ * The fleet monitor's poll loop. Polls every domain's supervisor each `heartbeatIntervalMs`, records
+ * heartbeats and observed state transitions, and returns only when a decision is due (see
+ * `isDecisionDue`), on `isImmediate`, or at the checkpoint, so the workflow's history does not grow per
+ * poll. Heartbeats after every round; cancellation ends it (the workflow cancels it for `checkNow`).
+ */
+export function createFleetMonitorActivities(deps: ActivityDeps) {
+  const { store, supervisor } = deps;
+
+  async function pollDomain(snapshot: FleetSnapshot, domain: DomainSnapshot, policy: FleetPolicy): Promise<void> {
+    const isActive = domain.id === snapshot.activeDomainId;
+    const op = snapshot.inFlightOperation;
+    const isInOperation = op !== null && (op.targetDomainId === domain.id || op.fromDomainId === domain.id);
+    const timeoutMs = Math.min(Math.max(policy.heartbeatIntervalMs * 2, 1_000), policy.heartbeatStaleMs);
+    const at = deps.now();
+    let status;
+    try {
+      status = await supervisor.status(domain.supervisorUrl, {
+        signal: Context.current().cancellationSignal,
+        timeoutMs,
+      });
+    } catch (err) {
+      if (Context.current().cancellationSignal.aborted) throw err;
+      const message = err instanceof Error ? err.message : String(err);
+      deps.metrics?.domainPolled({ fleet: snapshot.slug, domain: domain.slug, outcome: 'error' });
+      const updated = await store.domains.recordPoll(domain.id, { ok: false, at, error: message });
+      // The active's failure is the workflow's decision; a standby's is bookkeeping done here.
+      if (isActive || updated.state === 'failed') return;
+      const view = toFleetView({ ...snapshot, domains: [{ ...updated, slots: domain.slots, isActive }] }).domains[0]!;
+      const assessment = assessDomain(view, policy, deps.now());
+      if (assessment.status === 'failed') await transition(snapshot, domain, 'failed', assessment.reasons.join(', '));
+      return;
+    }
+    deps.metrics?.domainPolled({ fleet: snapshot.slug, domain: domain.slug, outcome: 'ok' });
+    await store.domains.recordPoll(domain.id, { ok: true, at });
+    const observed = observeDomain(domain, isActive, status);
+    const to = nextDomainState(domain.state, isActive, observed.state);
+    if (to) await transition(snapshot, domain, to, observed.problems.join('; ') || null);
+    if (isInOperation) return; // the operation's activities own these slots until it ends
+    for (const change of observed.slotChanges) await store.slots.transition(change.slotId, change.to).catch(() => null);
+  }
+
+  async function transition(snapshot: FleetSnapshot, domain: DomainSnapshot, to: DomainState, why: string | null) {
+    const moved = await store.domains.transition(domain.id, to, { lastError: why });
+    if (!moved) return;
+    const line = `domain ${domain.slug}: ${domain.state} -> ${to}${why ? ` (${why})` : ''}`;
+    if (to === 'ready') log.info('domain state changed', { domainId: domain.id, from: domain.state, to });
+    else log.warn('domain state changed', { domainId: domain.id, from: domain.state, to, why });
+    await store.events.append({
+      fleetId: snapshot.id,
+      domainId: domain.id,
+      type: 'domain.state',
+      message: line,
+      data: { from: domain.state, to, reason: why },
+    });
+  }
+
+  async function pollOnce(fleetId: string): Promise<FleetSnapshot> {
+    const before = await store.fleets.snapshot(fleetId);
+    if (!before) throw ApplicationFailure.nonRetryable(`fleet ${fleetId} does not exist`, FailureType.InvalidTarget);
+    await Promise.all(
+      before.domains.filter((d) => d.state !== 'stopped').map((d) => pollDomain(before, d, before.policy)),
+    );
+    const after = await store.fleets.snapshot(fleetId);
+    if (!after) throw ApplicationFailure.nonRetryable(`fleet ${fleetId} does not exist`, FailureType.InvalidTarget);
+    return after;
+  }
+
+  return {
+    /** See {@link createFleetMonitorActivities}. Throws non-retryable InvalidTarget when the fleet is gone. */
+    async watchFleet(input: WatchFleetInput): Promise<FleetObservation> {
+      const ctx = Context.current();
+      const startedAt = deps.now().getTime();
+      for (let polls = 1; ; polls += 1) {
+        const roundStart = deps.now().getTime();
+        const snapshot = await pollOnce(input.fleetId);
+        const fleet = toFleetView(snapshot);
+        const now = deps.now();
+        const isDue = isDecisionDue(fleet, snapshot.policy, now, input);
+        const isCheckpoint = now.getTime() - startedAt >= input.checkpointMs;
+        if (isDue || input.isImmediate || isCheckpoint) {
+          const reason = isDue ? 'decision_due' : input.isImmediate ? 'immediate' : 'checkpoint';
+          return { fleet, policy: snapshot.policy, observedAt: now.toISOString(), reason, polls };
+        }
+        ctx.heartbeat({ polls, observedAt: now.toISOString() });
+        await ctx.sleep(Math.max(0, snapshot.policy.heartbeatIntervalMs - (now.getTime() - roundStart)));
+      }
+    },
+  };
+}

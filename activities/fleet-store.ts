@@ -1,0 +1,323 @@
+import { log } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import type { FleetSnapshot, Operation, OperationError } from '../schemas/entities';
+import type { OperationKind, OperationState } from '../schemas/enums';
+import { HaruError } from '../schemas/errors';
+import { FailureType } from '../schemas/failures';
+import type { FleetPolicy } from '../schemas/policy';
+import type { ActivityDeps } from './deps';
+
+export interface BeginOperationInput {
+  fleetId: string;
+  operationId: string;
+  kind: OperationKind;
+  targetDomainId: string;
+}
+
+/** What a workflow needs to plan its steps, read when the operation starts. */
+export interface BeginOperationResult {
+  /** The operation's state after starting it; a terminal state means there is nothing left to do. */
+  state: OperationState;
+  isRoutingCommitted: boolean;
+  routeRevision: number | null;
+  /** The active domain when the operation was created (the one to demote after a promotion). */
+  fromDomainId: string | null;
+  policy: FleetPolicy;
+  target: DomainSummary;
+}
+
+export interface DomainSummary {
+  id: string;
+  slug: string;
+  isActive: boolean;
+  inferenceSlotCount: number;
+  trainingSlotCount: number;
+}
+
+export type StepStatus = 'started' | 'succeeded' | 'failed' | 'skipped';
+
+export interface RecordStepInput {
+  fleetId: string;
+  /** Null for work outside an operation (the demotion a promotion starts). */
+  operationId: string | null;
+  domainId: string;
+  step: string;
+  status: StepStatus;
+  message: string;
+  data?: Record<string, unknown>;
+}
+
+export interface CommitRoutingInput {
+  fleetId: string;
+  operationId: string;
+  expectedActiveDomainId: string | null;
+  targetDomainId: string;
+}
+
+export interface FinishOperationInput {
+  fleetId: string;
+  operationId: string;
+  outcome: 'succeeded' | 'failed' | 'cancelled';
+  error?: OperationError;
+}
+
+const invalidTarget = (message: string, details: Record<string, unknown>) =>
+  ApplicationFailure.nonRetryable(message, FailureType.InvalidTarget, details);
+
+const summarize = (snapshot: FleetSnapshot, domainId: string): DomainSummary | null => {
+  const d = snapshot.domains.find((x) => x.id === domainId);
+  if (!d) return null;
+  return {
+    id: d.id,
+    slug: d.slug,
+    isActive: d.id === snapshot.activeDomainId,
+    inferenceSlotCount: d.slots.filter((s) => s.kind === 'inference').length,
+    trainingSlotCount: d.slots.filter((s) => s.kind === 'training').length,
+  };
+};
+
+/** Activities that read and write the state store. Each one is a few guarded statements and safe to repeat. */
+export function createFleetStoreActivities(deps: ActivityDeps) {
+  const { store } = deps;
+
+  async function loadSnapshot(fleetId: string): Promise<FleetSnapshot> {
+    const snapshot = await store.fleets.snapshot(fleetId);
+    if (!snapshot) throw invalidTarget(`fleet ${fleetId} does not exist`, { fleetId });
+    return snapshot;
+  }
+
+  return {
+    /**
+     * Starts an operation (pending -> running, idempotent) and validates its target: it must be a domain of
+     * the fleet; a promotion target must serve models and must not already be active (unless this very
+     * operation committed); a demotion target must not be active. Throws non-retryable InvalidTarget when
+     * not, OperationClosed when the operation does not exist. A finished operation is returned as is.
+     */
+    async beginOperation(input: BeginOperationInput): Promise<BeginOperationResult> {
+      const existing = await store.operations.get(input.operationId);
+      if (!existing || existing.fleetId !== input.fleetId) {
+        throw ApplicationFailure.nonRetryable(
+          `operation ${input.operationId} does not exist in fleet ${input.fleetId}`,
+          FailureType.OperationClosed,
+        );
+      }
+      const op = (await store.operations.start(input.operationId)) ?? (await store.operations.get(input.operationId))!;
+      const snapshot = await loadSnapshot(input.fleetId);
+      const target = summarize(snapshot, input.targetDomainId);
+      const result: Omit<BeginOperationResult, 'target'> = {
+        state: op.state,
+        isRoutingCommitted: op.routingCommitted,
+        routeRevision: op.routeRevision,
+        fromDomainId: op.fromDomainId,
+        policy: snapshot.policy,
+      };
+      if (!target) {
+        throw invalidTarget(`domain ${input.targetDomainId} is not in fleet ${snapshot.slug}`, {
+          domainId: input.targetDomainId,
+          fleetId: input.fleetId,
+        });
+      }
+      if (op.state !== 'running') return { ...result, target };
+      if (input.kind === 'promote' && target.inferenceSlotCount === 0) {
+        throw invalidTarget(`domain ${target.slug} has no inference slots to serve from`, { domainId: target.id });
+      }
+      if (target.isActive && !(input.kind === 'promote' && op.routingCommitted)) {
+        throw invalidTarget(`domain ${target.slug} is the active domain of fleet ${snapshot.slug}`, {
+          domainId: target.id,
+        });
+      }
+      await store.events.append({
+        fleetId: input.fleetId,
+        operationId: op.id,
+        domainId: target.id,
+        type: 'operation.started',
+        message: `${input.kind} of ${target.slug} started`,
+        data: { kind: input.kind, reason: op.reason, requestedBy: op.requestedBy },
+      });
+      return { ...result, target };
+    },
+
+    /** Describes a domain of the fleet (for a demotion without an operation). Throws InvalidTarget when unknown. */
+    async inspectDomain(input: {
+      fleetId: string;
+      domainId: string;
+    }): Promise<DomainSummary & { policy: FleetPolicy }> {
+      const snapshot = await loadSnapshot(input.fleetId);
+      const target = summarize(snapshot, input.domainId);
+      if (!target) throw invalidTarget(`domain ${input.domainId} is not in fleet ${snapshot.slug}`, input);
+      return { ...target, policy: snapshot.policy };
+    },
+
+    /**
+     * Writes a step's progress: the operation's current step (on `started`) and an `operation.step` event.
+     * Throws non-retryable OperationClosed when a step starts on an operation that is no longer in flight
+     * (someone finished or cancelled it).
+     */
+    async recordStep(input: RecordStepInput): Promise<void> {
+      if (input.operationId && input.status === 'started') {
+        const op = await store.operations.setStep(input.operationId, input.step);
+        if (!op) {
+          throw ApplicationFailure.nonRetryable(
+            `operation ${input.operationId} is no longer in flight`,
+            FailureType.OperationClosed,
+          );
+        }
+      }
+      await store.events.append({
+        fleetId: input.fleetId,
+        operationId: input.operationId,
+        domainId: input.domainId,
+        type: 'operation.step',
+        message: input.message,
+        data: { step: input.step, status: input.status, ...input.data },
+      });
+    },
+
+    /**
+     * Moves the routing pointer with the single-statement CAS. A repeat for an operation that already
+     * committed returns what it wrote. Throws non-retryable RouteConflict when the pointer moved under us or
+     * the operation is not running, InvalidTarget for malformed ids.
+     */
+    async commitRouting(
+      input: CommitRoutingInput,
+    ): Promise<{ outcome: 'committed' | 'already_committed'; routeRevision: number }> {
+      let result;
+      try {
+        result = await store.fleets.commitRouting(input);
+      } catch (err) {
+        if (err instanceof HaruError && err.status < 500) throw invalidTarget(err.message, { ...input });
+        throw err;
+      }
+      deps.metrics?.routingCommit({ fleet: input.fleetId, outcome: result.outcome });
+      if (result.outcome === 'conflict') {
+        await store.events.append({
+          fleetId: input.fleetId,
+          operationId: input.operationId,
+          domainId: input.targetDomainId,
+          type: 'routing.conflict',
+          message: 'routing moved under the promotion; nothing changed',
+          data: { expectedActiveDomainId: input.expectedActiveDomainId, activeDomainId: result.activeDomainId },
+        });
+        throw ApplicationFailure.nonRetryable(
+          `routing pointer is ${result.activeDomainId ?? 'unset'} (revision ${result.routeRevision}), expected ${input.expectedActiveDomainId ?? 'unset'}`,
+          FailureType.RouteConflict,
+          { activeDomainId: result.activeDomainId, routeRevision: result.routeRevision },
+        );
+      }
+      if (result.outcome === 'committed') {
+        log.info('routing committed', {
+          fleetId: input.fleetId,
+          fromDomainId: input.expectedActiveDomainId,
+          toDomainId: input.targetDomainId,
+          revision: result.routeRevision,
+        });
+        await store.events.append({
+          fleetId: input.fleetId,
+          operationId: input.operationId,
+          domainId: input.targetDomainId,
+          type: 'routing.committed',
+          message: `routing moved to the promoted domain (revision ${result.routeRevision})`,
+          data: { fromDomainId: input.expectedActiveDomainId, revision: result.routeRevision },
+        });
+      }
+      return { outcome: result.outcome, routeRevision: result.routeRevision };
+    },
+
+    /**
+     * Ends an operation as succeeded, failed or cancelled and appends `operation.finished`. Idempotent:
+     * an operation already finished is left as it is and its state returned.
+     */
+    async finishOperation(input: FinishOperationInput): Promise<{ state: OperationState }> {
+      const error = input.error ?? { step: 'unknown', code: 'unknown', message: input.outcome };
+      let op: Operation | null;
+      if (input.outcome === 'succeeded') op = await store.operations.succeed(input.operationId);
+      else if (input.outcome === 'failed') op = await store.operations.fail(input.operationId, error);
+      else op = await store.operations.cancel(input.operationId, error);
+      if (!op) {
+        const current = await store.operations.get(input.operationId);
+        return { state: current?.state ?? input.outcome };
+      }
+      await store.events.append({
+        fleetId: input.fleetId,
+        operationId: input.operationId,
+        domainId: op.targetDomainId,
+        type: 'operation.finished',
+        message:
+          input.outcome === 'succeeded'
+            ? `${op.kind} succeeded`
+            : `${op.kind} ${input.outcome} at ${error.step}: ${error.message}`,
+        data: { state: op.state, ...(input.outcome === 'succeeded' ? {} : { error }) },
+      });
+      return { state: op.state };
+    },
+
+    /** Marks a domain failed (the monitor's decision) with `reason`. `changed: false` when it already was. */
+    async markDomainFailed(input: {
+      fleetId: string;
+      domainId: string;
+      reason: string;
+    }): Promise<{ changed: boolean }> {
+      const domain = await store.domains.transition(input.domainId, 'failed', { lastError: input.reason });
+      if (!domain) return { changed: false };
+      log.warn('domain failed', { fleetId: input.fleetId, domainId: input.domainId, reason: input.reason });
+      await store.events.append({
+        fleetId: input.fleetId,
+        domainId: input.domainId,
+        type: 'domain.state',
+        message: `domain ${domain.slug} failed: ${input.reason}`,
+        data: { to: 'failed', reason: input.reason },
+      });
+      return { changed: true };
+    },
+
+    /**
+     * Asks for a promotion on behalf of the monitor. The unique in-flight index decides: `created`,
+     * `joined` (the same promotion is already in flight) or `conflict` (another operation is).
+     */
+    async requestPromotion(input: {
+      fleetId: string;
+      targetDomainId: string;
+      reason: string;
+    }): Promise<{ outcome: 'created' | 'joined' | 'conflict'; operation: OperationRef }> {
+      const { outcome, operation } = await store.operations.create({
+        fleetId: input.fleetId,
+        kind: 'promote',
+        targetDomainId: input.targetDomainId,
+        reason: input.reason,
+        requestedBy: 'monitor',
+      });
+      if (outcome === 'created') {
+        await store.events.append({
+          fleetId: input.fleetId,
+          operationId: operation.id,
+          domainId: input.targetDomainId,
+          type: 'operation.requested',
+          message: `monitor requested promotion: ${input.reason}`,
+          data: { kind: 'promote', requestedBy: 'monitor' },
+        });
+      }
+      return { outcome, operation: toOperationRef(operation) };
+    },
+  };
+}
+
+/** The part of an operation a workflow needs to start its workflow. */
+export interface OperationRef {
+  id: string;
+  fleetId: string;
+  kind: OperationKind;
+  targetDomainId: string;
+  state: OperationState;
+  reason: string;
+  requestedBy: string;
+}
+
+export const toOperationRef = (op: Operation): OperationRef => ({
+  id: op.id,
+  fleetId: op.fleetId,
+  kind: op.kind,
+  targetDomainId: op.targetDomainId,
+  state: op.state,
+  reason: op.reason,
+  requestedBy: op.requestedBy,
+});

@@ -1,0 +1,16 @@
+import type { ActivityDeps } from './deps';
+import { createFleetMonitorActivities } from './fleet-monitor';
+import { createFleetStoreActivities } from './fleet-store';
+import { createSupervisorActivities } from './supervisor';
+
+/**
+ * Every activity the worker registers, keyed by the name stored in workflow history (renaming one is a
+ * breaking change). Workflows import the type only.
+ */
+export const createActivities = (deps: ActivityDeps) => ({
+  ...createFleetStoreActivities(deps),
+  ...createSupervisorActivities(deps),
+  ...createFleetMonitorActivities(deps),
+});
+
+export type Activities = ReturnType<typeof createActivities>;

@@ -1,0 +1,68 @@
+import type { DomainSnapshot, Slot } from '../schemas/entities';
+import type { DomainState, SlotState } from '../schemas/enums';
+import type { SupervisorStatus } from '../schemas/supervisor';
+
+/** What one successful poll says about a domain: its health and the state each slot should be in. */
+export interface DomainObservation {
+  /** `ready` when every model of the layout is known (and awake on the active); otherwise `degraded`. */
+  state: 'ready' | 'degraded';
+  /** Why the domain is degraded; empty when ready. */
+  problems: string[];
+  /** Slots whose observed state differs from the stored one. */
+  slotChanges: { slotId: string; to: SlotState }[];
+}
+
+function observedSlotState(slot: Slot, status: SupervisorStatus): SlotState | null {
+  if (slot.kind === 'inference') {
+    const states = slot.models.map((m) => status.models.find((s) => s.name === m.name)?.state ?? 'unknown');
+    if (states.every((s) => s === 'awake')) return 'serving';
+    if (states.every((s) => s === 'asleep')) return 'sleeping';
+    return null;
+  }
+  const run = status.training.find((r) => r.gpuIndex === slot.gpuIndex);
+  if (!run) return null;
+  if (run.state === 'running') return 'training';
+  if (run.state === 'stopping') return 'stopping';
+  // An idle run that last exited on its own with an error has crashed; one stopped by us exits by signal.
+  return run.lastExit && run.lastExit.code !== null && run.lastExit.code !== 0 ? 'failed' : 'idle';
+}
+
+/**
+ * Interprets one supervisor status for a domain. Pure. The active must have every layout model awake;
+ * a standby only needs every model known (asleep is its normal state). A model missing from the status,
+ * in state `unknown` or reporting an error makes the domain degraded.
+ */
+export function observeDomain(domain: DomainSnapshot, isActive: boolean, status: SupervisorStatus): DomainObservation {
+  const problems: string[] = [];
+  for (const slot of domain.slots) {
+    if (slot.kind !== 'inference') continue;
+    for (const binding of slot.models) {
+      const model = status.models.find((m) => m.name === binding.name);
+      if (!model) problems.push(`model ${binding.name} is not reported`);
+      else if (model.state === 'unknown')
+        problems.push(`model ${binding.name} state unknown${model.error ? `: ${model.error}` : ''}`);
+      else if (isActive && model.state !== 'awake')
+        problems.push(`model ${binding.name} is ${model.state} on the active`);
+    }
+  }
+  const slotChanges = domain.slots.flatMap((slot) => {
+    const to = observedSlotState(slot, status);
+    return to && to !== slot.state ? [{ slotId: slot.id, to }] : [];
+  });
+  return { state: problems.length === 0 ? 'ready' : 'degraded', problems, slotChanges };
+}
+
+/**
+ * The domain state to write after a successful poll, or null to leave it. ready <-> degraded follow the
+ * observation; a failed standby that answers again recovers; a failed active stays failed (only a
+ * promotion replaces it); provisioning, stopping and stopped belong to their own workflows.
+ */
+export function nextDomainState(
+  current: DomainState,
+  isActive: boolean,
+  observed: 'ready' | 'degraded',
+): DomainState | null {
+  if (current === 'ready' || current === 'degraded') return current === observed ? null : observed;
+  if (current === 'failed' && !isActive) return observed;
+  return null;
+}

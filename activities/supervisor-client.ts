@@ -1,0 +1,169 @@
+import { ApplicationFailure } from '@temporalio/common';
+import type { z } from 'zod';
+import { errorBodySchema } from '../schemas/errors';
+import { FailureType } from '../schemas/failures';
+import {
+  gpuMemoryReportSchema,
+  probeResponseSchema,
+  supervisorActionResponseSchema,
+  supervisorStatusSchema,
+  type GpuMemoryReport,
+  type ProbeRequest,
+  type ProbeResponse,
+  type SleepRequest,
+  type SupervisorActionResponse,
+  type SupervisorStatus,
+  type TrainingStartRequest,
+  type TrainingStopRequest,
+  type WakeRequest,
+} from '../schemas/supervisor';
+
+/** Per-call options: the activity's cancellation signal and a timeout for this one request. */
+export interface SupervisorRequestOptions {
+  signal?: AbortSignal;
+  timeoutMs?: number;
+}
+
+/**
+ * The supervisor HTTP API (DESIGN.md §6) as typed calls. Every method either returns a parsed response or
+ * throws an ApplicationFailure whose type says what to do about it:
+ * - `Unauthorized` (non-retryable): 401/403, the token is wrong or missing;
+ * - `SupervisorUnreachable` (retryable): connection error, timeout, 5xx or 429 (`nextRetryDelay` from Retry-After);
+ * - `InvalidTarget` (non-retryable): any other 4xx, the request names something the host does not have;
+ * - `InvalidResponse` (non-retryable): a 2xx whose body does not match its schema.
+ * When `signal` aborts, its reason (the activity's CancelledFailure) is thrown instead.
+ */
+export interface SupervisorClient {
+  status(baseUrl: string, opts?: SupervisorRequestOptions): Promise<SupervisorStatus>;
+  gpuMemory(baseUrl: string, opts?: SupervisorRequestOptions): Promise<GpuMemoryReport>;
+  sleep(baseUrl: string, body: SleepRequest, opts?: SupervisorRequestOptions): Promise<SupervisorActionResponse>;
+  wake(baseUrl: string, body: WakeRequest, opts?: SupervisorRequestOptions): Promise<SupervisorActionResponse>;
+  startTraining(
+    baseUrl: string,
+    body: TrainingStartRequest,
+    opts?: SupervisorRequestOptions,
+  ): Promise<SupervisorActionResponse>;
+  stopTraining(
+    baseUrl: string,
+    body: TrainingStopRequest,
+    opts?: SupervisorRequestOptions,
+  ): Promise<SupervisorActionResponse>;
+  probe(baseUrl: string, body: ProbeRequest, opts?: SupervisorRequestOptions): Promise<ProbeResponse>;
+}
+
+export interface SupervisorClientOptions {
+  /** The fetch to use (undici's in production, a fake in tests). */
+  fetch: typeof globalThis.fetch;
+  /** Bearer token (HARU_SUPERVISOR_TOKEN); no Authorization header when absent. */
+  token?: string;
+  /** Timeout of a request that names none (default 10 s). */
+  defaultTimeoutMs?: number;
+}
+
+/** Parses a Retry-After header (seconds or HTTP date) into milliseconds; undefined when absent or bad. */
+export function retryAfterMs(header: string | null, now: Date = new Date()): number | undefined {
+  if (!header) return undefined;
+  const seconds = Number(header);
+  if (Number.isFinite(seconds) && seconds >= 0) return Math.round(seconds * 1000);
+  const at = Date.parse(header);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now.getTime());
+}
+
+const joinUrl = (baseUrl: string, path: string): string =>
+  new URL(path, baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`).toString();
+
+/** Creates the client. It holds no connection state of its own; `fetch` owns pooling. */
+export function createSupervisorClient(options: SupervisorClientOptions): SupervisorClient {
+  const defaultTimeoutMs = options.defaultTimeoutMs ?? 10_000;
+
+  async function call<S extends z.ZodType>(
+    method: 'GET' | 'POST',
+    baseUrl: string,
+    path: string,
+    schema: S,
+    body: unknown,
+    opts: SupervisorRequestOptions = {},
+  ): Promise<z.infer<S>> {
+    const url = joinUrl(baseUrl, path);
+    const what = `${method} ${url}`;
+    const timeoutMs = opts.timeoutMs ?? defaultTimeoutMs;
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    if (options.token) headers.authorization = `Bearer ${options.token}`;
+    let response: Response;
+    let text: string;
+    try {
+      response = await options.fetch(url, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal,
+      });
+      text = await response.text();
+    } catch (err) {
+      if (opts.signal?.aborted) throw opts.signal.reason ?? err;
+      const reason = timeout.aborted ? `timed out after ${timeoutMs} ms` : describeNetworkError(err);
+      throw ApplicationFailure.retryable(`supervisor ${what}: ${reason}`, FailureType.SupervisorUnreachable);
+    }
+    if (!response.ok) throw httpFailure(what, response, text);
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      throw ApplicationFailure.nonRetryable(`supervisor ${what}: response is not JSON`, FailureType.InvalidResponse);
+    }
+    const parsed = schema.safeParse(json);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      throw ApplicationFailure.nonRetryable(
+        `supervisor ${what}: unexpected response (${issue?.path.join('.') || '(root)'}: ${issue?.message})`,
+        FailureType.InvalidResponse,
+      );
+    }
+    return parsed.data;
+  }
+
+  return {
+    status: (baseUrl, opts) => call('GET', baseUrl, 'v1/status', supervisorStatusSchema, undefined, opts),
+    gpuMemory: (baseUrl, opts) => call('GET', baseUrl, 'v1/gpu/memory', gpuMemoryReportSchema, undefined, opts),
+    sleep: (baseUrl, body, opts) => call('POST', baseUrl, 'v1/vllm/sleep', supervisorActionResponseSchema, body, opts),
+    wake: (baseUrl, body, opts) => call('POST', baseUrl, 'v1/vllm/wake', supervisorActionResponseSchema, body, opts),
+    startTraining: (baseUrl, body, opts) =>
+      call('POST', baseUrl, 'v1/training/start', supervisorActionResponseSchema, body, opts),
+    stopTraining: (baseUrl, body, opts) =>
+      call('POST', baseUrl, 'v1/training/stop', supervisorActionResponseSchema, body, opts),
+    probe: (baseUrl, body, opts) => call('POST', baseUrl, 'v1/probe', probeResponseSchema, body, opts),
+  };
+}
+
+function httpFailure(what: string, response: Response, text: string): ApplicationFailure {
+  const envelope = (() => {
+    try {
+      return errorBodySchema.safeParse(JSON.parse(text));
+    } catch {
+      return null;
+    }
+  })();
+  const detail = envelope?.success ? `${envelope.data.error.code}: ${envelope.data.error.message}` : text.slice(0, 200);
+  const message = `supervisor ${what}: HTTP ${response.status}${detail ? ` (${detail})` : ''}`;
+  if (response.status === 401 || response.status === 403) {
+    return ApplicationFailure.nonRetryable(message, FailureType.Unauthorized);
+  }
+  if (response.status >= 500 || response.status === 429 || response.status === 408) {
+    return ApplicationFailure.create({
+      message,
+      type: FailureType.SupervisorUnreachable,
+      nonRetryable: false,
+      nextRetryDelay: retryAfterMs(response.headers.get('retry-after')),
+    });
+  }
+  return ApplicationFailure.nonRetryable(message, FailureType.InvalidTarget);
+}
+
+function describeNetworkError(err: unknown): string {
+  const cause = (err as { cause?: { code?: string; message?: string } })?.cause;
+  if (cause?.code) return `${cause.code}${cause.message ? ` ${cause.message}` : ''}`;
+  return err instanceof Error ? err.message : String(err);
+}

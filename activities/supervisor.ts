@@ -1,0 +1,298 @@
+import { Context, log } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import type { InferenceSlot, TrainingSlot } from '../schemas/entities';
+import type { SlotState } from '../schemas/enums';
+import { FailureType } from '../schemas/failures';
+import type { SupervisorActionResponse, SupervisorStatus } from '../schemas/supervisor';
+import { DEFAULT_POLL_INTERVAL_MS, DEFAULT_TRAINING_SETTLE_MS, type ActivityDeps } from './deps';
+import { cancellation, currentAttempt, loadTarget, modelNamesOf, waitUntil, type WaitCheck } from './support';
+
+export interface DomainInput {
+  domainId: string;
+}
+
+/** Every step result says which attempt succeeded, so progress can show retries. */
+export interface StepResult {
+  attempt: number;
+}
+
+const invalidTarget = (message: string) => ApplicationFailure.nonRetryable(message, FailureType.InvalidTarget);
+
+/** Throws retryable NotYet when the supervisor accepted only part of an action. */
+function assertAccepted(action: string, response: SupervisorActionResponse): void {
+  if (response.accepted && response.errors.length === 0) return;
+  const why = response.errors.map((e) => `${e.target}: ${e.message}`).join('; ') || 'not accepted';
+  throw ApplicationFailure.retryable(`supervisor refused ${action}: ${why}`, FailureType.NotYet);
+}
+
+/** Model states for the given names; throws InvalidTarget for a layout model the host does not run. */
+function modelStates(status: SupervisorStatus, names: readonly string[]) {
+  return names.map((name) => {
+    const model = status.models.find((m) => m.name === name);
+    if (!model) throw invalidTarget(`model ${name} of the layout is not run by the supervisor`);
+    return model;
+  });
+}
+
+/** Training runs for the given GPUs; throws InvalidTarget for a layout GPU the host has no trainer on. */
+function trainingRuns(status: SupervisorStatus, gpus: readonly number[]) {
+  return gpus.map((gpu) => {
+    const run = status.training.find((r) => r.gpuIndex === gpu);
+    if (!run) throw invalidTarget(`training slot on GPU ${gpu} of the layout is not configured on the supervisor`);
+    return run;
+  });
+}
+
+/**
+ * Supervisor activities: each asks the domain's supervisor for an effect, then proves it by re-reading
+ * the host's state (a 200 is never proof), heartbeating while it waits. They run until the effect holds or
+ * the step budget (the activity's schedule-to-close timeout) cancels them; transient supervisor errors
+ * throw retryable failures so Temporal retries within that budget. Every one is safe to repeat.
+ */
+export function createSupervisorActivities(deps: ActivityDeps) {
+  const { supervisor, store } = deps;
+  const intervalMs = deps.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
+  const settleMs = deps.trainingSettleMs ?? DEFAULT_TRAINING_SETTLE_MS;
+
+  // Slot rows are bookkeeping for the UI: a lost race (row already moved) is not an error.
+  const moveSlots = async (slots: readonly (InferenceSlot | TrainingSlot)[], to: SlotState) => {
+    for (const slot of slots) await store.slots.transition(slot.id, to).catch(() => null);
+  };
+
+  const status = (url: string) => supervisor.status(url, { signal: cancellation() });
+
+  return {
+    /**
+     * Stops every training run of the domain's layout: SIGTERM, SIGKILL after `graceMs` (the supervisor's
+     * job), done when every training slot reports idle with no live pid. Returns the trainers' pids (also
+     * those seen by an earlier attempt, kept in heartbeat details) for verifyGpuReleased.
+     */
+    async stopTraining(input: DomainInput & { graceMs: number }): Promise<StepResult & { trainerPids: number[] }> {
+      const target = await loadTarget(deps, input.domainId);
+      const url = target.domain.supervisorUrl;
+      const gpus = target.training.map((s) => s.gpuIndex);
+      const pids = new Set<number>(
+        (Context.current().info.heartbeatDetails as { trainerPids?: number[] })?.trainerPids,
+      );
+      if (gpus.length === 0) return { attempt: currentAttempt(), trainerPids: [] };
+      const notePids = (s: SupervisorStatus) =>
+        trainingRuns(s, gpus).forEach((r) => r.pids.forEach((p) => pids.add(p)));
+      notePids(await status(url));
+      Context.current().heartbeat({ waitingFor: 'stop request', trainerPids: [...pids] });
+      await moveSlots(target.training, 'stopping');
+      for (const gpuIndex of gpus) {
+        await supervisor.stopTraining(url, { gpuIndex, graceMs: input.graceMs }, { signal: cancellation() });
+      }
+      await waitUntil(async (): Promise<WaitCheck<true>> => {
+        const s = await status(url);
+        notePids(s);
+        const busy = trainingRuns(s, gpus).filter((r) => r.state !== 'idle' || r.pids.length > 0);
+        if (busy.length === 0) return { done: true, value: true };
+        return {
+          done: false,
+          waitingFor: `training still running on GPU ${busy.map((r) => `${r.gpuIndex} (${r.state}, pids ${r.pids.join(',') || 'none'})`).join(', ')}`,
+          details: { trainerPids: [...pids] },
+        };
+      }, intervalMs);
+      await moveSlots(target.training, 'idle');
+      return { attempt: currentAttempt(), trainerPids: [...pids].sort((a, b) => a - b) };
+    },
+
+    /**
+     * Proves the training GPUs' memory is free for vLLM: no process in `trainerPids` holds memory and at
+     * most `maxUsedRatio` of each GPU is in use. Where a device reports no total (MIG) only the per-process
+     * check applies.
+     */
+    async verifyGpuReleased(
+      input: DomainInput & { trainerPids: number[]; maxUsedRatio: number },
+    ): Promise<StepResult & { gpus: { index: number; usedMiB: number; totalMiB: number | null }[] }> {
+      const target = await loadTarget(deps, input.domainId);
+      const gpus = target.training.map((s) => s.gpuIndex);
+      const url = target.domain.supervisorUrl;
+      const report = await waitUntil(async () => {
+        const memory = await supervisor.gpuMemory(url, { signal: cancellation() });
+        const problems: string[] = [];
+        const seen = gpus.map((index) => {
+          const gpu = memory.gpus.find((g) => g.index === index);
+          if (!gpu) throw invalidTarget(`GPU ${index} of the layout is not reported by the supervisor`);
+          for (const p of gpu.processes) {
+            if (input.trainerPids.includes(p.pid) && p.usedMiB > 0) {
+              problems.push(`GPU ${index}: trainer pid ${p.pid} still holds ${p.usedMiB} MiB`);
+            }
+          }
+          if (gpu.totalMiB && gpu.usedMiB / gpu.totalMiB > input.maxUsedRatio) {
+            const pct = Math.round((gpu.usedMiB / gpu.totalMiB) * 100);
+            problems.push(
+              `GPU ${index}: ${pct}% used (${gpu.usedMiB}/${gpu.totalMiB} MiB, max ${input.maxUsedRatio * 100}%)`,
+            );
+          }
+          return { index, usedMiB: gpu.usedMiB, totalMiB: gpu.totalMiB };
+        });
+        return problems.length === 0
+          ? { done: true, value: seen }
+          : { done: false, waitingFor: problems.join('; '), details: { gpus: seen } };
+      }, intervalMs);
+      return { attempt: currentAttempt(), gpus: report };
+    },
+
+    /** Wakes every inference slot; done when every model of the layout reports awake. */
+    async wakeModels(input: DomainInput): Promise<StepResult & { models: string[] }> {
+      const target = await loadTarget(deps, input.domainId);
+      const url = target.domain.supervisorUrl;
+      const names = modelNamesOf(target.inference);
+      await moveSlots(target.inference, 'waking');
+      for (const slot of target.inference) {
+        assertAccepted(
+          `wake of GPU ${slot.gpuIndex}`,
+          await supervisor.wake(url, { gpuIndex: slot.gpuIndex }, { signal: cancellation() }),
+        );
+      }
+      await waitUntil(async () => {
+        const notAwake = modelStates(await status(url), names).filter((m) => m.state !== 'awake');
+        return notAwake.length === 0
+          ? { done: true, value: true }
+          : {
+              done: false,
+              waitingFor: `models not awake: ${notAwake.map((m) => `${m.name} (${m.state})`).join(', ')}`,
+            };
+      }, intervalMs);
+      await moveSlots(target.inference, 'probing');
+      return { attempt: currentAttempt(), models: names };
+    },
+
+    /**
+     * Sends a synthetic completion to every model of the layout. Any model that errors, answers empty or is
+     * missing from the answer fails the step with non-retryable ProbeFailed.
+     */
+    async probeModels(
+      input: DomainInput & { prompt: string; maxTokens: number; timeoutMs: number },
+    ): Promise<StepResult & { results: { model: string; latencyMs: number }[] }> {
+      const target = await loadTarget(deps, input.domainId);
+      const names = modelNamesOf(target.inference);
+      const response = await supervisor.probe(
+        target.domain.supervisorUrl,
+        { prompt: input.prompt, maxTokens: input.maxTokens, timeoutMs: input.timeoutMs, models: names },
+        { signal: cancellation(), timeoutMs: input.timeoutMs + 5_000 },
+      );
+      const results = names.map((name) => {
+        const r = response.results.find((x) => x.model === name);
+        if (!r)
+          throw ApplicationFailure.nonRetryable(`model ${name} was not probed`, FailureType.ProbeFailed, {
+            model: name,
+          });
+        if (!r.ok) {
+          throw ApplicationFailure.nonRetryable(
+            `model ${name} failed its probe: ${r.error ?? 'no answer'}`,
+            FailureType.ProbeFailed,
+            {
+              model: name,
+            },
+          );
+        }
+        return { model: name, latencyMs: r.latencyMs };
+      });
+      await moveSlots(target.inference, 'serving');
+      return { attempt: currentAttempt(), results };
+    },
+
+    /**
+     * Puts every inference slot to sleep at its slot's level; done when every model reports asleep.
+     * Refuses (non-retryable InvalidTarget) while the domain is the fleet's active: sleeping it would cut
+     * live traffic.
+     */
+    async sleepModels(input: DomainInput & { fleetId: string }): Promise<StepResult & { models: string[] }> {
+      const target = await loadTarget(deps, input.domainId);
+      const fleet = await store.fleets.snapshot(input.fleetId);
+      if (fleet?.activeDomainId === input.domainId) {
+        throw invalidTarget(`domain ${target.domain.slug} is the active domain; refusing to put it to sleep`);
+      }
+      const url = target.domain.supervisorUrl;
+      const names = modelNamesOf(target.inference);
+      for (const slot of target.inference) {
+        assertAccepted(
+          `sleep of GPU ${slot.gpuIndex}`,
+          await supervisor.sleep(url, { gpuIndex: slot.gpuIndex, level: slot.sleepLevel }, { signal: cancellation() }),
+        );
+      }
+      await waitUntil(async () => {
+        const awake = modelStates(await status(url), names).filter((m) => m.state !== 'asleep');
+        return awake.length === 0
+          ? { done: true, value: true }
+          : { done: false, waitingFor: `models not asleep: ${awake.map((m) => `${m.name} (${m.state})`).join(', ')}` };
+      }, intervalMs);
+      await moveSlots(target.inference, 'sleeping');
+      return { attempt: currentAttempt(), models: names };
+    },
+
+    /**
+     * Starts training on every training slot and proves each run alive: running with a live pid, and still
+     * running with the same leader after a short settle. A run that dies meanwhile throws retryable NotYet.
+     */
+    async startTraining(input: DomainInput): Promise<StepResult & { runs: { gpuIndex: number; pids: number[] }[] }> {
+      const target = await loadTarget(deps, input.domainId);
+      const url = target.domain.supervisorUrl;
+      const gpus = target.training.map((s) => s.gpuIndex);
+      if (gpus.length === 0) return { attempt: currentAttempt(), runs: [] };
+      for (const gpuIndex of gpus) {
+        assertAccepted(
+          `training start on GPU ${gpuIndex}`,
+          await supervisor.startTraining(url, { gpuIndex }, { signal: cancellation() }),
+        );
+      }
+      const started = await waitUntil(async () => {
+        const runs = trainingRuns(await status(url), gpus);
+        const waiting = runs.filter((r) => r.state !== 'running' || r.pids.length === 0);
+        return waiting.length === 0
+          ? { done: true, value: runs.map((r) => ({ gpuIndex: r.gpuIndex, pids: r.pids })) }
+          : {
+              done: false,
+              waitingFor: `training not running on GPU ${waiting.map((r) => `${r.gpuIndex} (${r.state})`).join(', ')}`,
+            };
+      }, intervalMs);
+      Context.current().heartbeat({ waitingFor: 'training to settle', runs: started });
+      await Context.current().sleep(settleMs);
+      const after = trainingRuns(await status(url), gpus);
+      for (const run of started) {
+        const now = after.find((r) => r.gpuIndex === run.gpuIndex);
+        if (now?.state !== 'running' || now.pids[0] !== run.pids[0]) {
+          const exit = now?.lastExit ? ` (exit code ${now.lastExit.code}, signal ${now.lastExit.signal})` : '';
+          throw ApplicationFailure.retryable(
+            `training on GPU ${run.gpuIndex} did not stay up${exit}`,
+            FailureType.NotYet,
+          );
+        }
+      }
+      await moveSlots(target.training, 'training');
+      return { attempt: currentAttempt(), runs: started };
+    },
+
+    /**
+     * Waits until no model of the domain reports running requests, for at most `timeoutMs` counted from
+     * when the step was first scheduled. Returns `drained: false` at the deadline instead of failing: a
+     * demotion goes on after its drain budget. A model whose count is unknown counts as busy.
+     */
+    async drainDomain(
+      input: DomainInput & { timeoutMs: number },
+    ): Promise<StepResult & { drained: boolean; runningRequests: number }> {
+      const target = await loadTarget(deps, input.domainId);
+      const url = target.domain.supervisorUrl;
+      const names = modelNamesOf(target.inference);
+      const deadline = Context.current().info.scheduledTimestampMs + input.timeoutMs;
+      const outcome = await waitUntil(async () => {
+        const models = modelStates(await status(url), names);
+        const running = models.reduce((n, m) => n + (m.runningRequests ?? 0), 0);
+        const unknown = models.filter((m) => m.runningRequests === null).map((m) => m.name);
+        if (running === 0 && unknown.length === 0) return { done: true, value: { drained: true, runningRequests: 0 } };
+        if (deps.now().getTime() >= deadline) {
+          log.warn('drain budget spent', { domainId: input.domainId, runningRequests: running, unknown });
+          return { done: true, value: { drained: false, runningRequests: running } };
+        }
+        return {
+          done: false,
+          waitingFor: `${running} running requests${unknown.length ? `, unknown for ${unknown.join(', ')}` : ''}`,
+        };
+      }, intervalMs);
+      return { attempt: currentAttempt(), ...outcome };
+    },
+  };
+}

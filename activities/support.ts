@@ -1,0 +1,56 @@
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import type { Domain, Slot, InferenceSlot, TrainingSlot } from '../schemas/entities';
+import { FailureType } from '../schemas/failures';
+import type { ActivityDeps } from './deps';
+
+/** A domain with its slots split by kind, as the supervisor activities need it. */
+export interface DomainTarget {
+  domain: Domain;
+  inference: InferenceSlot[];
+  training: TrainingSlot[];
+}
+
+/** Loads a domain and its slots. Throws non-retryable InvalidTarget when the domain does not exist. */
+export async function loadTarget(deps: ActivityDeps, domainId: string): Promise<DomainTarget> {
+  const domain = await deps.store.domains.get(domainId);
+  if (!domain) {
+    throw ApplicationFailure.nonRetryable(`domain ${domainId} does not exist`, FailureType.InvalidTarget, { domainId });
+  }
+  const slots: Slot[] = await deps.store.slots.listByDomain(domainId);
+  return {
+    domain,
+    inference: slots.filter((s): s is InferenceSlot => s.kind === 'inference'),
+    training: slots.filter((s): s is TrainingSlot => s.kind === 'training'),
+  };
+}
+
+/** Names of every model bound in the given inference slots. */
+export const modelNamesOf = (slots: readonly InferenceSlot[]): string[] =>
+  slots.flatMap((s) => s.models.map((m) => m.name));
+
+/** One look at the world while waiting: done with a value, or not yet with what is still missing. */
+export type WaitCheck<T> =
+  { done: true; value: T } | { done: false; waitingFor: string; details?: Record<string, unknown> };
+
+/**
+ * Re-runs `check` every `intervalMs` until it reports done, heartbeating `{ waitingFor, ...details }`
+ * after every look so the workflow's timeout failure says what never happened. Ends only by success,
+ * by an error from `check`, or by cancellation (the step budget expiring or an abort), which rejects
+ * with the activity's CancelledFailure.
+ */
+export async function waitUntil<T>(check: () => Promise<WaitCheck<T>>, intervalMs: number): Promise<T> {
+  const ctx = Context.current();
+  for (;;) {
+    const result = await check();
+    if (result.done) return result.value;
+    ctx.heartbeat({ waitingFor: result.waitingFor, ...result.details });
+    await ctx.sleep(intervalMs);
+  }
+}
+
+/** The current activity attempt (1 for the first), reported back so progress can show retries. */
+export const currentAttempt = (): number => Context.current().info.attempt;
+
+/** The activity's cancellation signal, for fetch. */
+export const cancellation = (): AbortSignal => Context.current().cancellationSignal;

@@ -1,0 +1,81 @@
+import { ActivityCancellationType, proxyActivities, type ActivityOptions } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import { NON_RETRYABLE_FAILURES } from '../schemas/failures';
+import type { FleetPolicy } from '../schemas/policy';
+
+/**
+ * Activity proxies grouped by latency class (STYLE.md). Every timeout lives here; workflows never set
+ * one. Step budgets come from the fleet policy, which arrives as workflow input.
+ */
+
+/** Temporal durations as strings (STYLE.md): `ms(1500)` is `'1500ms'`. */
+const ms = (n: number): string => `${n}ms`;
+
+const retry = {
+  initialInterval: '200ms',
+  backoffCoefficient: 2,
+  maximumInterval: '5s',
+  nonRetryableErrorTypes: [...NON_RETRYABLE_FAILURES],
+} satisfies ActivityOptions['retry'];
+
+/** How long a lifecycle activity may go without a heartbeat before Temporal retries it elsewhere (a dead worker). */
+export function heartbeatTimeoutMs(policy: FleetPolicy, budgetMs: number): number {
+  return Math.min(budgetMs, Math.max(5_000, 4 * policy.heartbeatIntervalMs));
+}
+
+/** `control`: state-store reads and writes. Short, retried with backoff for a minute (Postgres blips). */
+export const controlActivities = (): Activities =>
+  proxyActivities<Activities>({ startToCloseTimeout: '15s', scheduleToCloseTimeout: '1m', retry });
+
+/**
+ * `lifecycle`: one activity that waits for an effect on a GPU host, bounded by `budgetMs` (its step
+ * budget: transient errors are retried inside it, never past it) and heartbeating.
+ */
+export function lifecycleActivities(policy: FleetPolicy, budgetMs: number): Activities {
+  return proxyActivities<Activities>({
+    scheduleToCloseTimeout: ms(budgetMs),
+    startToCloseTimeout: ms(budgetMs),
+    heartbeatTimeout: ms(heartbeatTimeoutMs(policy, budgetMs)),
+    // An abort waits until the activity has stopped, so compensation never races a step still touching the host.
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    retry,
+  });
+}
+
+/** Grace added to the drain budget: drainDomain returns by itself at its deadline, after one last look. */
+const DRAIN_MARGIN_MS = 10_000;
+
+/** The step activities of promotion and demotion, each with its policy budget. */
+export function stepActivities(policy: FleetPolicy) {
+  return {
+    stopTraining: lifecycleActivities(policy, policy.stopTrainingTimeoutMs).stopTraining,
+    verifyGpuReleased: lifecycleActivities(policy, policy.verifyGpuTimeoutMs).verifyGpuReleased,
+    wakeModels: lifecycleActivities(policy, policy.wakeTimeoutMs).wakeModels,
+    probeModels: lifecycleActivities(policy, policy.probeTimeoutMs).probeModels,
+    commitRouting: proxyActivities<Activities>({
+      scheduleToCloseTimeout: ms(policy.commitTimeoutMs),
+      startToCloseTimeout: ms(Math.min(policy.commitTimeoutMs, 5_000)),
+      retry,
+    }).commitRouting,
+    drainDomain: lifecycleActivities(policy, policy.drainTimeoutMs + DRAIN_MARGIN_MS).drainDomain,
+    sleepModels: lifecycleActivities(policy, policy.sleepTimeoutMs).sleepModels,
+    startTraining: lifecycleActivities(policy, policy.startTrainingTimeoutMs).startTraining,
+  };
+}
+
+/** The probe request's own timeout: most of the step budget, leaving room for one retry of a transport error. */
+export const probeRequestTimeoutMs = (policy: FleetPolicy): number =>
+  Math.max(1_000, Math.floor(policy.probeTimeoutMs * 0.8));
+
+/**
+ * `monitor`: the long-running watch. Lives until its checkpoint, heartbeats every round, and is retried
+ * without limit (a monitor never gives up on a fleet; only a vanished fleet ends it).
+ */
+export function monitorActivities(policy: FleetPolicy | null, checkpointMs: number): Activities {
+  const intervalMs = policy?.heartbeatIntervalMs ?? 500;
+  return proxyActivities<Activities>({
+    startToCloseTimeout: ms(checkpointMs + 60_000),
+    heartbeatTimeout: ms(Math.max(5_000, 4 * intervalMs)),
+    retry: { ...retry, maximumInterval: '10s' },
+  });
+}

@@ -1,0 +1,79 @@
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { defineQuery, defineSignal } from '@temporalio/workflow';
+import type { AbortRequest, OperationProgress } from '../schemas/api';
+import type { FleetHealth } from '../schemas/health';
+import type { FleetPolicy } from '../schemas/policy';
+
+/**
+ * Names and shapes shared by the workflows and whoever starts, signals or queries them (API, worker,
+ * `temporal` CLI). Wire names are stored in history: renaming one is a breaking change.
+ */
+
+/** Stops a promotion (or demotion) that has not committed; the argument is optional (`temporal workflow signal` sends none). */
+export const abortSignal = defineSignal<[AbortRequest?]>('abort');
+/** Makes the fleet monitor poll every supervisor now and decide (what `POST /reconcile` sends). */
+export const checkNowSignal = defineSignal<[]>('checkNow');
+/** Stops automatic promotions until `resumeAutoFailover`; detection and marking go on. */
+export const pauseAutoFailoverSignal = defineSignal<[]>('pauseAutoFailover');
+export const resumeAutoFailoverSignal = defineSignal<[]>('resumeAutoFailover');
+/** An operation's steps with timings, attempts and last error. */
+export const progressQuery = defineQuery<OperationProgress>('progress');
+/** The monitor's last assessment of the fleet; null before its first round of polls. */
+export const healthQuery = defineQuery<FleetHealth | null>('health');
+
+/** Search attributes registered at worker start, so the Web UI can filter by fleet, domain and operation kind. */
+export const searchAttributes = {
+  fleet: defineSearchAttributeKey('HaruFleet', SearchAttributeType.KEYWORD),
+  domain: defineSearchAttributeKey('HaruDomain', SearchAttributeType.KEYWORD),
+  operation: defineSearchAttributeKey('HaruOperation', SearchAttributeType.KEYWORD),
+} as const;
+
+export const monitorWorkflowId = (fleetId: string): string => `haru/${fleetId}/monitor`;
+export const operationWorkflowId = (fleetId: string, operationId: string): string =>
+  `haru/${fleetId}/op/${operationId}`;
+/** The demotion a promotion starts for the old active: a child of the operation, not an operation itself. */
+export const demotionChildWorkflowId = (fleetId: string, operationId: string): string =>
+  `${operationWorkflowId(fleetId, operationId)}/demote`;
+
+export const DEFAULT_TASK_QUEUE = 'haru';
+
+export interface PromotionInput {
+  fleetId: string;
+  operationId: string;
+  targetDomainId: string;
+  reason?: string;
+  /** The fleet policy for step budgets; read from the store when absent. */
+  policy?: FleetPolicy;
+}
+
+export interface PromotionResult {
+  operationId: string;
+  /** `succeeded`, or the state an already finished operation was found in. */
+  state: 'succeeded' | 'failed' | 'cancelled';
+  routeRevision: number | null;
+  demotion: 'succeeded' | 'failed' | 'skipped';
+}
+
+export interface DemotionInput {
+  fleetId: string;
+  /** Present for a demotion asked for through the API; absent for the one a promotion starts. */
+  operationId?: string;
+  domainId: string;
+  policy?: FleetPolicy;
+}
+
+export interface DemotionResult {
+  domainId: string;
+  state: 'succeeded' | 'failed' | 'cancelled';
+  drained: boolean | null;
+}
+
+export interface FleetMonitorInput {
+  fleetId: string;
+  /** Carried across continue-as-new. */
+  isAutoFailoverPaused?: boolean;
+  /** Standbys promoted recently (carried across continue-as-new): `{ domainId, at }` with `at` ISO. */
+  recentPromotions?: { domainId: string; at: string }[];
+  /** How often the watch activity returns when nothing is due (default 60 s). */
+  checkpointMs?: number;
+}

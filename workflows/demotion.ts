@@ -1,0 +1,113 @@
+import { ApplicationFailure, CancellationScope, CancelledFailure } from '@temporalio/workflow';
+import { FailureType } from '../schemas/failures';
+import type { FleetPolicy } from '../schemas/policy';
+import { controlActivities, stepActivities } from './activity-options';
+import type { DemotionInput, DemotionResult } from './definitions';
+import { describeFailure } from './failure-info';
+import { planDemotion } from './logic/step-plan';
+import { createOperationRuntime, type OperationRuntime, StepFailure } from './operation-runtime';
+
+/**
+ * Puts a domain on standby (DESIGN.md §4): drain (wait for no running requests, at most
+ * `drainTimeoutMs`), sleep every model at its slot's level and prove it asleep, start training and prove
+ * every run alive. Refuses the active domain here and again in the sleep activity's guard. With an
+ * `operationId` it runs as an operation (row, steps, abort); without one it is a promotion's child.
+ */
+export async function demotionWorkflow(input: DemotionInput): Promise<DemotionResult> {
+  const { fleetId, operationId, domainId } = input;
+  const control = controlActivities();
+  const op = createOperationRuntime({ fleetId, operationId: operationId ?? null, domainId, kind: 'demote', control });
+
+  const target = await beginOrFail(input, op);
+  if (target.state !== 'running') return { domainId, state: target.state, drained: null };
+  const policy = input.policy ?? target.policy;
+  const steps = stepActivities(policy);
+  await op.plan(planDemotion({ trainingSlotCount: target.trainingSlotCount }));
+
+  let drained: boolean;
+  try {
+    drained = await standDown(op, steps, policy, fleetId, domainId);
+  } catch (err) {
+    if (!(err instanceof StepFailure)) throw err;
+    const isCancel = err.isAbort || err.info.code === 'Cancelled';
+    const error = { step: err.step, code: err.info.code, message: err.info.message };
+    await CancellationScope.nonCancellable(async () => {
+      if (operationId)
+        await control.finishOperation({ fleetId, operationId, outcome: isCancel ? 'cancelled' : 'failed', error });
+    });
+    op.setPhase(isCancel ? 'cancelled' : 'failed');
+    if (err.info.code === 'Cancelled' && !err.isAbort) throw new CancelledFailure('demotion cancelled');
+    throw ApplicationFailure.nonRetryable(
+      `demotion ${isCancel ? 'aborted' : 'failed'} at ${err.step}: ${err.info.message}`,
+      isCancel ? 'DemotionAborted' : 'DemotionFailed',
+      error,
+    );
+  }
+  if (operationId) await control.finishOperation({ fleetId, operationId, outcome: 'succeeded' });
+  op.setPhase('succeeded');
+  return { domainId, state: 'succeeded', drained };
+}
+
+interface DemotionTarget {
+  state: 'running' | 'succeeded' | 'failed' | 'cancelled';
+  policy: FleetPolicy;
+  trainingSlotCount: number;
+}
+
+/** Validates the target: never the active. An operation is started (and failed at `begin` when refused). */
+async function beginOrFail(input: DemotionInput, op: OperationRuntime): Promise<DemotionTarget> {
+  const control = controlActivities();
+  const { fleetId, operationId, domainId } = input;
+  try {
+    if (operationId) {
+      const begin = await control.beginOperation({ fleetId, operationId, kind: 'demote', targetDomainId: domainId });
+      const state = begin.state === 'pending' ? 'running' : begin.state;
+      return { state, policy: begin.policy, trainingSlotCount: begin.target.trainingSlotCount };
+    }
+    const domain = await control.inspectDomain({ fleetId, domainId });
+    if (domain.isActive) {
+      throw ApplicationFailure.nonRetryable(
+        `domain ${domain.slug} is the active domain; refusing to demote it`,
+        FailureType.InvalidTarget,
+      );
+    }
+    return { state: 'running', policy: domain.policy, trainingSlotCount: domain.trainingSlotCount };
+  } catch (err) {
+    const info = describeFailure(err);
+    const error = { step: 'begin', code: info.code, message: info.message };
+    if (operationId && info.code !== 'OperationClosed') {
+      await control.finishOperation({ fleetId, operationId, outcome: 'failed', error });
+    }
+    op.setPhase('failed');
+    throw ApplicationFailure.nonRetryable(`demotion refused: ${info.message}`, info.code, error);
+  }
+}
+
+/** Drain, sleep, train; returns whether the drain finished within its budget. */
+async function standDown(
+  op: OperationRuntime,
+  steps: ReturnType<typeof stepActivities>,
+  policy: FleetPolicy,
+  fleetId: string,
+  domainId: string,
+): Promise<boolean> {
+  const drain = await op.run(
+    'drain',
+    () => steps.drainDomain({ domainId, timeoutMs: policy.drainTimeoutMs }),
+    (r) =>
+      r.drained ? 'drained: no running requests' : `drain budget spent with ${r.runningRequests} requests running`,
+  );
+  await op.run(
+    'sleepModels',
+    () => steps.sleepModels({ fleetId, domainId }),
+    (r) => `models asleep: ${r.models.join(', ')}`,
+  );
+  if (!op.isStepSkipped('startTraining')) {
+    await op.run(
+      'startTraining',
+      () => steps.startTraining({ domainId }),
+      (r) => `training running (${r.runs.map((x) => `GPU ${x.gpuIndex} pid ${x.pids[0]}`).join(', ')})`,
+    );
+  }
+  return drain.drained;
+}

@@ -1,0 +1,47 @@
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  CancelledFailure,
+  ChildWorkflowFailure,
+  TimeoutFailure,
+} from '@temporalio/workflow';
+
+/** A failure reduced to what an operation row and the progress query show. */
+export interface FailureInfo {
+  /** The ApplicationFailure type, `Timeout`, `Cancelled`, or `Error`. */
+  code: string;
+  message: string;
+  /** The attempt reported by the failure, when it carried one. */
+  attempts?: number;
+}
+
+const waitingFor = (details: unknown): string | null =>
+  typeof details === 'object' &&
+  details !== null &&
+  typeof (details as { waitingFor?: unknown }).waitingFor === 'string'
+    ? (details as { waitingFor: string }).waitingFor
+    : null;
+
+/**
+ * Describes why an activity or child workflow failed. A timeout names what the activity was still
+ * waiting for (from its last heartbeat), so "wakeModels: Timeout" reads "models not awake: llama (asleep)".
+ */
+export function describeFailure(err: unknown): FailureInfo {
+  let cause: unknown = err;
+  while (cause instanceof ActivityFailure || cause instanceof ChildWorkflowFailure) {
+    if (!cause.cause) break;
+    cause = cause.cause;
+  }
+  if (cause instanceof ApplicationFailure) {
+    return { code: cause.type ?? 'ApplicationFailure', message: cause.message };
+  }
+  if (cause instanceof TimeoutFailure) {
+    const what = waitingFor(cause.lastHeartbeatDetails);
+    return {
+      code: 'Timeout',
+      message: `step budget spent (${cause.timeoutType ?? 'timeout'})${what ? `: ${what}` : ''}`,
+    };
+  }
+  if (cause instanceof CancelledFailure) return { code: 'Cancelled', message: cause.message || 'cancelled' };
+  return { code: 'Error', message: cause instanceof Error ? cause.message : String(cause) };
+}

@@ -1,0 +1,225 @@
+import {
+  ActivityFailure,
+  allHandlersFinished,
+  ApplicationFailure,
+  CancellationScope,
+  ChildWorkflowCancellationType,
+  condition,
+  continueAsNew,
+  isCancellation,
+  log,
+  ParentClosePolicy,
+  setHandler,
+  startChild,
+  workflowInfo,
+  WorkflowIdReusePolicy,
+} from '@temporalio/workflow';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+import type { Activities } from '../activities';
+import type { OperationRef } from '../activities/fleet-store';
+import type { FleetObservation, WatchFleetInput } from '../activities/fleet-monitor';
+import { FailureType } from '../schemas/failures';
+import type { FleetHealth } from '../schemas/health';
+import type { FleetPolicy } from '../schemas/policy';
+import { controlActivities, monitorActivities } from './activity-options';
+import {
+  checkNowSignal,
+  healthQuery,
+  operationWorkflowId,
+  pauseAutoFailoverSignal,
+  resumeAutoFailoverSignal,
+  searchAttributes,
+  type FleetMonitorInput,
+} from './definitions';
+import { demotionWorkflow } from './demotion';
+import { summarizeHealth } from './logic/health';
+import {
+  coolingDownIds,
+  decideMonitorAction,
+  type MonitorDecision,
+  operationToStart,
+  PENDING_OPERATION_GRACE_MS,
+  promotionCooldownMs,
+} from './logic/monitor-decision';
+import { ageMs } from './logic/fleet-view';
+import { promotionWorkflow } from './promotion';
+
+const DEFAULT_CHECKPOINT_MS = 60_000;
+
+/**
+ * Watches one fleet for as long as it exists (`haru/<fleetId>/monitor`). A heartbeating activity polls
+ * every supervisor and returns only when a decision is due; the workflow then decides with
+ * `decideMonitorAction`: mark a failed active failed, and promote the best standby when auto-failover is
+ * on, not paused and nothing else is in flight. It also starts pending operations whose workflow is
+ * missing. Signals: `checkNow`, `pauseAutoFailover`, `resumeAutoFailover`; query: `health`.
+ */
+export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<void> {
+  const { fleetId } = input;
+  const checkpointMs = input.checkpointMs ?? DEFAULT_CHECKPOINT_MS;
+  let isPaused = input.isAutoFailoverPaused ?? false;
+  let recentPromotions = input.recentPromotions ?? [];
+  // The first round polls at once so `health` is fresh right after a (re)start.
+  let isWakeRequested = true;
+  let health: FleetHealth | null = null;
+  let policy: FleetPolicy | null = null;
+  const triedOperationIds: string[] = [];
+  setHandler(checkNowSignal, () => void (isWakeRequested = true));
+  setHandler(pauseAutoFailoverSignal, () => void ((isPaused = true), (isWakeRequested = true)));
+  setHandler(resumeAutoFailoverSignal, () => void ((isPaused = false), (isWakeRequested = true)));
+  setHandler(healthQuery, () => health);
+
+  while (!workflowInfo().continueAsNewSuggested) {
+    const isImmediate = isWakeRequested;
+    isWakeRequested = false;
+    let observation: FleetObservation | null;
+    try {
+      observation = await watchUntilWoken(monitorActivities(policy, checkpointMs), () => isWakeRequested, {
+        fleetId,
+        isAutoFailoverPaused: isPaused,
+        isImmediate,
+        checkpointMs,
+        pendingGraceMs: PENDING_OPERATION_GRACE_MS,
+        alreadyTriedIds: triedOperationIds,
+        coolingDownIds: policy ? coolingDownIds(recentPromotions, policy, new Date()) : [],
+      });
+    } catch (err) {
+      if (isFleetGone(err)) {
+        log.info('fleet gone, monitor ends', { fleetId });
+        return;
+      }
+      throw err;
+    }
+    if (!observation) continue;
+    policy = observation.policy;
+    const now = new Date(observation.observedAt);
+    recentPromotions = recentPromotions.filter((r) => ageMs(r.at, now) < promotionCooldownMs(observation.policy));
+    const options = {
+      isAutoFailoverPaused: isPaused,
+      coolingDownIds: coolingDownIds(recentPromotions, observation.policy, now),
+    };
+    const decision = decideMonitorAction(observation.fleet, observation.policy, now, options);
+    health = summarizeHealth(observation.fleet, observation.policy, now, options);
+    if (decision.kind === 'failover') {
+      const promoted = await failOver(fleetId, decision, observation.policy);
+      if (promoted) {
+        recentPromotions = [...recentPromotions, { domainId: promoted.targetDomainId, at: observation.observedAt }];
+        triedOperationIds.push(promoted.id);
+      }
+    }
+    const pending = operationToStart(observation.fleet, now, PENDING_OPERATION_GRACE_MS, triedOperationIds);
+    if (pending) {
+      triedOperationIds.push(pending.id);
+      log.warn('starting an operation whose workflow was missing', { fleetId, operationId: pending.id });
+      await startOperation(
+        { ...pending, fleetId, reason: 'started by the fleet monitor', requestedBy: 'monitor' },
+        observation.policy,
+      );
+    }
+  }
+  await condition(allHandlersFinished);
+  await continueAsNew<typeof fleetMonitorWorkflow>({
+    fleetId,
+    isAutoFailoverPaused: isPaused,
+    recentPromotions,
+    checkpointMs: input.checkpointMs,
+  });
+}
+
+/**
+ * Runs the watch activity until it returns, or until `isWoken()` (a signal) cancels it; null then. The
+ * activity is waited for until it has stopped, so two poll loops never overlap.
+ */
+async function watchUntilWoken(
+  activities: Activities,
+  isWoken: () => boolean,
+  args: WatchFleetInput,
+): Promise<FleetObservation | null> {
+  const watchScope = new CancellationScope();
+  const wakeScope = new CancellationScope();
+  const watching = watchScope.run(() => activities.watchFleet(args));
+  const woken = wakeScope
+    .run(() => condition(isWoken))
+    .then(
+      () => watchScope.cancel(),
+      () => undefined,
+    );
+  try {
+    return await watching;
+  } catch (err) {
+    if (isCancellation(err) && isWoken()) return null;
+    throw err;
+  } finally {
+    wakeScope.cancel();
+    await woken;
+  }
+}
+
+const isFleetGone = (err: unknown): boolean =>
+  err instanceof ActivityFailure &&
+  err.cause instanceof ApplicationFailure &&
+  err.cause.type === FailureType.InvalidTarget;
+
+/** Acts on a failover decision; returns the promotion it started, if any. */
+async function failOver(
+  fleetId: string,
+  decision: Extract<MonitorDecision, { kind: 'failover' }>,
+  policy: FleetPolicy,
+): Promise<OperationRef | null> {
+  const control = controlActivities();
+  if (decision.shouldMarkActiveFailed && decision.activeDomainId) {
+    await control.markDomainFailed({ fleetId, domainId: decision.activeDomainId, reason: decision.failure.message });
+  }
+  if (!decision.promoteDomainId) {
+    log.warn('active failed, no promotion', {
+      fleetId,
+      reason: decision.failure.reason,
+      blockedBy: decision.blockedBy,
+    });
+    return null;
+  }
+  const request = await control.requestPromotion({
+    fleetId,
+    targetDomainId: decision.promoteDomainId,
+    reason: `auto-failover: ${decision.failure.message}`,
+  });
+  if (request.outcome === 'conflict') return null;
+  log.info('auto-failover promotion requested', {
+    fleetId,
+    operationId: request.operation.id,
+    targetDomainId: decision.promoteDomainId,
+  });
+  await startOperation(request.operation, policy);
+  return request.operation;
+}
+
+/** Starts an operation's workflow as an abandoned child under its business id; already started is fine. */
+async function startOperation(op: OperationRef, policy: FleetPolicy): Promise<void> {
+  const common = {
+    workflowId: operationWorkflowId(op.fleetId, op.id),
+    parentClosePolicy: ParentClosePolicy.ABANDON,
+    cancellationType: ChildWorkflowCancellationType.ABANDON,
+    // One run per operation: a finished operation's workflow is never started again.
+    workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+    typedSearchAttributes: [
+      { key: searchAttributes.fleet, value: op.fleetId },
+      { key: searchAttributes.domain, value: op.targetDomainId },
+      { key: searchAttributes.operation, value: op.kind },
+    ],
+    memo: { reason: op.reason, requestedBy: op.requestedBy },
+  };
+  try {
+    if (op.kind === 'promote') {
+      const args = [
+        { fleetId: op.fleetId, operationId: op.id, targetDomainId: op.targetDomainId, reason: op.reason, policy },
+      ] as const;
+      await startChild(promotionWorkflow, { ...common, args: [...args] });
+    } else {
+      await startChild(demotionWorkflow, {
+        ...common,
+        args: [{ fleetId: op.fleetId, operationId: op.id, domainId: op.targetDomainId, policy }],
+      });
+    }
+  } catch (err) {
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+  }
+}

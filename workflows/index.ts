@@ -1,0 +1,4 @@
+/** The worker's workflowsPath: workflow functions only (everything exported here is registered). */
+export { promotionWorkflow } from './promotion';
+export { demotionWorkflow } from './demotion';
+export { fleetMonitorWorkflow } from './fleet-monitor';

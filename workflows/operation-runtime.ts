@@ -1,0 +1,135 @@
+import { CancellationScope, condition, isCancellation, setHandler } from '@temporalio/workflow';
+import type { OperationProgress } from '../schemas/api';
+import type { Activities } from '../activities';
+import { abortSignal, progressQuery } from './definitions';
+import { describeFailure, type FailureInfo } from './failure-info';
+import { abortRequested, createProgress, stepFailed, stepStarted, stepSucceeded, withPhase } from './logic/progress';
+import type { PlannedStep } from './logic/step-plan';
+
+/** Thrown by a step that failed or was aborted: carries the step and the reduced failure. */
+export class StepFailure extends Error {
+  constructor(
+    readonly step: string,
+    readonly info: FailureInfo,
+    readonly isAbort: boolean,
+  ) {
+    super(`${step}: ${info.code}: ${info.message}`);
+    this.name = 'StepFailure';
+  }
+}
+
+export interface OperationRuntimeOptions {
+  fleetId: string;
+  operationId: string | null;
+  domainId: string;
+  kind: string;
+  control: Activities;
+}
+
+/**
+ * The bookkeeping every operation workflow shares: the `progress` query, the `abort` signal, and
+ * `run(step, fn)`, which records the step (operation row + event), races it against an abort (only
+ * while `isAbortable`), and turns any failure into a StepFailure. Must be created first thing in the
+ * workflow so the handlers exist before the first await.
+ */
+export function createOperationRuntime(opts: OperationRuntimeOptions) {
+  let progress: OperationProgress = createProgress(opts.operationId ?? opts.domainId, opts.kind, []);
+  let abortReason: string | null = null;
+  let isAbortable = true;
+  setHandler(progressQuery, () => progress);
+  setHandler(abortSignal, (request) => {
+    abortReason ??= request?.reason ?? 'abort requested';
+    progress = abortRequested(progress);
+  });
+
+  const record = (step: string, status: 'started' | 'succeeded' | 'failed' | 'skipped', message: string, data = {}) =>
+    CancellationScope.nonCancellable(() =>
+      opts.control.recordStep({
+        fleetId: opts.fleetId,
+        operationId: opts.operationId,
+        domainId: opts.domainId,
+        step,
+        status,
+        message,
+        data,
+      }),
+    );
+
+  /** Runs `fn` in a scope that an abort cancels; rejects with the cancellation when aborted. */
+  async function abortable<T>(fn: () => Promise<T>): Promise<T> {
+    if (!isAbortable) return fn();
+    const work = new CancellationScope();
+    const watch = new CancellationScope();
+    const watching = watch
+      .run(() => condition(() => abortReason !== null))
+      .then(
+        () => work.cancel(),
+        () => undefined,
+      );
+    try {
+      return await work.run(fn);
+    } finally {
+      watch.cancel();
+      await watching;
+    }
+  }
+
+  const now = () => new Date().toISOString();
+
+  return {
+    get progress(): OperationProgress {
+      return progress;
+    },
+    get abortReason(): string | null {
+      return abortReason;
+    },
+    /** Installs the plan: every step pending, skipped ones marked (and recorded as events). */
+    async plan(steps: readonly PlannedStep<string>[]): Promise<void> {
+      progress = createProgress(opts.operationId ?? opts.domainId, opts.kind, steps);
+      if (abortReason !== null) progress = abortRequested(progress);
+      for (const s of steps)
+        if (s.skipReason !== null) await record(s.step, 'skipped', `${s.step} skipped: ${s.skipReason}`);
+    },
+    /** From here on an abort is ignored (routing is being committed). */
+    closeAbortWindow(): void {
+      isAbortable = false;
+    },
+    isStepSkipped(step: string): boolean {
+      return progress.steps.find((s) => s.step === step)?.status === 'skipped';
+    },
+    setPhase(phase: OperationProgress['phase']): void {
+      progress = withPhase(progress, phase);
+    },
+    /**
+     * Runs one step: records it started, runs `fn` (abortable), records success with the attempt the
+     * result reports, or records the failure and throws StepFailure. Throws StepFailure at once, without
+     * running `fn`, when an abort is already pending.
+     */
+    async run<T>(
+      step: string,
+      fn: () => Promise<T>,
+      describe: (result: T) => string = () => `${step} done`,
+    ): Promise<T> {
+      if (isAbortable && abortReason !== null) {
+        throw new StepFailure(step, { code: 'Aborted', message: abortReason }, true);
+      }
+      progress = stepStarted(progress, step, now());
+      await record(step, 'started', `${step} started`);
+      try {
+        const result = await abortable(fn);
+        const attempt = (result as { attempt?: unknown } | undefined)?.attempt;
+        progress = stepSucceeded(progress, step, now(), typeof attempt === 'number' ? attempt : undefined);
+        await record(step, 'succeeded', describe(result), typeof attempt === 'number' ? { attempt } : {});
+        return result;
+      } catch (err) {
+        const isAbort = abortReason !== null && isCancellation(err);
+        const info: FailureInfo = isAbort ? { code: 'Aborted', message: abortReason! } : describeFailure(err);
+        progress = stepFailed(progress, step, now(), `${info.code}: ${info.message}`, info.attempts);
+        await record(step, 'failed', `${step} failed: ${info.message}`, { code: info.code });
+        throw new StepFailure(step, info, isAbort);
+      }
+    },
+  };
+}
+
+export type OperationRuntime = ReturnType<typeof createOperationRuntime>;

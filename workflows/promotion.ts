@@ -1,0 +1,229 @@
+import {
+  ApplicationFailure,
+  CancellationScope,
+  CancelledFailure,
+  ChildWorkflowCancellationType,
+  log,
+  ParentClosePolicy,
+  startChild,
+} from '@temporalio/workflow';
+import type { BeginOperationResult } from '../activities/fleet-store';
+import type { FleetPolicy } from '../schemas/policy';
+import { controlActivities, probeRequestTimeoutMs, stepActivities } from './activity-options';
+import { demotionWorkflow } from './demotion';
+import { demotionChildWorkflowId, searchAttributes, type PromotionInput, type PromotionResult } from './definitions';
+import { describeFailure } from './failure-info';
+import { startedSteps } from './logic/progress';
+import { compensationFor, planPromotion, type PromotionStep } from './logic/step-plan';
+import { createOperationRuntime, type OperationRuntime, StepFailure } from './operation-runtime';
+
+type Steps = ReturnType<typeof stepActivities>;
+
+/**
+ * Promotes a standby domain to active (DESIGN.md §4): stop training, verify VRAM released, wake every
+ * model, probe every model, move the routing pointer with one CAS, then demote the old active as a
+ * best-effort child. Any failure or abort before the commit puts the target back on standby, marks the
+ * operation failed or cancelled with `{ step, code, message }` and fails this execution; routing stays.
+ */
+export async function promotionWorkflow(input: PromotionInput): Promise<PromotionResult> {
+  const { fleetId, operationId, targetDomainId } = input;
+  const control = controlActivities();
+  const op = createOperationRuntime({ fleetId, operationId, domainId: targetDomainId, kind: 'promote', control });
+
+  const begin = await beginOrFail(input, op);
+  if (begin.state !== 'running') {
+    // A repeat start of an operation that already ended: nothing to do.
+    return {
+      operationId,
+      state: begin.state as PromotionResult['state'],
+      routeRevision: begin.routeRevision,
+      demotion: 'skipped',
+    };
+  }
+  const policy = input.policy ?? begin.policy;
+  const steps = stepActivities(policy);
+  await op.plan(
+    planPromotion({
+      targetDomainId,
+      fromDomainId: begin.fromDomainId,
+      trainingSlotCount: begin.target.trainingSlotCount,
+      isRoutingCommitted: begin.isRoutingCommitted,
+    }),
+  );
+
+  let commit: { routeRevision: number };
+  try {
+    await prepareTarget(op, steps, policy, targetDomainId);
+    op.closeAbortWindow();
+    commit = await op.run(
+      'commitRouting',
+      () => steps.commitRouting({ fleetId, operationId, expectedActiveDomainId: begin.fromDomainId, targetDomainId }),
+      (r) => `routing committed at revision ${r.routeRevision}`,
+    );
+  } catch (err) {
+    if (!(err instanceof StepFailure)) throw err;
+    return await abandon(input, op, steps, err);
+  }
+  log.info('routing committed', {
+    fleetId,
+    operationId,
+    fromDomainId: begin.fromDomainId,
+    toDomainId: targetDomainId,
+    revision: commit.routeRevision,
+  });
+
+  const demotion = op.isStepSkipped('demoteOldActive')
+    ? 'skipped'
+    : await demoteOldActive(op, fleetId, operationId, begin.fromDomainId!, policy);
+  await CancellationScope.nonCancellable(() => control.finishOperation({ fleetId, operationId, outcome: 'succeeded' }));
+  op.setPhase('succeeded');
+  return { operationId, state: 'succeeded', routeRevision: commit.routeRevision, demotion };
+}
+
+/** Starts the operation; a refused target fails the operation at step `begin`. */
+async function beginOrFail(input: PromotionInput, op: OperationRuntime): Promise<BeginOperationResult> {
+  const control = controlActivities();
+  try {
+    return await control.beginOperation({ ...input, kind: 'promote' });
+  } catch (err) {
+    const info = describeFailure(err);
+    const error = { step: 'begin', code: info.code, message: info.message };
+    if (info.code !== 'OperationClosed') {
+      await control.finishOperation({
+        fleetId: input.fleetId,
+        operationId: input.operationId,
+        outcome: 'failed',
+        error,
+      });
+    }
+    op.setPhase('failed');
+    throw ApplicationFailure.nonRetryable(`promotion refused: ${info.message}`, info.code, error);
+  }
+}
+
+/** Steps 1-4: make the target able to serve, proving each effect before the next. */
+async function prepareTarget(op: OperationRuntime, steps: Steps, policy: FleetPolicy, domainId: string): Promise<void> {
+  let trainerPids: number[] = [];
+  if (!op.isStepSkipped('stopTraining')) {
+    const stopped = await op.run(
+      'stopTraining',
+      () => steps.stopTraining({ domainId, graceMs: policy.trainingStopGraceMs }),
+      (r) => `training stopped (trainer pids ${r.trainerPids.join(', ') || 'none'})`,
+    );
+    trainerPids = stopped.trainerPids;
+  }
+  if (!op.isStepSkipped('verifyGpuReleased')) {
+    await op.run(
+      'verifyGpuReleased',
+      () => steps.verifyGpuReleased({ domainId, trainerPids, maxUsedRatio: policy.maxUsedRatioForWake }),
+      (r) =>
+        `GPU memory released (${r.gpus.map((g) => `GPU ${g.index}: ${g.usedMiB}/${g.totalMiB ?? '?'} MiB`).join(', ')})`,
+    );
+  }
+  if (!op.isStepSkipped('wakeModels')) {
+    await op.run(
+      'wakeModels',
+      () => steps.wakeModels({ domainId }),
+      (r) => `models awake: ${r.models.join(', ')}`,
+    );
+  }
+  if (!op.isStepSkipped('probeModels')) {
+    await op.run(
+      'probeModels',
+      () =>
+        steps.probeModels({
+          domainId,
+          prompt: policy.probe.prompt,
+          maxTokens: policy.probe.maxTokens,
+          timeoutMs: probeRequestTimeoutMs(policy),
+        }),
+      (r) => `every model answered (${r.results.map((x) => `${x.model} ${x.latencyMs} ms`).join(', ')})`,
+    );
+  }
+}
+
+/**
+ * The promotion stopped before routing moved: put the target back on standby (models asleep, training
+ * running), end the operation as failed or cancelled, and fail this execution with the reason.
+ */
+async function abandon(
+  input: PromotionInput,
+  op: OperationRuntime,
+  steps: Steps,
+  failure: StepFailure,
+): Promise<never> {
+  const { fleetId, operationId, targetDomainId: domainId } = input;
+  op.closeAbortWindow();
+  const actions = compensationFor(startedSteps(op.progress) as PromotionStep[]);
+  await CancellationScope.nonCancellable(async () => {
+    if (actions.length > 0) {
+      op.setPhase('compensating');
+      try {
+        await op.run(
+          'compensate',
+          async () => {
+            if (actions.includes('sleepModels')) await steps.sleepModels({ fleetId, domainId });
+            if (actions.includes('startTraining')) await steps.startTraining({ domainId });
+            return {};
+          },
+          () => `target back on standby (${actions.join(', ')})`,
+        );
+      } catch (err) {
+        if (!(err instanceof StepFailure)) throw err;
+        log.error('compensation failed', { fleetId, operationId, domainId, error: err.message });
+      }
+    }
+    const isCancel = failure.isAbort || failure.info.code === 'Cancelled';
+    const error = { step: failure.step, code: failure.info.code, message: failure.info.message };
+    await controlActivities().finishOperation({
+      fleetId,
+      operationId,
+      outcome: isCancel ? 'cancelled' : 'failed',
+      error,
+    });
+    op.setPhase(isCancel ? 'cancelled' : 'failed');
+  });
+  if (failure.info.code === 'Cancelled' && !failure.isAbort) throw new CancelledFailure('promotion cancelled');
+  const verb = failure.isAbort ? 'aborted' : 'failed';
+  throw ApplicationFailure.nonRetryable(
+    `promotion ${verb} at ${failure.step}: ${failure.info.message}`,
+    failure.isAbort ? 'PromotionAborted' : 'PromotionFailed',
+    { step: failure.step, code: failure.info.code, message: failure.info.message },
+  );
+}
+
+/** Step 6: drain, sleep and retrain the old active as a child that outlives this workflow. Best effort. */
+async function demoteOldActive(
+  op: OperationRuntime,
+  fleetId: string,
+  operationId: string,
+  oldActiveId: string,
+  policy: FleetPolicy,
+): Promise<'succeeded' | 'failed'> {
+  try {
+    await op.run(
+      'demoteOldActive',
+      async () => {
+        const child = await startChild(demotionWorkflow, {
+          workflowId: demotionChildWorkflowId(fleetId, operationId),
+          args: [{ fleetId, domainId: oldActiveId, policy }],
+          parentClosePolicy: ParentClosePolicy.ABANDON,
+          cancellationType: ChildWorkflowCancellationType.ABANDON,
+          typedSearchAttributes: [
+            { key: searchAttributes.fleet, value: fleetId },
+            { key: searchAttributes.domain, value: oldActiveId },
+            { key: searchAttributes.operation, value: 'demote' },
+          ],
+          memo: { reason: `demotion after promotion ${operationId}`, requestedBy: 'promotion' },
+        });
+        return child.result();
+      },
+      (r) => `old active on standby${r.drained === false ? ' (drain budget spent)' : ''}`,
+    );
+    return 'succeeded';
+  } catch (err) {
+    if (!(err instanceof StepFailure)) throw err;
+    log.warn('demotion of the old active failed', { fleetId, operationId, domainId: oldActiveId, error: err.message });
+    return 'failed';
+  }
+}
