@@ -2,7 +2,16 @@
  * and migrates a template database, so test files stay fast (see test/global-setup.ts). */
 module.exports = {
   testEnvironment: 'node',
-  transform: { '^.+\\.(t|j)sx?$': ['@swc/jest', { jsc: { target: 'es2022' } }] },
+  transform: {
+    '^.+\\.(t|j)sx?$': ['@swc/jest', { jsc: { target: 'es2022' } }],
+    // PGlite's CommonJS build loads Node built-ins with import(), which jest's VM refuses without
+    // --experimental-vm-modules; compiling it to CommonJS turns those into require().
+    '/node_modules/@electric-sql/pglite/dist/.+\\.cjs$': [
+      '@swc/jest',
+      { jsc: { target: 'es2022' }, module: { type: 'commonjs' } },
+    ],
+  },
+  transformIgnorePatterns: ['/node_modules/(?!@electric-sql/pglite/)'],
   testMatch: ['**/*.test.ts'],
   testPathIgnorePatterns: ['/node_modules/', '/.haru/', '/dist/'],
   modulePathIgnorePatterns: ['<rootDir>/.haru/'],

@@ -8,8 +8,9 @@ import { ConfigError } from '../schemas/env';
 // Register subcommands here: `import { register as registerX } from './commands/x';` and add it to the list.
 import { register as registerFleet } from './commands/fleet';
 import { register as registerApi } from './commands/api';
+import { register as registerDb } from './commands/db';
 
-const registrations: ((program: Command) => void)[] = [registerFleet, registerApi];
+const registrations: ((program: Command) => void)[] = [registerFleet, registerApi, registerDb];
 
 export function buildProgram(): Command {
   const program = new Command('haru')

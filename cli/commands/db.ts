@@ -1,0 +1,100 @@
+import { readFile } from 'node:fs/promises';
+import type { Command } from 'commander';
+import YAML from 'yaml';
+import { createDatabase, type HaruDatabase } from '../../db/client';
+import { type DbConfig, dbConfigFromEnv, dbEnvSchema, describeDatabase } from '../../db/config';
+import { applyLayout, LayoutApplyRefusedError, type LayoutApplyReport, validateLayout } from '../../db/layout-apply';
+import { migrate } from '../../db/migrate';
+import { ConfigError, parseEnv } from '../../schemas/env';
+import { formatProblems } from '../../schemas/issues';
+
+const out = (line: string): void => {
+  process.stdout.write(`${line}\n`);
+};
+
+// The CLI is an entry point: this is where the environment is read (and validated) for `haru db`.
+const loadConfig = (): DbConfig => dbConfigFromEnv(parseEnv(dbEnvSchema, process.env, 'database'), process.cwd());
+
+async function withDatabase<T>(config: DbConfig, fn: (database: HaruDatabase) => Promise<T>): Promise<T> {
+  const database = await createDatabase(config);
+  try {
+    return await fn(database);
+  } finally {
+    await database.close();
+  }
+}
+
+/** Reads a layout file: JSON, or YAML for `.yaml`/`.yml`. Unreadable or unparsable -> ConfigError. */
+async function readLayoutFile(file: string): Promise<unknown> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`cannot read layout file ${file}: ${(err as Error).message}`);
+  }
+  try {
+    return /\.ya?ml$/i.test(file) ? YAML.parse(text) : JSON.parse(text);
+  } catch (err) {
+    throw new ConfigError(
+      `layout file ${file} is not valid ${/\.ya?ml$/i.test(file) ? 'YAML' : 'JSON'}: ${(err as Error).message}`,
+    );
+  }
+}
+
+function printReport(report: LayoutApplyReport): void {
+  const counts = (['created', 'updated', 'pruned', 'unchanged', 'left'] as const).map(
+    (k) => `${report[k].length} ${k}`,
+  );
+  out(`fleet ${report.fleetSlug} (${report.fleetId}): ${counts.join(', ')}`);
+  for (const action of ['created', 'updated', 'pruned', 'left'] as const) {
+    for (const ref of report[action]) out(`  ${action.padEnd(8)} ${ref}`);
+  }
+  if (report.left.length) out('  (left: not in the layout; --prune removes them)');
+  for (const note of report.notes) out(`  note: ${note}`);
+}
+
+async function seed(opts: { config: string; prune?: boolean; json?: boolean }): Promise<void> {
+  const config = loadConfig();
+  const input = await readLayoutFile(opts.config);
+  // Validate the whole file before touching the database: a bad layout opens no connection at all.
+  const validation = validateLayout(input);
+  if (!validation.ok) {
+    if (opts.json) {
+      out(JSON.stringify({ ok: false, problems: validation.problems }, null, 2));
+      process.exitCode = 2;
+      return;
+    }
+    throw new ConfigError(`invalid fleet layout ${opts.config}:\n${formatProblems(validation.problems)}`);
+  }
+  const report = await withDatabase(config, async (database) => {
+    await migrate(database);
+    try {
+      return await applyLayout(database, validation.layout, { prune: opts.prune ?? false });
+    } catch (err) {
+      if (err instanceof LayoutApplyRefusedError) throw new ConfigError(err.message);
+      throw err;
+    }
+  });
+  if (opts.json) out(JSON.stringify({ ok: true, ...report }, null, 2));
+  else printReport(report);
+}
+
+/** `haru db migrate` and `haru db seed --config FILE [--prune] [--json]` (DATABASE_URL, HARU_STATE_DIR). */
+export function register(program: Command): void {
+  const db = program
+    .command('db')
+    .description('the state store: DATABASE_URL, or the embedded database in $HARU_STATE_DIR/pgdata when unset');
+  db.command('migrate')
+    .description('apply pending migrations (idempotent)')
+    .action(async () => {
+      const config = loadConfig();
+      await withDatabase(config, migrate);
+      out(`migrations applied to ${describeDatabase(config)}`);
+    });
+  db.command('seed')
+    .description('apply a fleet layout: create what is missing, update what changed (applies migrations first)')
+    .requiredOption('--config <file>', 'fleet layout file (JSON, or YAML by extension)')
+    .option('--prune', 'delete domains and slots that are not in the layout (never the active domain)')
+    .option('--json', 'print the report (or the validation problems) as JSON')
+    .action(seed);
+}

@@ -1,0 +1,153 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { inputProblems, jsonPath } from './issues';
+import { fleetLayoutSchema, type FleetLayoutInput } from './layout';
+
+/** A valid two-domain layout; each test breaks one rule. */
+function layout(): FleetLayoutInput & { [k: string]: unknown } {
+  return {
+    fleet: { slug: 'prod', activeDomain: 'east' },
+    domains: [
+      {
+        slug: 'east',
+        supervisorUrl: 'http://10.0.0.1:8701',
+        slots: [
+          {
+            kind: 'inference',
+            gpuIndex: 0,
+            models: [
+              { name: 'small', servingUrl: 'http://10.0.0.1:8000' },
+              { name: 'tiny', servingUrl: 'http://10.0.0.1:8001' },
+            ],
+          },
+          { kind: 'training', gpuIndex: 0, command: ['python', 'train.py'], checkpointDir: '/ckpt' },
+        ],
+      },
+      {
+        slug: 'west',
+        supervisorUrl: 'https://10.0.1.1:8701',
+        slots: [{ kind: 'inference', gpuIndex: 0, models: [{ name: 'small', servingUrl: 'http://10.0.1.1:8000' }] }],
+      },
+    ],
+  };
+}
+
+/** The JSON paths of every problem the schema reports for `input`. */
+function problemPaths(input: unknown): { path: string; message: string }[] {
+  const parsed = fleetLayoutSchema.safeParse(input);
+  if (parsed.success) return [];
+  return inputProblems(parsed.error);
+}
+
+describe('fleet layout validation', () => {
+  it('accepts the valid base layout and the committed example layouts', () => {
+    expect(problemPaths(layout())).toEqual([]);
+    const examples = path.join(__dirname, '..', 'examples');
+    const dev = JSON.parse(readFileSync(path.join(examples, 'dev.layout.json'), 'utf8'));
+    expect(problemPaths(dev)).toEqual([]);
+  });
+
+  it.each(['Prod', 'prod_1', '-prod', 'prod-', '', 'a'.repeat(64)])(
+    'rejects the fleet slug %j at $.fleet.slug',
+    (slug) => {
+      const input = layout();
+      input.fleet.slug = slug;
+      expect(problemPaths(input)).toEqual([{ path: '$.fleet.slug', message: expect.stringContaining('slug') }]);
+    },
+  );
+
+  it('rejects a bad domain slug at its own path', () => {
+    const input = layout();
+    input.domains[1]!.slug = 'West Coast';
+    expect(problemPaths(input).map((p) => p.path)).toContain('$.domains[1].slug');
+  });
+
+  it('rejects duplicate domain slugs at the second occurrence', () => {
+    const input = layout();
+    input.domains[1]!.slug = 'east';
+    expect(problemPaths(input)).toEqual([{ path: '$.domains[1].slug', message: 'duplicate domain slug "east"' }]);
+  });
+
+  it('rejects a model name bound twice in one domain, but allows it in another domain', () => {
+    const input = layout();
+    const slot = input.domains[0]!.slots[0]!;
+    if (slot.kind !== 'inference') throw new Error('fixture');
+    slot.models[1]!.name = 'small';
+    expect(problemPaths(input)).toEqual([
+      { path: '$.domains[0].slots[0].models[1].name', message: 'duplicate model name "small" in domain "east"' },
+    ]);
+  });
+
+  it('requires the active domain to have an inference slot', () => {
+    const input = layout();
+    input.domains[0]!.slots = [input.domains[0]!.slots[1]!];
+    expect(problemPaths(input)).toEqual([
+      { path: '$.domains[0].slots', message: 'active domain "east" must have at least one inference slot' },
+    ]);
+  });
+
+  it('requires the active domain to be one of the domains', () => {
+    const input = layout();
+    input.fleet.activeDomain = 'north';
+    expect(problemPaths(input)).toEqual([
+      { path: '$.fleet.activeDomain', message: 'active domain "north" is not one of the layout\'s domains' },
+    ]);
+  });
+
+  it.each(['ftp://10.0.0.1:8701', 'file:///etc/passwd', 'javascript:alert(1)', '10.0.0.1:8701', 'not a url'])(
+    'accepts only http/https URLs: %j is rejected at each URL field',
+    (url) => {
+      const input = layout();
+      input.domains[0]!.supervisorUrl = url;
+      input.domains[1]!.servingBaseUrl = url;
+      const slot = input.domains[1]!.slots[0]!;
+      if (slot.kind !== 'inference') throw new Error('fixture');
+      slot.models[0]!.servingUrl = url;
+      expect(problemPaths(input).map((p) => p.path)).toEqual([
+        '$.domains[0].supervisorUrl',
+        '$.domains[1].servingBaseUrl',
+        '$.domains[1].slots[0].models[0].servingUrl',
+      ]);
+    },
+  );
+
+  it('rejects unknown keys at every level, naming the key', () => {
+    const input = layout() as Record<string, unknown> & ReturnType<typeof layout>;
+    input.extra = 1;
+    (input.fleet as Record<string, unknown>).activeDomian = 'east';
+    input.fleet.policy = { autoFailOver: false } as never;
+    (input.domains[0] as Record<string, unknown>).gpu = 'H100';
+    (input.domains[0]!.slots[0] as Record<string, unknown>).port = 8000;
+    expect(
+      problemPaths(input)
+        .map((p) => `${p.path} ${p.message}`)
+        .sort(),
+    ).toEqual(
+      [
+        '$.extra unknown key',
+        '$.fleet.activeDomian unknown key',
+        '$.fleet.policy.autoFailOver unknown key',
+        '$.domains[0].gpu unknown key',
+        '$.domains[0].slots[0].port unknown key',
+      ].sort(),
+    );
+  });
+
+  it('reports every problem of a document at once', () => {
+    const input = layout();
+    input.fleet.slug = 'BAD';
+    input.domains[1]!.slug = 'east';
+    input.domains[0]!.supervisorUrl = 'ftp://x';
+    expect(problemPaths(input).map((p) => p.path)).toEqual(
+      expect.arrayContaining(['$.fleet.slug', '$.domains[1].slug', '$.domains[0].supervisorUrl']),
+    );
+  });
+});
+
+describe('jsonPath', () => {
+  it('writes indexes in brackets and quotes keys that are not identifiers', () => {
+    expect(jsonPath([])).toBe('$');
+    expect(jsonPath(['domains', 0, 'slots', 2, 'models'])).toBe('$.domains[0].slots[2].models');
+    expect(jsonPath(['env', 'MY-VAR'])).toBe('$.env["MY-VAR"]');
+  });
+});
