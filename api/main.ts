@@ -21,12 +21,12 @@ const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
  * Where to bind. Without HARU_API_TOKEN the API never leaves loopback: a HOST asking for more is
  * overridden with a loud warning.
  */
-export function bindHost(config: ApiConfig, logger: Logger): string {
+export function bindHost(config: ApiConfig, logger: Logger, stderr: (text: string) => void): string {
   if (config.HARU_API_TOKEN) return config.HOST ?? '0.0.0.0';
   logger.warn('HARU_API_TOKEN is not set: the API accepts unauthenticated requests and binds to 127.0.0.1 only', {
     requestedHost: config.HOST ?? null,
   });
-  process.stderr.write(
+  stderr(
     '\n*** WARNING: HARU_API_TOKEN is not set. /v1/* is open to anyone who can reach 127.0.0.1. ***\n' +
       '*** Set HARU_API_TOKEN before exposing the API beyond this machine.                     ***\n\n',
   );
@@ -47,7 +47,7 @@ export async function startApi(env: NodeJS.ProcessEnv = process.env): Promise<Ru
     write: (line) => process.stdout.write(line),
     base: { service: 'haru-api' },
   });
-  const host = bindHost(config, logger);
+  const host = bindHost(config, logger, (text) => process.stderr.write(text));
   const database = await createDatabase({
     databaseUrl: config.DATABASE_URL,
     dataDir: path.resolve(config.HARU_DATA_DIR, 'pgdata'),

@@ -1,7 +1,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
-import type { Store } from '../../../db/store';
+import { createDatabase } from '../../../db/client';
+import { createStore, type Store } from '../../../db/store';
 import { createTestDatabase, seedLayout, type TestDatabase } from '../../../db/testing';
 import { type ApiApp, createApp } from '../../../api/app';
 import { type ApiConfig, defaultApiConfig } from '../../../api/config';
@@ -85,8 +86,8 @@ export async function startHarness(opts: {
   config?: Partial<ApiConfig>;
   temporalAddress?: string;
   now?: () => Date;
-  /** Wraps the store (fault injection). */
-  wrapStore?: (store: Store) => Store;
+  /** Connect the API's own database through this local port (a TCP relay to Postgres, for outage tests). */
+  viaPort?: number;
 }): Promise<Harness> {
   const config = defaultApiConfig({
     HARU_TASK_QUEUE: `api-test-${process.pid}-${fleetCounter++}`,
@@ -104,8 +105,14 @@ export async function startHarness(opts: {
     timeoutMs: config.HARU_TEMPORAL_TIMEOUT_MS,
     queryTimeoutMs: 300,
   });
-  const store = opts.wrapStore ? opts.wrapStore(db.store) : db.store;
-  const api = createApp({ store, database: db.database, orchestrator, config, logger: silentLogger, now: opts.now });
+  let apiDatabase = db.database;
+  if (opts.viaPort !== undefined) {
+    const relayed = new URL(db.url);
+    relayed.port = String(opts.viaPort);
+    apiDatabase = await createDatabase({ databaseUrl: relayed.toString(), max: 3 });
+  }
+  const store = apiDatabase === db.database ? db.store : createStore(apiDatabase);
+  const api = createApp({ store, database: apiDatabase, orchestrator, config, logger: silentLogger, now: opts.now });
   await api.start();
   const server = http.createServer(api.app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -141,6 +148,7 @@ export async function startHarness(opts: {
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await api.close();
       await connection.close();
+      if (apiDatabase !== db.database) await apiDatabase.close();
       await db.drop();
     },
   };
