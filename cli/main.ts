@@ -9,8 +9,9 @@ import { ConfigError } from '../schemas/env';
 import { register as registerFleet } from './commands/fleet';
 import { register as registerApi } from './commands/api';
 import { register as registerDb } from './commands/db';
+import { register as registerWorker } from './commands/worker';
 
-const registrations: ((program: Command) => void)[] = [registerFleet, registerApi, registerDb];
+const registrations: ((program: Command) => void)[] = [registerFleet, registerApi, registerDb, registerWorker];
 
 export function buildProgram(): Command {
   const program = new Command('haru')

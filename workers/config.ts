@@ -1,0 +1,26 @@
+import { z } from 'zod';
+import { blankable, parseEnv, portSchema } from '../schemas/env';
+
+/**
+ * The worker's environment, parsed once at boot (`loadWorkerConfig`); a blank variable counts as unset.
+ */
+export const workerConfigSchema = z.object({
+  TEMPORAL_ADDRESS: blankable(z.string().min(1).default('localhost:7233')),
+  TEMPORAL_NAMESPACE: blankable(z.string().min(1).default('default')),
+  HARU_TASK_QUEUE: blankable(z.string().min(1).default('haru')),
+  /** Shared Postgres (`postgres://…`); unset means the embedded PGlite under HARU_DATA_DIR (single process only). */
+  DATABASE_URL: blankable(z.url({ protocol: /^postgres(ql)?$/ }).optional()),
+  HARU_DATA_DIR: blankable(z.string().min(1).default('.haru')),
+  /** Bearer token sent to every supervisor; unset sends none (supervisors then listen on loopback only). */
+  HARU_SUPERVISOR_TOKEN: blankable(z.string().min(1).optional()),
+  /** Prometheus metrics (`GET /metrics`); 0 picks a free port. */
+  HARU_WORKER_METRICS_PORT: blankable(portSchema.default(9464)),
+  HARU_WORKER_METRICS_HOST: blankable(z.string().min(1).default('0.0.0.0')),
+  /** A prebuilt workflow bundle (from `bundleWorkflowCode`); unset bundles workflows/ at start (a few seconds). */
+  HARU_WORKFLOW_BUNDLE: blankable(z.string().min(1).optional()),
+  LOG_LEVEL: blankable(z.enum(['debug', 'info', 'warn', 'error']).default('info')),
+});
+export type WorkerConfig = z.infer<typeof workerConfigSchema>;
+
+/** Parses the worker environment; throws ConfigError naming every bad variable. */
+export const loadWorkerConfig = (env: NodeJS.ProcessEnv): WorkerConfig => parseEnv(workerConfigSchema, env, 'worker');

@@ -1,0 +1,136 @@
+/**
+ * The `haru worker` composition root: reads the environment, opens the state store and the Temporal
+ * connection, registers search attributes, runs the worker, ensures a monitor per fleet, serves
+ * Prometheus metrics, and installs the signal handlers. Everything else in workers/ is a factory.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { Client } from '@temporalio/client';
+import { NativeConnection, Runtime } from '@temporalio/worker';
+import { createDatabase } from '../db/client';
+import { migrate } from '../db/migrate';
+import { createStore } from '../db/store';
+import { loadWorkerConfig } from './config';
+import { createWorkerLogger } from './logger';
+import { createWorkerMetrics } from './metrics';
+import { ensureSearchAttributes } from './search-attributes';
+import { ensureMonitors } from './start';
+import { createHaruWorker } from './worker';
+
+/** A running worker process; `close` drains in-flight tasks and releases every connection. */
+export interface RunningWorker {
+  taskQueue: string;
+  metricsUrl: string;
+  /** Settles when the worker stops (rejects on a fatal worker error). */
+  done: Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Starts the worker from `env` and resolves once it polls and every fleet has a monitor. */
+export async function startWorker(env: NodeJS.ProcessEnv = process.env): Promise<RunningWorker> {
+  const config = loadWorkerConfig(env);
+  const logger = createWorkerLogger(config.LOG_LEVEL, (line) => process.stdout.write(line));
+  // Signals are handled below, in order: the Runtime's own handlers would stop the worker behind our back.
+  Runtime.install({ logger, shutdownSignals: [] });
+  const database = await createDatabase({
+    databaseUrl: config.DATABASE_URL,
+    dataDir: path.resolve(config.HARU_DATA_DIR, 'pgdata'),
+  });
+  const cleanups: (() => Promise<void>)[] = [() => database.close()];
+  const cleanup = async () => {
+    for (const fn of cleanups.reverse()) await fn().catch(() => undefined);
+  };
+  try {
+    await migrate(database);
+    const store = createStore(database);
+    const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
+    cleanups.push(() => connection.close());
+    const namespace = config.TEMPORAL_NAMESPACE;
+    try {
+      const added = await ensureSearchAttributes(connection, namespace);
+      if (added.length) logger.info('search attributes registered', { namespace, added });
+    } catch (err) {
+      logger.warn('search attributes not checked (operator API unavailable); register them by hand', {
+        namespace,
+        error: (err as Error).message,
+      });
+    }
+    const metrics = createWorkerMetrics({ withDefaults: true });
+    const worker = await createHaruWorker({
+      connection,
+      namespace,
+      taskQueue: config.HARU_TASK_QUEUE,
+      store,
+      supervisorToken: config.HARU_SUPERVISOR_TOKEN,
+      workflowBundle: config.HARU_WORKFLOW_BUNDLE ? { codePath: path.resolve(config.HARU_WORKFLOW_BUNDLE) } : undefined,
+      metrics,
+    });
+    const done = worker.run();
+    cleanups.push(async () => {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await done.catch(() => undefined);
+    });
+    const server = http.createServer((req, res) => {
+      if (req.method !== 'GET' || req.url !== '/metrics') {
+        res.writeHead(404).end();
+        return;
+      }
+      metrics.registry.metrics().then(
+        (text) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text),
+        () => res.writeHead(500).end(),
+      );
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.HARU_WORKER_METRICS_PORT, config.HARU_WORKER_METRICS_HOST, () => resolve());
+    });
+    cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    const { port } = server.address() as AddressInfo;
+    const metricsUrl = `http://${config.HARU_WORKER_METRICS_HOST}:${port}/metrics`;
+    const client = new Client({ connection, namespace });
+    const fleets = await ensureMonitors(client, store, config.HARU_TASK_QUEUE);
+    logger.info('worker running', {
+      taskQueue: config.HARU_TASK_QUEUE,
+      namespace,
+      temporal: config.TEMPORAL_ADDRESS,
+      database: database.kind,
+      monitors: fleets.length,
+      metricsUrl,
+    });
+    let closing: Promise<void> | undefined;
+    return {
+      taskQueue: config.HARU_TASK_QUEUE,
+      metricsUrl,
+      done,
+      close() {
+        closing ??= cleanup().then(() => logger.info('worker stopped'));
+        return closing;
+      },
+    };
+  } catch (err) {
+    await cleanup();
+    throw err;
+  }
+}
+
+/** `haru worker`: runs until SIGINT/SIGTERM, then shuts down gracefully (a second signal exits at once). */
+export async function main(): Promise<void> {
+  const running = await startWorker(process.env);
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) process.exit(130);
+    stopping = true;
+    process.stderr.write(`haru worker: ${signal}, shutting down\n`);
+    running.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+  running.done.catch((err: unknown) => {
+    process.stderr.write(`haru worker: ${err instanceof Error ? err.message : String(err)}\n`);
+    void running.close().finally(() => process.exit(1));
+  });
+}

@@ -1,0 +1,61 @@
+import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { fetch as undiciFetch } from 'undici';
+import { createActivities } from '../activities';
+import type { ActivityDeps } from '../activities/deps';
+import { createSupervisorClient } from '../activities/supervisor-client';
+import type { Store } from '../db/store';
+import type { WorkerMetrics } from './metrics';
+
+export interface HaruWorkerOptions {
+  /** Connected first (`NativeConnection.connect`): Worker.create leaks its thread pool when it fails to connect. */
+  connection: NativeConnection;
+  namespace: string;
+  taskQueue: string;
+  store: Store;
+  /** Bearer token for every supervisor. */
+  supervisorToken?: string;
+  /** A prebuilt bundle; otherwise workflows/ is bundled now (a few seconds). */
+  workflowBundle?: { codePath: string } | { code: string };
+  /** HTTP for supervisor calls (undici's fetch by default). */
+  fetch?: typeof globalThis.fetch;
+  now?: () => Date;
+  metrics?: WorkerMetrics;
+  /** Pause between two status reads while an activity waits for an effect. */
+  pollIntervalMs?: number;
+  /** How long a started trainer must stay up to count as started. */
+  trainingSettleMs?: number;
+  /** Passed through to Worker.create (identity, shutdownGraceTime, ...). */
+  workerOptions?: Partial<Omit<WorkerOptions, 'connection' | 'namespace' | 'taskQueue' | 'activities'>>;
+}
+
+/**
+ * Creates (does not run) a worker for Haru's workflows and activities on `taskQueue`. Activities get a
+ * supervisor client with the bearer token and the given store. Heartbeats reach the server at least
+ * every second, so an abort or `checkNow` cancels a waiting activity within about a second.
+ */
+export async function createHaruWorker(opts: HaruWorkerOptions): Promise<Worker> {
+  const supervisor = createSupervisorClient({
+    fetch: opts.fetch ?? (undiciFetch as unknown as typeof globalThis.fetch),
+    token: opts.supervisorToken,
+  });
+  const deps: ActivityDeps = {
+    store: opts.store,
+    supervisor,
+    now: opts.now ?? (() => new Date()),
+    metrics: opts.metrics,
+    pollIntervalMs: opts.pollIntervalMs,
+    trainingSettleMs: opts.trainingSettleMs,
+  };
+  return Worker.create({
+    connection: opts.connection,
+    namespace: opts.namespace,
+    taskQueue: opts.taskQueue,
+    ...(opts.workflowBundle
+      ? { workflowBundle: opts.workflowBundle }
+      : { workflowsPath: require.resolve('../workflows') }),
+    activities: createActivities(deps),
+    maxHeartbeatThrottleInterval: '1s',
+    interceptors: opts.metrics ? { activity: [opts.metrics.activityInterceptor] } : undefined,
+    ...opts.workerOptions,
+  });
+}
