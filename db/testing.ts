@@ -112,11 +112,14 @@ export interface TestDatabase {
 
 /**
  * A fresh, migrated Postgres database cloned from the template (created on first use when globalSetup
- * did not). `max` sizes the pool (default 5); `now` is the store's clock.
+ * did not). `max` sizes the pool (default 5); `now` is the store's clock; `migrated: false` gives an
+ * empty database instead (to test migrating one).
  */
-export async function createTestDatabase(opts: { max?: number; now?: () => Date } = {}): Promise<TestDatabase> {
+export async function createTestDatabase(
+  opts: { max?: number; now?: () => Date; migrated?: boolean } = {},
+): Promise<TestDatabase> {
   const adminUrl = testAdminUrl();
-  const template = await prepareTemplateDatabase(adminUrl);
+  const template = opts.migrated === false ? 'template0' : await prepareTemplateDatabase(adminUrl);
   const name = `${TEST_DB_PREFIX}${Math.floor(Date.now() / 1000)}_${randomBytes(5).toString('hex')}`;
   const admin = connectAdmin(adminUrl);
   try {
