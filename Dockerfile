@@ -1,0 +1,18 @@
+# Haru: one image for `haru api`, `haru worker`, `haru supervisor` and the simulator.
+FROM node:20-bookworm-slim
+
+ENV NODE_ENV=production \
+    # Inside containers Temporal is a server of its own (TEMPORAL_ADDRESS); the dev CLI is not needed.
+    HARU_SKIP_TEMPORAL_INSTALL=1
+
+WORKDIR /app
+COPY package.json package-lock.json ./
+COPY scripts ./scripts
+RUN npm ci --omit=dev && npm cache clean --force
+
+COPY . .
+RUN useradd --system --uid 10001 --home /app haru && mkdir -p /app/.haru && chown -R haru /app/.haru
+USER haru
+
+ENTRYPOINT ["node", "bin/haru.js"]
+CMD ["--help"]
