@@ -282,11 +282,38 @@ describe.each(backends)('store on %s', (_backend, open) => {
     expect(await t.store.fleets.commitRouting({ ...input, expectedActiveDomainId: null })).toMatchObject({
       outcome: 'conflict',
     });
+    // A target other than the operation's own never commits.
+    expect(await t.store.fleets.commitRouting({ ...input, targetDomainId: fleet.east })).toMatchObject({
+      outcome: 'conflict',
+    });
     expect(await t.store.operations.get(operation.id)).toMatchObject({ routingCommitted: false, routeRevision: null });
     expect(await t.store.fleets.routeRevision(fleet.id)).toBe(0);
     const other = await seedFleet();
     await expect(t.store.fleets.commitRouting({ ...input, fleetId: other.id })).rejects.toMatchObject({
       code: 'operation_not_found',
+    });
+  });
+
+  it('never moves the pointer for a demotion, even a running one', async () => {
+    const fleet = await seedFleet();
+    const { operation } = await t.store.operations.create({
+      fleetId: fleet.id,
+      kind: 'demote',
+      targetDomainId: fleet.west,
+      reason: 'test',
+      requestedBy: 'jest',
+    });
+    await t.store.operations.start(operation.id);
+    const input = {
+      fleetId: fleet.id,
+      operationId: operation.id,
+      expectedActiveDomainId: fleet.east,
+      targetDomainId: fleet.west,
+    };
+    expect(await t.store.fleets.commitRouting(input)).toEqual({
+      outcome: 'conflict',
+      routeRevision: 0,
+      activeDomainId: fleet.east,
     });
   });
 

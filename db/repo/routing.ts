@@ -17,8 +17,8 @@ export interface CommitRoutingInput {
 export interface CommitRoutingResult {
   /**
    * committed: this call moved the pointer. already_committed: the operation had moved it before (the
-   * values are what it wrote). conflict: the pointer moved under the caller, or the operation is not
-   * running; nothing changed and the values are the fleet's current ones.
+   * values are what it wrote). conflict: the pointer moved under the caller, or the operation is not a
+   * running promotion to `targetDomainId`; nothing changed and the values are the fleet's current ones.
    */
   outcome: 'committed' | 'already_committed' | 'conflict';
   routeRevision: number;
@@ -51,7 +51,7 @@ export async function commitRouting({ db, now }: RepoDeps, input: CommitRoutingI
   const at = timestampParam(now());
   const result = await db.execute(sql`
     with op as (
-      select id, fleet_id, state, routing_committed, route_revision, target_domain_id
+      select id, fleet_id, kind, state, routing_committed, route_revision, target_domain_id
       from operations where id = ${operationId}::uuid
       for update
     ),
@@ -62,6 +62,7 @@ export async function commitRouting({ db, now }: RepoDeps, input: CommitRoutingI
       where f.id = ${fleetId}::uuid
         and f.active_domain_id is not distinct from ${expected}::uuid
         and op.fleet_id = f.id
+        and op.kind = 'promote'
         and op.state = 'running'
         and not op.routing_committed
         and op.target_domain_id = ${target}::uuid
