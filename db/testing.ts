@@ -43,11 +43,13 @@ export function templateDatabaseName(): string {
 const connectAdmin = (adminUrl: string) => postgres(adminUrl, { max: 1, onnotice: () => {}, connect_timeout: 10 });
 
 /**
- * Creates and migrates the template database unless it exists. Safe to call from several processes at
- * once (advisory lock); cheap when the template is already there. Returns its name.
+ * Creates and migrates the template database `name` unless it exists. Safe to call from several
+ * processes at once (advisory lock); cheap when the template is already there. Returns its name.
  */
-export async function prepareTemplateDatabase(adminUrl = testAdminUrl()): Promise<string> {
-  const name = templateDatabaseName();
+export async function prepareTemplateDatabase(
+  adminUrl = testAdminUrl(),
+  name = templateDatabaseName(),
+): Promise<string> {
   const admin = connectAdmin(adminUrl);
   try {
     // max: 1 keeps the session-level advisory lock and every statement on one connection.
