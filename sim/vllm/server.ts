@@ -84,6 +84,7 @@ export function createFakeVllm(opts: FakeVllmOptions) {
   let controlStamp = '';
   let listening = false;
   let crashed = false;
+  let relisten: Promise<void> | null = null;
   const calls: string[] = [];
   const sockets = new Set<Socket>();
 
@@ -97,7 +98,8 @@ export function createFakeVllm(opts: FakeVllmOptions) {
   /** Re-reads the control file when it changed and applies refuse/crash. */
   function refreshFaults() {
     if (manualFaults) faults = manualFaults;
-    else if (opts.controlFile) {
+    else if (!opts.controlFile) faults = NO_FAULTS;
+    else {
       let stamp = '';
       try {
         const st = statSync(opts.controlFile);
@@ -115,7 +117,11 @@ export function createFakeVllm(opts: FakeVllmOptions) {
       opts.onCrash();
     }
     if (faults.refuse && listening) stopListening();
-    else if (!faults.refuse && !listening && boundPort !== null) startListening(boundPort).catch(() => {});
+    else if (!faults.refuse && !listening && boundPort !== null && !relisten) {
+      relisten = startListening(boundPort)
+        .catch(() => {}) // the port was taken meanwhile: the next refresh retries
+        .finally(() => (relisten = null));
+    }
   }
 
   const server = http.createServer((req, res) => {
@@ -510,11 +516,15 @@ export function createFakeVllm(opts: FakeVllmOptions) {
       boundPort = null;
       if (listening) stopListening();
     },
-    /** Replaces the faults in process (tests); overrides the control file until `setFaults(null)`. */
-    setFaults(control: VllmControlInput | null) {
+    /**
+     * Replaces the faults in process (tests); overrides the control file until `setFaults(null)`. Resolves once
+     * the listener matches the `refuse` fault.
+     */
+    async setFaults(control: VllmControlInput | null): Promise<void> {
       manualFaults = control ? vllmControlSchema.parse(control) : null;
       controlStamp = '';
       refreshFaults();
+      await relisten;
     },
     state,
     get port() {

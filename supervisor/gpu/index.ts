@@ -3,7 +3,7 @@ import { createNvidiaReader } from './nvidia';
 import type { Exec, GpuMemoryReader } from './types';
 
 export { GpuQueryError, type Exec, type GpuMemoryReader } from './types';
-export { execFileTool } from './exec';
+export { createExecFileTool, execFileTool } from './exec';
 
 /** The GPU memory adapter for `vendor`; `binary` replaces the vendor tool (HARU_GPU_SMI). */
 export function createGpuReader(opts: {

@@ -7,6 +7,9 @@ export const REPO_ROOT = path.resolve(__dirname, '../..');
 export const TRAINER = path.join(REPO_ROOT, 'sim/trainer.js');
 export const FAKE_NVIDIA_SMI = path.join(REPO_ROOT, 'sim/bin/nvidia-smi');
 
+/** The truthy part of T (what `waitFor` resolves with). */
+export type Truthy<T> = Exclude<T, false | null | undefined | 0 | ''>;
+
 /**
  * Polls `condition` until it returns a truthy value (returned) or `timeoutMs` passes (throws with `what`).
  * This is how tests wait for processes: never a fixed sleep.
@@ -15,13 +18,13 @@ export async function waitFor<T>(
   what: string,
   condition: () => T | Promise<T>,
   { timeoutMs = 30_000, intervalMs = 25 } = {},
-): Promise<NonNullable<T>> {
+): Promise<Truthy<T>> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
     try {
       const value = await condition();
-      if (value) return value as NonNullable<T>;
+      if (value) return value as Truthy<T>;
     } catch (err) {
       last = err;
     }
