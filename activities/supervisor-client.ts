@@ -165,5 +165,6 @@ function httpFailure(what: string, response: Response, text: string): Applicatio
 function describeNetworkError(err: unknown): string {
   const cause = (err as { cause?: { code?: string; message?: string } })?.cause;
   if (cause?.code) return `${cause.code}${cause.message ? ` ${cause.message}` : ''}`;
+  if (cause?.message) return cause.message;
   return err instanceof Error ? err.message : String(err);
 }

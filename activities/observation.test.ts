@@ -1,0 +1,81 @@
+import type { SupervisorStatus } from '../schemas/supervisor';
+import { domainSnapshot, IDS, T0 } from './fakes';
+import { nextDomainState, observeDomain } from './observation';
+
+const status = (over: Partial<SupervisorStatus> = {}): SupervisorStatus => ({
+  models: [{ name: 'llama', gpuIndex: 0, port: 1, state: 'asleep', runningRequests: 0, error: null }],
+  training: [{ gpuIndex: 0, state: 'running', pids: [9], startedAt: T0, lastExit: null }],
+  at: T0,
+  ...over,
+});
+
+describe('observeDomain', () => {
+  it('calls a standby with every model asleep and training running ready, with no slot changes', () => {
+    expect(observeDomain(domainSnapshot('b'), false, status())).toEqual({
+      state: 'ready',
+      problems: [],
+      slotChanges: [],
+    });
+  });
+
+  it('degrades the active when a model is asleep', () => {
+    const o = observeDomain(domainSnapshot('a'), true, status({ training: [] }));
+    expect(o.state).toBe('degraded');
+    expect(o.problems).toEqual(['model llama is asleep on the active']);
+    expect(o.slotChanges).toEqual([{ slotId: IDS.aInference, to: 'sleeping' }]);
+  });
+
+  it('degrades a domain with a model in state unknown or not reported', () => {
+    const unknown = status({
+      models: [{ name: 'llama', gpuIndex: 0, port: 1, state: 'unknown', runningRequests: null, error: 'ECONNREFUSED' }],
+    });
+    expect(observeDomain(domainSnapshot('b'), false, unknown).problems).toEqual([
+      'model llama state unknown: ECONNREFUSED',
+    ]);
+    expect(observeDomain(domainSnapshot('b'), false, status({ models: [] })).problems).toEqual([
+      'model llama is not reported',
+    ]);
+  });
+
+  it('maps training runs onto slot states: crashed runs are failed, stopped ones idle', () => {
+    const crashed = status({
+      training: [
+        { gpuIndex: 0, state: 'idle', pids: [], startedAt: null, lastExit: { code: 1, signal: null, at: T0 } },
+      ],
+    });
+    expect(observeDomain(domainSnapshot('b'), false, crashed).slotChanges).toEqual([
+      { slotId: IDS.bTraining, to: 'failed' },
+    ]);
+    const stopped = status({
+      training: [
+        { gpuIndex: 0, state: 'idle', pids: [], startedAt: null, lastExit: { code: null, signal: 'SIGTERM', at: T0 } },
+      ],
+    });
+    expect(observeDomain(domainSnapshot('b'), false, stopped).slotChanges).toEqual([
+      { slotId: IDS.bTraining, to: 'idle' },
+    ]);
+  });
+
+  it('reports an awake active as ready with its slot serving', () => {
+    const awake = status({
+      models: [{ name: 'llama', gpuIndex: 0, port: 1, state: 'awake', runningRequests: 4, error: null }],
+      training: [],
+    });
+    expect(observeDomain(domainSnapshot('a'), true, awake)).toEqual({ state: 'ready', problems: [], slotChanges: [] });
+  });
+});
+
+describe('nextDomainState', () => {
+  it('follows the observation between ready and degraded', () => {
+    expect(nextDomainState('ready', true, 'degraded')).toBe('degraded');
+    expect(nextDomainState('degraded', false, 'ready')).toBe('ready');
+    expect(nextDomainState('ready', false, 'ready')).toBeNull();
+  });
+  it('recovers a failed standby but never a failed active', () => {
+    expect(nextDomainState('failed', false, 'ready')).toBe('ready');
+    expect(nextDomainState('failed', true, 'ready')).toBeNull();
+  });
+  it.each(['provisioning', 'stopping', 'stopped'] as const)('leaves a %s domain alone', (state) => {
+    expect(nextDomainState(state, false, 'ready')).toBeNull();
+  });
+});

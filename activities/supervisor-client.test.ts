@@ -1,0 +1,133 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { fetch as undiciFetch } from 'undici';
+import { FailureType } from '../schemas/failures';
+import { freePort } from '../test/support/ports';
+import { createSupervisorClient, retryAfterMs } from './supervisor-client';
+
+type Handler = (req: http.IncomingMessage, body: string, res: http.ServerResponse) => void;
+
+let handler: Handler = (_req, _body, res) => res.end();
+let server: http.Server;
+let baseUrl: string;
+
+beforeAll(async () => {
+  server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString()));
+    req.on('end', () => handler(req, body, res));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+});
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((r) => server.close(r));
+});
+
+const client = (token?: string, defaultTimeoutMs?: number) =>
+  createSupervisorClient({ fetch: undiciFetch as unknown as typeof fetch, token, defaultTimeoutMs });
+const json = (res: http.ServerResponse, status: number, value: unknown, headers: Record<string, string> = {}) =>
+  res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(value));
+const statusBody = { models: [], training: [], at: '2030-01-01T00:00:00.000Z' };
+
+async function failure(p: Promise<unknown>): Promise<ApplicationFailure> {
+  const err = await p.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(ApplicationFailure);
+  return err as ApplicationFailure;
+}
+
+describe('supervisor client', () => {
+  it('sends the bearer token and returns the parsed status', async () => {
+    let seen: http.IncomingHttpHeaders = {};
+    handler = (req, _b, res) => {
+      seen = req.headers;
+      json(res, 200, { ...statusBody, extra: 'ignored' });
+    };
+    expect(await client('s3cret').status(baseUrl)).toEqual(statusBody);
+    expect(seen.authorization).toBe('Bearer s3cret');
+  });
+
+  it('posts the JSON body to the right path', async () => {
+    let seen = { url: '', method: '', body: '' };
+    handler = (req, body, res) => {
+      seen = { url: req.url!, method: req.method!, body };
+      json(res, 202, { accepted: true, gpuIndexes: [1] });
+    };
+    expect(await client().stopTraining(`${baseUrl}`, { gpuIndex: 1, graceMs: 500 })).toEqual({
+      accepted: true,
+      gpuIndexes: [1],
+      errors: [],
+    });
+    expect(seen).toEqual({ url: '/v1/training/stop', method: 'POST', body: '{"gpuIndex":1,"graceMs":500}' });
+  });
+
+  it.each([401, 403])('turns %i into non-retryable Unauthorized', async (status) => {
+    handler = (_req, _b, res) => json(res, status, { error: { code: 'unauthorized', message: 'bad token' } });
+    const f = await failure(client('wrong').status(baseUrl));
+    expect(f).toMatchObject({ type: FailureType.Unauthorized, nonRetryable: true });
+    expect(f.message).toContain(`HTTP ${status} (unauthorized: bad token)`);
+  });
+
+  it('turns a 503 into retryable SupervisorUnreachable, honouring Retry-After', async () => {
+    handler = (_req, _b, res) =>
+      json(res, 503, { error: { code: 'internal_error', message: 'busy' } }, { 'retry-after': '2' });
+    const f = await failure(client().status(baseUrl));
+    expect(f).toMatchObject({ type: FailureType.SupervisorUnreachable, nonRetryable: false, nextRetryDelay: 2_000 });
+  });
+
+  it('turns another 4xx into non-retryable InvalidTarget with the envelope message', async () => {
+    handler = (_req, _b, res) =>
+      json(res, 404, { error: { code: 'not_found', message: 'no inference slot on GPU 7' } });
+    const f = await failure(client().wake(baseUrl, { gpuIndex: 7 }));
+    expect(f).toMatchObject({ type: FailureType.InvalidTarget, nonRetryable: true });
+    expect(f.message).toContain('no inference slot on GPU 7');
+  });
+
+  it('turns a schema-invalid body into non-retryable InvalidResponse, never a ZodError', async () => {
+    handler = (_req, _b, res) => json(res, 200, { models: 'nope' });
+    const f = await failure(client().status(baseUrl));
+    expect(f).toMatchObject({ type: FailureType.InvalidResponse, nonRetryable: true });
+    expect(f.message).toContain('unexpected response (models:');
+  });
+
+  it('turns a non-JSON body into InvalidResponse', async () => {
+    handler = (_req, _b, res) => res.writeHead(200).end('<html>');
+    expect((await failure(client().status(baseUrl))).type).toBe(FailureType.InvalidResponse);
+  });
+
+  it('turns a refused connection into retryable SupervisorUnreachable', async () => {
+    const f = await failure(client().status(`http://127.0.0.1:${await freePort()}/`));
+    expect(f).toMatchObject({ type: FailureType.SupervisorUnreachable, nonRetryable: false });
+    expect(f.message).toContain('ECONNREFUSED');
+  });
+
+  it('times out a request that gets no answer', async () => {
+    handler = () => undefined; // never answers
+    const f = await failure(client(undefined, 100).status(baseUrl));
+    expect(f).toMatchObject({ type: FailureType.SupervisorUnreachable });
+    expect(f.message).toContain('timed out after 100 ms');
+  });
+
+  it('throws the cancellation reason when the activity is cancelled mid-request', async () => {
+    handler = () => undefined;
+    const controller = new AbortController();
+    const call = client().status(baseUrl, { signal: controller.signal });
+    setImmediate(() => controller.abort(new CancelledFailure('CANCELLED')));
+    await expect(call).rejects.toBeInstanceOf(CancelledFailure);
+  });
+});
+
+describe('retryAfterMs', () => {
+  it('reads seconds and HTTP dates, and ignores garbage', () => {
+    const now = new Date('2030-01-01T00:00:00Z');
+    expect(retryAfterMs('1.5', now)).toBe(1_500);
+    expect(retryAfterMs('Tue, 01 Jan 2030 00:00:03 GMT', now)).toBe(3_000);
+    expect(retryAfterMs('soon', now)).toBeUndefined();
+    expect(retryAfterMs(null, now)).toBeUndefined();
+  });
+});

@@ -1,0 +1,324 @@
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { FailureType } from '../schemas/failures';
+import { domainSnapshot, FakeHost, fakeStore, IDS, quietEnvironment } from './fakes';
+import { createSupervisorActivities } from './supervisor';
+
+function setup(opts: Parameters<typeof fakeStore>[0] = {}) {
+  const host = new FakeHost();
+  const store = fakeStore(opts);
+  const acts = createSupervisorActivities({
+    store,
+    supervisor: host.client,
+    now: () => new Date(),
+    pollIntervalMs: 2,
+    trainingSettleMs: 5,
+  });
+  const env = quietEnvironment({ attempt: 1, scheduledTimestampMs: Date.now() });
+  const heartbeats: unknown[] = [];
+  env.on('heartbeat', (d: unknown) => heartbeats.push(d));
+  return { host, store, acts, env, heartbeats };
+}
+
+const failureOf = async (p: Promise<unknown>): Promise<ApplicationFailure> => {
+  const err = await p.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(ApplicationFailure);
+  return err as ApplicationFailure;
+};
+
+describe('stopTraining', () => {
+  it('stops every training slot with the grace and waits until each reports idle, heartbeating meanwhile', async () => {
+    const { host, store, acts, env, heartbeats } = setup();
+    host.onStop = () => undefined; // the trainer takes a while to exit
+    host.onStatus = (h, reads) => reads === 5 && h.exitTraining(0);
+    const result = await env.run(acts.stopTraining, { domainId: IDS.b, graceMs: 1_500 });
+    expect(result).toEqual({ attempt: 1, trainerPids: [4242] });
+    expect(host.calls).toContain('stopTraining:0:1500');
+    expect(host.training[0]).toMatchObject({ state: 'idle', pids: [] });
+    expect(heartbeats).toContainEqual({
+      waitingFor: 'training still running on GPU 0 (stopping, pids 4242)',
+      trainerPids: [4242],
+    });
+    expect(store.slotMoves).toEqual([
+      { slotId: IDS.bTraining, to: 'stopping' },
+      { slotId: IDS.bTraining, to: 'idle' },
+    ]);
+  });
+
+  it('remembers trainer pids seen by an earlier attempt (heartbeat details)', async () => {
+    const host = new FakeHost();
+    host.training[0] = { gpuIndex: 0, state: 'idle', pids: [], startedAt: null, lastExit: null };
+    const acts = createSupervisorActivities({
+      store: fakeStore(),
+      supervisor: host.client,
+      now: () => new Date(),
+      pollIntervalMs: 2,
+    });
+    const retry = quietEnvironment({ attempt: 2, heartbeatDetails: { trainerPids: [777] } });
+    expect(await retry.run(acts.stopTraining, { domainId: IDS.b, graceMs: 10 })).toEqual({
+      attempt: 2,
+      trainerPids: [777],
+    });
+  });
+
+  it('does nothing for a domain without training slots', async () => {
+    const b = domainSnapshot('b');
+    const { host, acts, env } = setup({
+      domains: [domainSnapshot('a'), { ...b, slots: b.slots.filter((s) => s.kind === 'inference') }],
+    });
+    expect(await env.run(acts.stopTraining, { domainId: IDS.b, graceMs: 10 })).toEqual({ attempt: 1, trainerPids: [] });
+    expect(host.calls).toEqual([]);
+  });
+
+  it('ends with the cancellation when cancelled while waiting', async () => {
+    const { host, acts, env } = setup();
+    host.onStop = () => undefined;
+    host.onStatus = (_h, reads) => reads === 3 && env.cancel('CANCELLED');
+    await expect(env.run(acts.stopTraining, { domainId: IDS.b, graceMs: 10 })).rejects.toBeInstanceOf(CancelledFailure);
+    expect(host.training[0]?.state).toBe('stopping');
+  });
+
+  it('refuses a layout GPU the supervisor has no trainer on (non-retryable InvalidTarget)', async () => {
+    const { host, acts, env } = setup();
+    host.training = [];
+    const failure = await failureOf(env.run(acts.stopTraining, { domainId: IDS.b, graceMs: 10 }));
+    expect(failure).toMatchObject({ type: FailureType.InvalidTarget, nonRetryable: true });
+  });
+
+  it('passes a supervisor failure through for Temporal to retry', async () => {
+    const { host, acts, env } = setup();
+    host.failures.set('stopTraining:0:10', ApplicationFailure.retryable('HTTP 503', FailureType.SupervisorUnreachable));
+    const failure = await failureOf(env.run(acts.stopTraining, { domainId: IDS.b, graceMs: 10 }));
+    expect(failure).toMatchObject({ type: FailureType.SupervisorUnreachable, nonRetryable: false });
+  });
+});
+
+describe('verifyGpuReleased', () => {
+  it('waits until the stopped trainers hold no memory and usage is under the ratio', async () => {
+    const { host, acts, env, heartbeats } = setup();
+    host.training[0]!.state = 'idle';
+    let reads = 0;
+    const read = host.client.gpuMemory;
+    host.client.gpuMemory = async (url, o) => {
+      reads += 1;
+      if (reads === 3) host.exitTraining(0);
+      return read(url, o);
+    };
+    const result = await env.run(acts.verifyGpuReleased, { domainId: IDS.b, trainerPids: [4242], maxUsedRatio: 0.1 });
+    expect(result).toEqual({ attempt: 1, gpus: [{ index: 0, usedMiB: 1_000, totalMiB: 80_000 }] });
+    expect(heartbeats[0]).toMatchObject({
+      waitingFor: 'GPU 0: trainer pid 4242 still holds 69000 MiB; GPU 0: 88% used (70000/80000 MiB, max 10%)',
+    });
+  });
+
+  it('keeps waiting while another process holds too much memory', async () => {
+    const { host, acts, env, heartbeats } = setup();
+    host.gpus[0] = {
+      index: 0,
+      uuid: 'GPU-0',
+      usedMiB: 20_000,
+      totalMiB: 80_000,
+      processes: [{ pid: 1, usedMiB: 19_000 }],
+    };
+    let reads = 0;
+    host.client.gpuMemory = async () => {
+      reads += 1;
+      if (reads === 4) env.cancel('TIMED_OUT');
+      return { gpus: structuredClone(host.gpus), at: '' };
+    };
+    await expect(
+      env.run(acts.verifyGpuReleased, { domainId: IDS.b, trainerPids: [4242], maxUsedRatio: 0.1 }),
+    ).rejects.toBeInstanceOf(CancelledFailure);
+    expect(heartbeats).toContainEqual(
+      expect.objectContaining({ waitingFor: 'GPU 0: 25% used (20000/80000 MiB, max 10%)' }),
+    );
+  });
+
+  it('checks only the trainer pids where the device reports no total (MIG)', async () => {
+    const { host, acts, env } = setup();
+    host.gpus[0] = {
+      index: 0,
+      uuid: 'MIG-0',
+      usedMiB: 50_000,
+      totalMiB: null,
+      processes: [{ pid: 1, usedMiB: 50_000 }],
+    };
+    const result = (await env.run(acts.verifyGpuReleased, {
+      domainId: IDS.b,
+      trainerPids: [4242],
+      maxUsedRatio: 0.1,
+    })) as Awaited<ReturnType<typeof acts.verifyGpuReleased>>;
+    expect(result.gpus).toEqual([{ index: 0, usedMiB: 50_000, totalMiB: null }]);
+  });
+
+  it('refuses a training GPU the supervisor does not report', async () => {
+    const { host, acts, env } = setup();
+    host.gpus = [];
+    const failure = await failureOf(
+      env.run(acts.verifyGpuReleased, { domainId: IDS.b, trainerPids: [], maxUsedRatio: 0.1 }),
+    );
+    expect(failure.type).toBe(FailureType.InvalidTarget);
+  });
+});
+
+describe('wakeModels', () => {
+  it('wakes every inference GPU and waits until every layout model reports awake', async () => {
+    const { host, store, acts, env, heartbeats } = setup();
+    host.client.wake = async (_u, body) => {
+      host.calls.push(`wake:${body.gpuIndex}`);
+      return { accepted: true, gpuIndexes: [0], errors: [] };
+    };
+    host.onStatus = (h, reads) => {
+      if (reads === 3) h.models[0]!.state = 'awake';
+    };
+    expect(await env.run(acts.wakeModels, { domainId: IDS.b })).toEqual({ attempt: 1, models: ['llama'] });
+    expect(host.calls[0]).toBe('wake:0');
+    expect(heartbeats[0]).toEqual({ waitingFor: 'models not awake: llama (asleep)' });
+    expect(store.slotMoves).toEqual([
+      { slotId: IDS.bInference, to: 'waking' },
+      { slotId: IDS.bInference, to: 'probing' },
+    ]);
+  });
+
+  it('throws retryable NotYet when the supervisor could not wake a model', async () => {
+    const { host, acts, env } = setup();
+    host.client.wake = async () => ({
+      accepted: false,
+      gpuIndexes: [0],
+      errors: [{ target: 'llama', message: 'HTTP 500' }],
+    });
+    const failure = await failureOf(env.run(acts.wakeModels, { domainId: IDS.b }));
+    expect(failure).toMatchObject({ type: FailureType.NotYet, nonRetryable: false });
+    expect(failure.message).toBe('supervisor refused wake of GPU 0: llama: HTTP 500');
+  });
+
+  it('refuses a layout model the supervisor does not run (non-retryable InvalidTarget)', async () => {
+    const { host, acts, env } = setup();
+    host.models[0]!.name = 'other';
+    const failure = await failureOf(env.run(acts.wakeModels, { domainId: IDS.b }));
+    expect(failure).toMatchObject({ type: FailureType.InvalidTarget, nonRetryable: true });
+  });
+});
+
+describe('probeModels', () => {
+  const input = { domainId: IDS.b, prompt: 'ready?', maxTokens: 4, timeoutMs: 1_000 };
+
+  it('passes when every layout model answers, and marks the slots serving', async () => {
+    const { acts, env, store } = setup();
+    expect(await env.run(acts.probeModels, input)).toEqual({
+      attempt: 1,
+      results: [{ model: 'llama', latencyMs: 12 }],
+    });
+    expect(store.slotMoves).toEqual([{ slotId: IDS.bInference, to: 'serving' }]);
+  });
+
+  it('fails non-retryably naming the model that answered empty', async () => {
+    const { host, acts, env } = setup();
+    host.probeResults = [{ model: 'llama', ok: false, latencyMs: 3, error: 'empty completion' }];
+    const failure = await failureOf(env.run(acts.probeModels, input));
+    expect(failure).toMatchObject({ type: FailureType.ProbeFailed, nonRetryable: true });
+    expect(failure.message).toBe('model llama failed its probe: empty completion');
+  });
+
+  it('fails when a layout model is missing from the answer', async () => {
+    const { host, acts, env } = setup();
+    host.probeResults = [];
+    expect((await failureOf(env.run(acts.probeModels, input))).message).toBe('model llama was not probed');
+  });
+});
+
+describe('sleepModels', () => {
+  it('sleeps each inference slot at its level and waits until every model is asleep', async () => {
+    const { host, acts, env, store } = setup();
+    host.models[0]!.state = 'awake';
+    expect(await env.run(acts.sleepModels, { fleetId: IDS.fleet, domainId: IDS.b })).toEqual({
+      attempt: 1,
+      models: ['llama'],
+    });
+    expect(host.calls).toContain('sleep:0:1');
+    expect(store.slotMoves).toEqual([]); // b's slot was already sleeping
+  });
+
+  it('refuses to sleep the active domain (non-retryable InvalidTarget), touching nothing', async () => {
+    const { host, acts, env } = setup();
+    const failure = await failureOf(env.run(acts.sleepModels, { fleetId: IDS.fleet, domainId: IDS.a }));
+    expect(failure).toMatchObject({ type: FailureType.InvalidTarget, nonRetryable: true });
+    expect(host.calls).toEqual([]);
+  });
+});
+
+describe('startTraining', () => {
+  it('starts every training slot and proves each run is still up after the settle', async () => {
+    const { host, acts, env, store } = setup();
+    host.training[0] = { gpuIndex: 0, state: 'idle', pids: [], startedAt: null, lastExit: null };
+    expect(await env.run(acts.startTraining, { domainId: IDS.b })).toEqual({
+      attempt: 1,
+      runs: [{ gpuIndex: 0, pids: [5000] }],
+    });
+    expect(host.calls).toContain('startTraining:0');
+    expect(store.slotMoves).toEqual([]); // already training in the store
+  });
+
+  it('throws retryable NotYet when a run dies during the settle', async () => {
+    const { host, acts, env } = setup();
+    host.training[0] = { gpuIndex: 0, state: 'idle', pids: [], startedAt: null, lastExit: null };
+    host.onStatus = (h, reads) => reads === 2 && h.exitTraining(0, 1);
+    const failure = await failureOf(env.run(acts.startTraining, { domainId: IDS.b }));
+    expect(failure).toMatchObject({ type: FailureType.NotYet, nonRetryable: false });
+    expect(failure.message).toBe('training on GPU 0 did not stay up (exit code 1, signal null)');
+  });
+
+  it('retries (NotYet) while a run is still stopping', async () => {
+    const { host, acts, env } = setup();
+    host.client.startTraining = async () => ({
+      accepted: false,
+      gpuIndexes: [0],
+      errors: [{ target: 'gpu0', message: 'still stopping' }],
+    });
+    expect((await failureOf(env.run(acts.startTraining, { domainId: IDS.b }))).type).toBe(FailureType.NotYet);
+  });
+});
+
+describe('drainDomain', () => {
+  it('returns drained once no model has running requests', async () => {
+    const { host, acts, env } = setup();
+    host.models[0] = { name: 'llama', gpuIndex: 0, state: 'awake', runningRequests: 3 };
+    host.onStatus = (h, reads) => reads === 3 && (h.models[0]!.runningRequests = 0);
+    expect(await env.run(acts.drainDomain, { domainId: IDS.a, timeoutMs: 60_000 })).toEqual({
+      attempt: 1,
+      drained: true,
+      runningRequests: 0,
+    });
+  });
+
+  it('gives up waiting at the drain budget and reports what was still running', async () => {
+    const { host, acts } = setup();
+    host.models[0] = { name: 'llama', gpuIndex: 0, state: 'awake', runningRequests: 2 };
+    const late = quietEnvironment({ attempt: 1, scheduledTimestampMs: Date.now() - 10_000 });
+    expect(await late.run(acts.drainDomain, { domainId: IDS.a, timeoutMs: 5_000 })).toEqual({
+      attempt: 1,
+      drained: false,
+      runningRequests: 2,
+    });
+  });
+
+  it('counts a model with an unknown request count as busy', async () => {
+    const { host, acts, env, heartbeats } = setup();
+    host.models[0] = { name: 'llama', gpuIndex: 0, state: 'awake', runningRequests: null };
+    host.onStatus = (h, reads) => reads === 3 && (h.models[0]!.runningRequests = 0);
+    const result = await (env.run(acts.drainDomain, { domainId: IDS.a, timeoutMs: 60_000 }) as ReturnType<
+      typeof acts.drainDomain
+    >);
+    expect(result.drained).toBe(true);
+    expect(heartbeats[0]).toEqual({ waitingFor: '0 running requests, unknown for llama' });
+  });
+});
+
+it('refuses an unknown domain before calling any supervisor', async () => {
+  const { host, acts, env } = setup();
+  const failure = await failureOf(env.run(acts.wakeModels, { domainId: '10000000-0000-4000-8000-00000000dead' }));
+  expect(failure.type).toBe(FailureType.InvalidTarget);
+  expect(host.calls).toEqual([]);
+});
