@@ -1,0 +1,151 @@
+/**
+ * The supervisor as a process: where it listens, how it refuses bad config, and how its own SIGTERM stops
+ * every training run before it exits.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { isAlive } from '../../sim/gpu-state';
+import { type RunningSupervisor, startSupervisor } from '../../supervisor/main';
+import { checkpointStep, REPO_ROOT, tempDirs, TRAINER, trainerEvents, waitFor } from './support';
+
+const dirs = tempDirs();
+const running: RunningSupervisor[] = [];
+const children: ChildProcess[] = [];
+afterAll(async () => {
+  await Promise.all(running.map((s) => s.shutdown(0)));
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  dirs.cleanup();
+});
+
+const CONFIG = JSON.stringify({ inference: [{ gpuIndex: 0, models: [{ name: 'm', port: 1 }] }] });
+
+/** Whether something accepts TCP connections on host:port. */
+function connects(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host, port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+const publicIPv4 = Object.values(os.networkInterfaces())
+  .flat()
+  .find((i) => i && i.family === 'IPv4' && !i.internal)?.address;
+
+/** Spawns `node -r tsx/cjs supervisor/main.ts` with `env`; collects its output. */
+function spawnSupervisor(env: NodeJS.ProcessEnv) {
+  const child = spawn(
+    process.execPath,
+    ['-r', require.resolve('tsx/cjs'), path.join(REPO_ROOT, 'supervisor/main.ts')],
+    {
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  children.push(child);
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+  return { child, exited, stdout: () => stdout, stderr: () => stderr };
+}
+
+describe('supervisor process', () => {
+  it('listens on 127.0.0.1 only, with a loud warning, when no token is set', async () => {
+    const lines: string[] = [];
+    const sup = await startSupervisor(
+      { HARU_SUPERVISOR_CONFIG: CONFIG, PORT: '0' },
+      { write: (line) => lines.push(line), trainingOutput: 'ignore' },
+    );
+    running.push(sup);
+    expect(sup.server.address()).toMatchObject({ address: '127.0.0.1' });
+    expect(await connects('127.0.0.1', sup.port)).toBe(true);
+    if (publicIPv4) expect(await connects(publicIPv4, sup.port)).toBe(false);
+    const warning = lines.map((l) => JSON.parse(l) as { level: string; msg: string }).find((l) => l.level === 'warn');
+    expect(warning?.msg).toMatch(/HARU_SUPERVISOR_TOKEN is not set/);
+    const res = await fetch(`http://127.0.0.1:${sup.port}/v1/status`);
+    expect(res.status).toBe(200); // unauthenticated mode: loopback callers need no token
+  });
+
+  it('listens on every interface when a token is set', async () => {
+    const sup = await startSupervisor(
+      { HARU_SUPERVISOR_CONFIG: CONFIG, PORT: '0', HARU_SUPERVISOR_TOKEN: 'secret-token' },
+      { write: () => {}, trainingOutput: 'ignore' },
+    );
+    running.push(sup);
+    expect(sup.server.address()).toMatchObject({ address: '0.0.0.0' });
+    if (publicIPv4) expect(await connects(publicIPv4, sup.port)).toBe(true);
+    expect((await fetch(`http://127.0.0.1:${sup.port}/v1/status`)).status).toBe(401);
+  });
+
+  it('exits non-zero listing every problem of a bad config', async () => {
+    const bad = JSON.stringify({
+      inference: [{ gpuIndex: 0, models: [{ name: 'a', port: 70000 }], sleepLevel: 5 }],
+      training: [{ gpuIndex: 0, command: [], checkpointDir: '' }],
+      extra: 1,
+    });
+    const sup = spawnSupervisor({ HARU_SUPERVISOR_CONFIG: bad, PORT: '0' });
+    expect(await sup.exited).toEqual({ code: 2, signal: null });
+    for (const problem of [
+      'inference.0.models.0.port',
+      'inference.0.sleepLevel',
+      'training.0.command',
+      'training.0.checkpointDir',
+      'Unrecognized key: "extra"',
+    ]) {
+      expect(sup.stderr()).toContain(problem);
+    }
+    expect(sup.stderr()).not.toMatch(/\n\s+at /); // no stack trace
+  });
+
+  it('stops every training run within the shutdown grace on SIGTERM, then exits 0', async () => {
+    const dir = dirs.make();
+    const ckpt = (gpu: number) => path.join(dir, `ckpt${gpu}`);
+    const config = {
+      training: [
+        { gpuIndex: 0, command: [process.execPath, TRAINER, '--interval-ms', '30'], checkpointDir: ckpt(0) },
+        {
+          gpuIndex: 1,
+          command: [process.execPath, TRAINER, '--interval-ms', '30', '--ignore-sigterm'],
+          checkpointDir: ckpt(1),
+        },
+      ],
+    };
+    const sup = spawnSupervisor({
+      HARU_SUPERVISOR_CONFIG: JSON.stringify(config),
+      PORT: '0',
+      HARU_SUPERVISOR_SHUTDOWN_GRACE_MS: '800',
+    });
+    const port = await waitFor('the supervisor to listen', () => /"port":(\d+)/.exec(sup.stdout())?.[1]);
+    const start = await fetch(`http://127.0.0.1:${port}/v1/training/start`, { method: 'POST' });
+    expect(await start.json()).toEqual({ accepted: true, gpuIndexes: [0, 1], errors: [] });
+    await waitFor('both trainers checkpointing', () => checkpointStep(ckpt(0)) > 0 && checkpointStep(ckpt(1)) > 0);
+    const pids = [0, 1].map((gpu) => trainerEvents(ckpt(gpu)).find((e) => e.event === 'started')!.pid);
+
+    sup.child.kill('SIGTERM');
+    expect(await sup.exited).toEqual({ code: 0, signal: null });
+    expect(pids.map(isAlive)).toEqual([false, false]);
+    const final = JSON.parse(readFileSync(path.join(ckpt(0), 'checkpoint.json'), 'utf8')) as { final: boolean };
+    expect(final.final).toBe(true); // the cooperative trainer saved on SIGTERM
+    expect(trainerEvents(ckpt(1)).some((e) => e.event === 'signal ignored')).toBe(true); // the other was killed
+    const exits = sup
+      .stdout()
+      .split('\n')
+      .filter((l) => l.includes('"training exited"'))
+      .map((l) => JSON.parse(l) as { gpuIndex: number; code: number | null; signal: string | null })
+      .sort((a, b) => a.gpuIndex - b.gpuIndex);
+    expect(exits.map((e) => [e.gpuIndex, e.code, e.signal])).toEqual([
+      [0, 0, null],
+      [1, null, 'SIGKILL'],
+    ]);
+  });
+});
