@@ -1,0 +1,331 @@
+/**
+ * The promotion and demotion runbooks against the real dev server with stub activities: step order,
+ * compensation, failure reporting, abort. The end-to-end tests with simulated hosts live beside this file.
+ */
+import { Context } from '@temporalio/activity';
+import { WorkflowFailedError, type Client } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { type NativeConnection, Worker } from '@temporalio/worker';
+import type { Activities } from '../../activities';
+import { FailureType } from '../../schemas/failures';
+import { abortSignal, operationWorkflowId, progressQuery } from '../../workflows/definitions';
+import { demotionWorkflow, promotionWorkflow } from '../../workflows';
+import { workflowBundle } from './support/bundle';
+import { fastPolicy, STUB, stubActivities } from './support/stub-activities';
+import { connectTestServer, eventually, uniqueTaskQueue } from './support/temporal';
+
+let connection: NativeConnection;
+let client: Client;
+
+beforeAll(async () => {
+  ({ connection, client } = await connectTestServer());
+});
+afterAll(async () => {
+  await connection?.close();
+});
+
+const input = (policy = fastPolicy()) => ({
+  fleetId: STUB.fleet,
+  operationId: crypto.randomUUID(),
+  targetDomainId: STUB.standby,
+  reason: 'test',
+  policy,
+});
+
+/** Runs `fn` with a worker over the stub activities on a fresh task queue. */
+async function withWorker<T>(activities: Activities, fn: (taskQueue: string) => Promise<T>): Promise<T> {
+  const taskQueue = uniqueTaskQueue('runbook');
+  const worker = await Worker.create({ connection, taskQueue, workflowBundle: workflowBundle(), activities });
+  return worker.runUntil(fn(taskQueue));
+}
+
+/** Waits for a workflow's failure and returns its ApplicationFailure cause. */
+async function failureOf(result: Promise<unknown>): Promise<ApplicationFailure> {
+  const err = await result.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(WorkflowFailedError);
+  const cause = (err as WorkflowFailedError).cause;
+  expect(cause).toBeInstanceOf(ApplicationFailure);
+  return cause as ApplicationFailure;
+}
+
+/** A stub lifecycle step that heartbeats what it waits for until it is cancelled. */
+const waitsForever = (waitingFor: string) => async () => {
+  for (;;) {
+    Context.current().heartbeat({ waitingFor });
+    await Context.current().sleep(50);
+  }
+};
+
+describe('promotionWorkflow runbook', () => {
+  it('runs the six steps in order, proving each before the next, and reports every timing', async () => {
+    const { activities, calls, finished } = stubActivities();
+    const args = input();
+    const { result, progress } = await withWorker(activities, async (taskQueue) => {
+      const handle = await client.workflow.start(promotionWorkflow, {
+        taskQueue,
+        workflowId: operationWorkflowId(args.fleetId, args.operationId),
+        args: [args],
+      });
+      return { result: await handle.result(), progress: await handle.query(progressQuery) };
+    });
+    expect(result).toEqual({
+      operationId: args.operationId,
+      state: 'succeeded',
+      routeRevision: 2,
+      demotion: 'succeeded',
+    });
+    expect(calls.filter((c) => !c.startsWith('step:'))).toEqual([
+      'beginOperation',
+      'stopTraining',
+      'verifyGpuReleased',
+      'wakeModels',
+      'probeModels',
+      'commitRouting',
+      'inspectDomain',
+      'drainDomain',
+      'sleepModels',
+      'startTraining',
+      'finishOperation',
+    ]);
+    expect(finished).toEqual([{ outcome: 'succeeded' }]);
+    expect(progress.phase).toBe('succeeded');
+    expect(progress.steps.map((s) => [s.step, s.status, s.attempts])).toEqual([
+      ['stopTraining', 'succeeded', 1],
+      ['verifyGpuReleased', 'succeeded', 1],
+      ['wakeModels', 'succeeded', 1],
+      ['probeModels', 'succeeded', 1],
+      ['commitRouting', 'succeeded', 1],
+      ['demoteOldActive', 'succeeded', 1],
+    ]);
+    for (const s of progress.steps) expect(Date.parse(s.finishedAt!)).toBeGreaterThanOrEqual(Date.parse(s.startedAt!));
+    expect(calls).toContain('step:commitRouting:succeeded');
+  });
+
+  it.each([
+    ['stopTraining', ['startTraining']],
+    ['verifyGpuReleased', ['startTraining']],
+    ['wakeModels', ['sleepModels', 'startTraining']],
+    ['probeModels', ['sleepModels', 'startTraining']],
+  ] as const)(
+    'a non-retryable failure at %s compensates (%j), never commits, and fails naming the step',
+    async (step, undo) => {
+      const { activities, calls, finished } = stubActivities({
+        [step]: async () => {
+          throw ApplicationFailure.nonRetryable(`${step} broke`, FailureType.ProbeFailed);
+        },
+      });
+      const args = input();
+      const failure = await withWorker(activities, async (taskQueue) =>
+        failureOf(
+          client.workflow.execute(promotionWorkflow, {
+            taskQueue,
+            workflowId: operationWorkflowId(args.fleetId, args.operationId),
+            args: [args],
+          }),
+        ),
+      );
+      expect(failure).toMatchObject({ type: 'PromotionFailed', message: `promotion failed at ${step}: ${step} broke` });
+      expect(calls).not.toContain('commitRouting');
+      const after = calls.slice(calls.indexOf(step) + 1).filter((c) => !c.startsWith('step:'));
+      expect(after).toEqual([...undo, 'finishOperation']);
+      expect(finished).toEqual([
+        { outcome: 'failed', error: { step, code: FailureType.ProbeFailed, message: `${step} broke` } },
+      ]);
+    },
+  );
+
+  it('fails a step that outlives its budget, naming what it was waiting for', async () => {
+    const { activities, finished } = stubActivities({ wakeModels: waitsForever('models not awake: llama (asleep)') });
+    const args = input(fastPolicy({ wakeTimeoutMs: 1_500 }));
+    const failure = await withWorker(activities, async (taskQueue) =>
+      failureOf(
+        client.workflow.execute(promotionWorkflow, {
+          taskQueue,
+          workflowId: operationWorkflowId(args.fleetId, args.operationId),
+          args: [args],
+        }),
+      ),
+    );
+    expect(failure.message).toMatch(
+      /^promotion failed at wakeModels: step budget spent \(.+\): models not awake: llama \(asleep\)$/,
+    );
+    expect(finished[0]).toMatchObject({ outcome: 'failed', error: { step: 'wakeModels', code: 'Timeout' } });
+  });
+
+  it('retries a transient supervisor error inside the step budget', async () => {
+    let attempts = 0;
+    const { activities } = stubActivities({
+      wakeModels: async () => {
+        attempts += 1;
+        if (attempts < 3) throw ApplicationFailure.retryable('HTTP 503', FailureType.SupervisorUnreachable);
+        return { attempt: Context.current().info.attempt, models: ['llama'] };
+      },
+    });
+    const args = input();
+    const progress = await withWorker(activities, async (taskQueue) => {
+      const handle = await client.workflow.start(promotionWorkflow, {
+        taskQueue,
+        workflowId: operationWorkflowId(args.fleetId, args.operationId),
+        args: [args],
+      });
+      await handle.result();
+      return handle.query(progressQuery);
+    });
+    expect(progress.steps.find((s) => s.step === 'wakeModels')).toMatchObject({ status: 'succeeded', attempts: 3 });
+  });
+
+  it('an abort before commit cancels the waiting step, compensates and ends cancelled', async () => {
+    const { activities, calls, finished } = stubActivities({ wakeModels: waitsForever('models not awake') });
+    const args = input(fastPolicy({ wakeTimeoutMs: 60_000 }));
+    const failure = await withWorker(activities, async (taskQueue) => {
+      const handle = await client.workflow.start(promotionWorkflow, {
+        taskQueue,
+        workflowId: operationWorkflowId(args.fleetId, args.operationId),
+        args: [args],
+      });
+      await eventually('wakeModels to run', () => calls.includes('wakeModels'));
+      await handle.signal(abortSignal, { reason: 'operator changed their mind' });
+      const f = await failureOf(handle.result());
+      const progress = await handle.query(progressQuery);
+      expect(progress).toMatchObject({ phase: 'cancelled', abortRequested: true });
+      return f;
+    });
+    expect(failure).toMatchObject({
+      type: 'PromotionAborted',
+      message: 'promotion aborted at wakeModels: operator changed their mind',
+    });
+    expect(calls).not.toContain('commitRouting');
+    expect(calls.slice(calls.indexOf('wakeModels') + 1).filter((c) => !c.startsWith('step:'))).toEqual([
+      'sleepModels',
+      'startTraining',
+      'finishOperation',
+    ]);
+    expect(finished).toEqual([
+      { outcome: 'cancelled', error: { step: 'wakeModels', code: 'Aborted', message: 'operator changed their mind' } },
+    ]);
+  });
+
+  it('a lost CAS fails the promotion and puts the target back on standby', async () => {
+    const { activities, calls, finished } = stubActivities({
+      commitRouting: async () => {
+        throw ApplicationFailure.nonRetryable('routing pointer moved', FailureType.RouteConflict);
+      },
+    });
+    const args = input();
+    const failure = await withWorker(activities, async (taskQueue) =>
+      failureOf(
+        client.workflow.execute(promotionWorkflow, {
+          taskQueue,
+          workflowId: operationWorkflowId(args.fleetId, args.operationId),
+          args: [args],
+        }),
+      ),
+    );
+    expect(failure.message).toBe('promotion failed at commitRouting: routing pointer moved');
+    expect(calls.slice(calls.indexOf('commitRouting') + 1).filter((c) => !c.startsWith('step:'))).toEqual([
+      'sleepModels',
+      'startTraining',
+      'finishOperation',
+    ]);
+    expect(finished[0]).toMatchObject({
+      outcome: 'failed',
+      error: { step: 'commitRouting', code: FailureType.RouteConflict },
+    });
+  });
+
+  it('a refused target fails the operation at begin without touching any host', async () => {
+    const { activities, calls, finished } = stubActivities({
+      beginOperation: async () => {
+        throw ApplicationFailure.nonRetryable('domain b is the active domain of fleet f', FailureType.InvalidTarget);
+      },
+    });
+    const args = input();
+    const failure = await withWorker(activities, async (taskQueue) =>
+      failureOf(
+        client.workflow.execute(promotionWorkflow, {
+          taskQueue,
+          workflowId: operationWorkflowId(args.fleetId, args.operationId),
+          args: [args],
+        }),
+      ),
+    );
+    expect(failure.type).toBe(FailureType.InvalidTarget);
+    expect(calls).toEqual(['beginOperation', 'finishOperation']);
+    expect(finished).toEqual([
+      {
+        outcome: 'failed',
+        error: { step: 'begin', code: FailureType.InvalidTarget, message: 'domain b is the active domain of fleet f' },
+      },
+    ]);
+  });
+
+  it('a failed demotion of the old active does not fail the promotion', async () => {
+    const { activities, finished } = stubActivities({
+      drainDomain: async () => {
+        throw ApplicationFailure.nonRetryable('supervisor refused our token', FailureType.Unauthorized);
+      },
+    });
+    const args = input();
+    const result = await withWorker(activities, async (taskQueue) =>
+      client.workflow.execute(promotionWorkflow, {
+        taskQueue,
+        workflowId: operationWorkflowId(args.fleetId, args.operationId),
+        args: [args],
+      }),
+    );
+    expect(result).toMatchObject({ state: 'succeeded', demotion: 'failed' });
+    expect(finished).toEqual([{ outcome: 'succeeded' }]);
+  });
+});
+
+describe('demotionWorkflow runbook', () => {
+  it('refuses the active domain before touching it', async () => {
+    const { activities, calls } = stubActivities({
+      inspectDomain: async (i) => ({
+        id: i.domainId,
+        slug: 'a',
+        isActive: true,
+        inferenceSlotCount: 1,
+        trainingSlotCount: 1,
+        policy: fastPolicy(),
+      }),
+    });
+    const failure = await withWorker(activities, async (taskQueue) =>
+      failureOf(
+        client.workflow.execute(demotionWorkflow, {
+          taskQueue,
+          workflowId: uniqueTaskQueue('demote'),
+          args: [{ fleetId: STUB.fleet, domainId: STUB.active }],
+        }),
+      ),
+    );
+    expect(failure).toMatchObject({
+      type: FailureType.InvalidTarget,
+      message: 'demotion refused: domain a is the active domain; refusing to demote it',
+    });
+    expect(calls).toEqual(['inspectDomain']);
+  });
+
+  it('drains, sleeps and trains, and ends its operation succeeded', async () => {
+    const { activities, calls, finished } = stubActivities();
+    const result = await withWorker(activities, async (taskQueue) =>
+      client.workflow.execute(demotionWorkflow, {
+        taskQueue,
+        workflowId: uniqueTaskQueue('demote'),
+        args: [{ fleetId: STUB.fleet, operationId: STUB.op, domainId: STUB.standby }],
+      }),
+    );
+    expect(result).toEqual({ domainId: STUB.standby, state: 'succeeded', drained: true });
+    expect(calls.filter((c) => !c.startsWith('step:'))).toEqual([
+      'beginOperation',
+      'drainDomain',
+      'sleepModels',
+      'startTraining',
+      'finishOperation',
+    ]);
+    expect(finished).toEqual([{ outcome: 'succeeded' }]);
+  });
+});

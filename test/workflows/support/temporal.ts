@@ -1,0 +1,53 @@
+import { randomUUID } from 'node:crypto';
+import { Client } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+
+let installed = false;
+
+/** Keeps the SDK quiet in tests (warnings and errors only); safe to call from several files in one process. */
+export function quietRuntime(): void {
+  if (installed) return;
+  installed = true;
+  try {
+    Runtime.install({ logger: new DefaultLogger('ERROR'), shutdownSignals: [] });
+  } catch {
+    // Already installed by an earlier file in this jest worker.
+  }
+}
+
+/** A connection and client to the run's dev server (TEMPORAL_TEST_ADDRESS, set by globalSetup). */
+export async function connectTestServer(): Promise<{ connection: NativeConnection; client: Client }> {
+  const address = process.env.TEMPORAL_TEST_ADDRESS;
+  if (!address) throw new Error('TEMPORAL_TEST_ADDRESS is not set: run the tests through jest (test/global-setup.ts)');
+  quietRuntime();
+  const connection = await NativeConnection.connect({ address });
+  return { connection, client: new Client({ connection }) };
+}
+
+/** A task queue no other test uses. */
+export const uniqueTaskQueue = (name: string): string => `${name}-${randomUUID().slice(0, 8)}`;
+
+/** Polls `check` until it returns a truthy value or `timeoutMs` passes (then throws naming `what`). */
+export async function eventually<T>(
+  what: string,
+  check: () => Promise<T | null | undefined | false> | T | null | undefined | false,
+  timeoutMs = 30_000,
+  intervalMs = 50,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value) return value;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${String(last)})` : ''}`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
