@@ -1,0 +1,225 @@
+/**
+ * Every file in examples/ is something a user copies: layouts and the supervisor config must pass the
+ * same validation the CLI applies, the vLLM launch script must start vLLM the way Haru requires, and the
+ * LoRA trainer template's checkpoint files must survive a kill at any point.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { validateLayout } from '../../db/layout-apply';
+import { fleetLayoutSchema } from '../../schemas/layout';
+import { supervisorConfigSchema } from '../../schemas/supervisor';
+import { loadSupervisorConfig } from '../../supervisor/config';
+
+const EXAMPLES = path.resolve(__dirname, '../../examples');
+const read = (name: string) => readFileSync(path.join(EXAMPLES, name), 'utf8');
+const layoutFiles = readdirSync(EXAMPLES).filter((f) => f.endsWith('.layout.json'));
+
+describe('example fleet layouts', () => {
+  it('ships the dev, compose and production layouts', () => {
+    expect(layoutFiles.sort()).toEqual(['compose.layout.json', 'dev.layout.json', 'production.layout.json']);
+  });
+
+  it.each(layoutFiles)('%s passes the layout schema and the seed validation', (file) => {
+    const json: unknown = JSON.parse(read(file));
+    const parsed = fleetLayoutSchema.safeParse(json);
+    expect(parsed.error?.issues ?? []).toEqual([]);
+    const validation = validateLayout(json);
+    expect(validation.ok ? [] : validation.problems).toEqual([]);
+  });
+
+  it.each(layoutFiles)(
+    '%s mirrors one bundle across two domains: small models on GPU 0, one large model on GPU 1, a trainer per GPU',
+    (file) => {
+      const layout = fleetLayoutSchema.parse(JSON.parse(read(file)));
+      expect(layout.domains).toHaveLength(2);
+      const bundles = layout.domains.map((d) =>
+        d.slots
+          .map((s) =>
+            s.kind === 'inference' ? `${s.gpuIndex}:${s.models.map((m) => m.name).join('+')}` : `${s.gpuIndex}:train`,
+          )
+          .sort(),
+      );
+      expect(bundles[0]).toEqual(bundles[1]);
+      for (const domain of layout.domains) {
+        const inference = domain.slots.flatMap((s) => (s.kind === 'inference' ? [s] : []));
+        expect(inference.find((s) => s.gpuIndex === 0)?.models.length).toBeGreaterThanOrEqual(2);
+        expect(inference.find((s) => s.gpuIndex === 1)?.models).toHaveLength(1);
+        expect(
+          domain.slots
+            .filter((s) => s.kind === 'training')
+            .map((s) => s.gpuIndex)
+            .sort(),
+        ).toEqual([0, 1]);
+      }
+    },
+  );
+
+  it('places the production domains on two clouds through SkyPilot', () => {
+    const layout = fleetLayoutSchema.parse(JSON.parse(read('production.layout.json')));
+    expect(layout.domains.map((d) => d.provider)).toEqual(['skypilot', 'skypilot']);
+    const clouds = new Set(layout.domains.map((d) => d.placement.cloud));
+    expect(clouds.size).toBe(2);
+    for (const d of layout.domains) expect(d.launch?.run).toContain('examples/vllm-launch.sh');
+  });
+
+  it('points the compose layout at the compose services by hostname', () => {
+    const layout = fleetLayoutSchema.parse(JSON.parse(read('compose.layout.json')));
+    for (const d of layout.domains) {
+      expect(new URL(d.supervisorUrl).hostname).toBe(`sim-${d.slug}`);
+      for (const s of d.slots)
+        if (s.kind === 'inference')
+          for (const m of s.models) expect(new URL(m.servingUrl).hostname).toBe(`sim-${d.slug}`);
+    }
+  });
+});
+
+describe('example supervisor config', () => {
+  it('passes the supervisor config schema and loads as `haru supervisor` loads it', () => {
+    const file = path.join(EXAMPLES, 'supervisor.json');
+    const parsed = supervisorConfigSchema.safeParse(JSON.parse(read('supervisor.json')));
+    expect(parsed.error?.issues ?? []).toEqual([]);
+    const config = loadSupervisorConfig(file, (f) => readFileSync(f, 'utf8'));
+    expect(config.inference.map((s) => s.gpuIndex)).toEqual([0, 1]);
+    expect(config.training.map((s) => s.gpuIndex)).toEqual([0, 1]);
+  });
+
+  it('serves the same models on the same GPUs as one production domain', () => {
+    const config = supervisorConfigSchema.parse(JSON.parse(read('supervisor.json')));
+    const layout = fleetLayoutSchema.parse(JSON.parse(read('production.layout.json')));
+    const fromLayout = layout.domains[0]!.slots.flatMap((s) =>
+      s.kind === 'inference' ? s.models.map((m) => `${s.gpuIndex}:${m.name}`) : [],
+    );
+    const fromConfig = config.inference.flatMap((s) => s.models.map((m) => `${s.gpuIndex}:${m.name}`));
+    expect(fromConfig.sort()).toEqual(fromLayout.sort());
+  });
+});
+
+describe('examples/vllm-launch.sh', () => {
+  const script = read('vllm-launch.sh');
+
+  it('starts vLLM with sleep mode, the dev-mode admin endpoints, the served name and a loopback bind', () => {
+    expect(script).toMatch(/export VLLM_SERVER_DEV_MODE=1/);
+    expect(script).toMatch(/--enable-sleep-mode/);
+    expect(script).toMatch(/--served-model-name "\$served_name"/);
+    expect(script).toMatch(/--host 127\.0\.0\.1/);
+    expect(script).toMatch(/export CUDA_VISIBLE_DEVICES="\$gpu_index"/);
+  });
+
+  it('runs the vllm command it builds, with the arguments in place', () => {
+    // A stub `vllm` on PATH records its environment and argv: the script's real effect without a GPU.
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'haru-vllm-launch-'));
+    try {
+      const stub = path.join(dir, 'vllm');
+      writeFileSync(
+        stub,
+        '#!/bin/sh\necho "CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES VLLM_SERVER_DEV_MODE=$VLLM_SERVER_DEV_MODE"\nprintf "%s\\n" "$@"\n',
+        { mode: 0o755 },
+      );
+      const r = spawnSync(
+        'sh',
+        [
+          path.join(EXAMPLES, 'vllm-launch.sh'),
+          '1',
+          '8003',
+          'qwen-32b',
+          'Qwen/Qwen2.5-32B-Instruct',
+          '--max-model-len',
+          '4096',
+        ],
+        { encoding: 'utf8', env: { ...process.env, PATH: `${dir}:${process.env.PATH}` } },
+      );
+      expect(r.status).toBe(0);
+      const [envLine, ...args] = r.stdout.trim().split('\n');
+      expect(envLine).toBe('CUDA_VISIBLE_DEVICES=1 VLLM_SERVER_DEV_MODE=1');
+      expect(args).toEqual([
+        'serve',
+        'Qwen/Qwen2.5-32B-Instruct',
+        '--served-model-name',
+        'qwen-32b',
+        '--host',
+        '127.0.0.1',
+        '--port',
+        '8003',
+        '--enable-sleep-mode',
+        '--max-model-len',
+        '4096',
+      ]);
+      const usage = spawnSync('sh', [path.join(EXAMPLES, 'vllm-launch.sh')], { encoding: 'utf8' });
+      expect(usage.status).toBe(2);
+      expect(usage.stderr).toMatch(/usage:/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('examples/lora-trainer.py', () => {
+  const trainer = path.join(EXAMPLES, 'lora-trainer.py');
+  const python = (code: string, env: NodeJS.ProcessEnv = {}) =>
+    spawnSync('python3', ['-c', code], {
+      encoding: 'utf8',
+      env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1', ...env },
+    });
+  const load = `import importlib.util, json, os, sys\nspec = importlib.util.spec_from_file_location("t", ${JSON.stringify(trainer)})\nt = importlib.util.module_from_spec(spec); spec.loader.exec_module(t)\n`;
+
+  it('is valid Python that loads without torch (imports are lazy)', () => {
+    const r = python(`${load}print(t.CHECKPOINT_PREFIX)`);
+    expect(r.stderr).toBe('');
+    expect(r.stdout.trim()).toBe('ckpt-');
+  });
+
+  it('pins itself to HARU_GPU_INDEX and refuses to run without its variables', () => {
+    const pinned = python(`${load}t.pin_gpu(); print(os.environ["CUDA_VISIBLE_DEVICES"])`, {
+      HARU_GPU_INDEX: '3',
+      CUDA_VISIBLE_DEVICES: '0,1,2,3',
+    });
+    expect(pinned.stdout.trim()).toBe('3');
+    const noCheckpointDir = spawnSync('python3', [trainer, '--base-model', 'x'], {
+      encoding: 'utf8',
+      env: { ...process.env, HARU_CHECKPOINT_DIR: '', PYTHONDONTWRITEBYTECODE: '1' },
+    });
+    expect(noCheckpointDir.status).not.toBe(0);
+    expect(noCheckpointDir.stderr).toMatch(/HARU_CHECKPOINT_DIR must be set/);
+  });
+
+  it('resumes from the newest complete checkpoint after a kill mid-save, and cleans up what the kill left', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'haru-lora-'));
+    try {
+      // Two committed checkpoints, then the states a SIGKILL can leave: a half-written temporary, a renamed
+      // directory without its COMPLETE marker, and a torn pointer temp file.
+      const r = python(
+        `${load}root = ${JSON.stringify(dir)}
+for step in (50, 100):
+    tmp = t.begin_checkpoint(root, step)
+    t.atomic_write_text(os.path.join(tmp, "state.json"), json.dumps({"step": step}))
+    t.commit_checkpoint(root, tmp, step)
+half = t.begin_checkpoint(root, 150)
+open(os.path.join(half, "state.json"), "w").write('{"ste')
+os.makedirs(os.path.join(root, "ckpt-000200"))
+open(os.path.join(root, "latest.tmp-999"), "w").write("ckpt-0")
+print(os.path.basename(t.latest_checkpoint(root)))
+t.clean_checkpoints(root)
+print(sorted(os.listdir(root)))
+open(os.path.join(root, "latest"), "w").write("ckpt-000999")
+print(os.path.basename(t.latest_checkpoint(root)))
+for step in (150, 200):
+    tmp = t.begin_checkpoint(root, step)
+    t.commit_checkpoint(root, tmp, step)
+t.clean_checkpoints(root)
+print(sorted(os.listdir(root)))
+`,
+      );
+      expect(r.stderr).toBe('');
+      expect(r.stdout.trim().split('\n')).toEqual([
+        'ckpt-000100',
+        "['ckpt-000050', 'ckpt-000100', 'latest']",
+        'ckpt-000100',
+        "['ckpt-000150', 'ckpt-000200', 'latest']",
+      ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
