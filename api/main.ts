@@ -92,6 +92,7 @@ export async function startApi(env: NodeJS.ProcessEnv = process.env): Promise<Ru
           server.closeIdleConnections();
         });
         await api.close();
+        await orchestrator.drain();
         await connection.close();
         await database.close();
         logger.info('api stopped');

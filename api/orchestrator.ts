@@ -1,12 +1,19 @@
 import { type Client, type Connection, WorkflowNotFoundError } from '@temporalio/client';
-import {
-  defineSearchAttributeKey,
-  SearchAttributeType,
-  WorkflowExecutionAlreadyStartedError,
-} from '@temporalio/common';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { type OperationProgress, operationProgressSchema } from '../schemas/api';
 import type { Operation } from '../schemas/entities';
 import { HaruError } from '../schemas/errors';
+import { type FleetHealth, fleetHealthSchema } from '../schemas/health';
+import {
+  abortSignal,
+  checkNowSignal,
+  type DemotionInput,
+  healthQuery,
+  monitorWorkflowId,
+  progressQuery,
+  type PromotionInput,
+  searchAttributes,
+} from '../workflows/definitions';
 
 /**
  * What the API asks of Temporal. Every method is bounded by a deadline; an unreachable or timed-out
@@ -17,14 +24,16 @@ export interface Orchestrator {
   startOperation(operation: Operation): Promise<'started' | 'already_started'>;
   /** Sends `checkNow` to the fleet monitor, starting the monitor if none runs. */
   checkNow(fleetId: string): Promise<void>;
-  /** The monitor's `health` query; null when it does not answer within the deadline. */
-  monitorHealth(fleetId: string): Promise<unknown>;
+  /** The monitor's `health` query; null when it does not answer within the deadline (or has not polled yet). */
+  monitorHealth(fleetId: string): Promise<FleetHealth | null>;
   /** The workflow's `progress` query; null when the workflow does not exist or does not answer in time. */
   progress(operation: Operation): Promise<OperationProgress | null>;
   /** Signals `abort`; `not_found` when the workflow was never started. */
   abort(operation: Operation, reason: string): Promise<'signalled' | 'not_found'>;
   /** Throws `orchestrator_unavailable` when the server does not answer a health check. */
   ping(): Promise<void>;
+  /** Resolves once every call in flight has settled (before closing the connection). */
+  drain(): Promise<void>;
 }
 
 export interface TemporalOrchestratorOptions {
@@ -38,13 +47,6 @@ export interface TemporalOrchestratorOptions {
   queryTimeoutMs?: number;
   now?: () => Date;
 }
-
-/** Workflow id of a fleet's monitor (DESIGN.md §4). */
-export const monitorWorkflowId = (fleetId: string) => `haru/${fleetId}/monitor`;
-
-const HaruFleet = defineSearchAttributeKey('HaruFleet', SearchAttributeType.KEYWORD);
-const HaruDomain = defineSearchAttributeKey('HaruDomain', SearchAttributeType.KEYWORD);
-const HaruOperation = defineSearchAttributeKey('HaruOperation', SearchAttributeType.KEYWORD);
 
 // gRPC status codes meaning "no answer": CANCELLED, DEADLINE_EXCEEDED, UNAVAILABLE.
 const TRANSPORT_CODES = new Set([1, 4, 14]);
@@ -65,7 +67,11 @@ function unavailable(err: unknown): HaruError {
 }
 
 /** Workflow name and arguments of an operation, as the workflows declare them (DESIGN.md §4). */
-export function operationWorkflowStart(operation: Operation): { workflowType: string; args: unknown[] } {
+export function operationWorkflowStart(
+  operation: Operation,
+):
+  | { workflowType: 'promotionWorkflow'; args: [PromotionInput] }
+  | { workflowType: 'demotionWorkflow'; args: [DemotionInput] } {
   if (operation.kind === 'promote') {
     return {
       workflowType: 'promotionWorkflow',
@@ -89,12 +95,17 @@ export function operationWorkflowStart(operation: Operation): { workflowType: st
 export function createTemporalOrchestrator(opts: TemporalOrchestratorOptions): Orchestrator {
   const { client, connection, taskQueue } = opts;
   const now = opts.now ?? (() => new Date());
+  const inflight = new Set<Promise<unknown>>();
   const bounded = async <T>(fn: () => Promise<T>, timeoutMs = opts.timeoutMs): Promise<T> => {
+    const call = connection.withDeadline(now().getTime() + timeoutMs, fn);
+    inflight.add(call);
     try {
-      return await connection.withDeadline(now().getTime() + timeoutMs, fn);
+      return await call;
     } catch (err) {
       if (isOrchestratorUnreachable(err)) throw unavailable(err);
       throw err;
+    } finally {
+      inflight.delete(call);
     }
   };
   const queryTimeoutMs = opts.queryTimeoutMs ?? Math.min(opts.timeoutMs, 2_000);
@@ -109,9 +120,9 @@ export function createTemporalOrchestrator(opts: TemporalOrchestratorOptions): O
             taskQueue,
             args,
             typedSearchAttributes: [
-              { key: HaruFleet, value: operation.fleetId },
-              { key: HaruDomain, value: operation.targetDomainId },
-              { key: HaruOperation, value: operation.kind },
+              { key: searchAttributes.fleet, value: operation.fleetId },
+              { key: searchAttributes.domain, value: operation.targetDomainId },
+              { key: searchAttributes.operation, value: operation.kind },
             ],
             memo: { reason: operation.reason, requestedBy: operation.requestedBy },
           }),
@@ -129,29 +140,31 @@ export function createTemporalOrchestrator(opts: TemporalOrchestratorOptions): O
           workflowId: monitorWorkflowId(fleetId),
           taskQueue,
           args: [{ fleetId }],
-          signal: 'checkNow',
+          signal: checkNowSignal,
           signalArgs: [],
-          typedSearchAttributes: [{ key: HaruFleet, value: fleetId }],
+          typedSearchAttributes: [{ key: searchAttributes.fleet, value: fleetId }],
         }),
       );
     },
 
     async monitorHealth(fleetId) {
       try {
-        return await bounded(
-          () => client.workflow.getHandle(monitorWorkflowId(fleetId)).query('health'),
+        const raw = await bounded(
+          () => client.workflow.getHandle(monitorWorkflowId(fleetId)).query(healthQuery),
           queryTimeoutMs,
         );
-      } catch (err) {
-        if (err instanceof HaruError || err instanceof WorkflowNotFoundError) return null;
-        throw err;
+        const parsed = fleetHealthSchema.safeParse(raw);
+        return parsed.success ? parsed.data : null;
+      } catch {
+        // The health is an extra on top of the signal already sent: no answer in time is not an error.
+        return null;
       }
     },
 
     async progress(operation) {
       try {
         const raw = await bounded(
-          () => client.workflow.getHandle(operation.workflowId).query('progress'),
+          () => client.workflow.getHandle(operation.workflowId).query(progressQuery),
           queryTimeoutMs,
         );
         const parsed = operationProgressSchema.safeParse(raw);
@@ -164,7 +177,7 @@ export function createTemporalOrchestrator(opts: TemporalOrchestratorOptions): O
 
     async abort(operation, reason) {
       try {
-        await bounded(() => client.workflow.getHandle(operation.workflowId).signal('abort', { reason }));
+        await bounded(() => client.workflow.getHandle(operation.workflowId).signal(abortSignal, { reason }));
         return 'signalled';
       } catch (err) {
         if (err instanceof WorkflowNotFoundError) return 'not_found';
@@ -174,6 +187,10 @@ export function createTemporalOrchestrator(opts: TemporalOrchestratorOptions): O
 
     async ping() {
       await bounded(() => connection.healthService.check({}));
+    },
+
+    async drain() {
+      await Promise.allSettled([...inflight]);
     },
   };
 }

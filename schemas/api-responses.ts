@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { domainStateSchema } from './enums';
 import { operationSchema } from './entities';
+import { fleetHealthSchema } from './health';
 
 /** API answers that are not entities themselves. Shared by the API, its OpenAPI document and clients. */
 
@@ -17,8 +18,8 @@ export const operationAcceptedResponseSchema = z.object({
   operation: operationSchema,
 });
 
-/** One domain's health as the store has it after a reconcile. */
-export const domainHealthSchema = z.object({
+/** One domain's health as the store has it after a reconcile (the monitor's own view is `FleetHealth`). */
+export const storedDomainHealthSchema = z.object({
   id: z.uuid(),
   slug: z.string(),
   state: domainStateSchema,
@@ -27,7 +28,7 @@ export const domainHealthSchema = z.object({
   consecutiveFailures: z.number().int(),
   lastError: z.string().nullable(),
 });
-export type DomainHealth = z.infer<typeof domainHealthSchema>;
+export type StoredDomainHealth = z.infer<typeof storedDomainHealthSchema>;
 
 /**
  * `POST /reconcile`: `checkNow` was sent to the monitor; `fresh` says whether every polled domain was seen
@@ -37,8 +38,8 @@ export const reconcileResponseSchema = z.object({
   fleetId: z.uuid(),
   signalledAt: z.string(),
   fresh: z.boolean(),
-  domains: z.array(domainHealthSchema),
-  monitor: z.unknown().nullable(),
+  domains: z.array(storedDomainHealthSchema),
+  monitor: fleetHealthSchema.nullable(),
 });
 export type ReconcileResponse = z.infer<typeof reconcileResponseSchema>;
 

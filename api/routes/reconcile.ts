@@ -1,4 +1,4 @@
-import type { DomainHealth, ReconcileResponse } from '../../schemas/api-responses';
+import type { ReconcileResponse, StoredDomainHealth } from '../../schemas/api-responses';
 import type { DomainSnapshot, FleetSnapshot } from '../../schemas/entities';
 import { type RouteContext } from './context';
 
@@ -6,7 +6,7 @@ const POLL_MS = 100;
 // Domains the monitor does not poll: waiting for them would never end.
 const UNPOLLED = new Set(['provisioning', 'stopping', 'stopped']);
 
-const health = (d: DomainSnapshot): DomainHealth => ({
+const health = (d: DomainSnapshot): StoredDomainHealth => ({
   id: d.id,
   slug: d.slug,
   state: d.state,
@@ -48,6 +48,6 @@ export async function reconcile(ctx: RouteContext, fleet: FleetSnapshot): Promis
     signalledAt: signalledAt.toISOString(),
     fresh,
     domains: latest.domains.map(health),
-    monitor: monitor ?? null,
+    monitor,
   };
 }

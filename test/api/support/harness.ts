@@ -147,6 +147,7 @@ export async function startHarness(opts: {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await api.close();
+      await orchestrator.drain();
       await connection.close();
       if (apiDatabase !== db.database) await apiDatabase.close();
       await db.drop();
