@@ -9,7 +9,11 @@ export function quietRuntime(): void {
   if (installed) return;
   installed = true;
   try {
-    Runtime.install({ logger: new DefaultLogger('ERROR'), shutdownSignals: [] });
+    Runtime.install({
+      logger: new DefaultLogger('ERROR'),
+      shutdownSignals: [],
+      telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } },
+    });
   } catch {
     // Already installed by an earlier file in this jest worker.
   }

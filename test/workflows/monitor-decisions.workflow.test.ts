@@ -1,0 +1,216 @@
+/**
+ * The fleet monitor's decisions against the real dev server with stub activities: what it does with an
+ * observation, its signals and its health query. End-to-end failover with simulated hosts lives beside this file.
+ */
+import { Context } from '@temporalio/activity';
+import type { Client } from '@temporalio/client';
+import { type NativeConnection, Worker } from '@temporalio/worker';
+import type { FleetObservation, WatchFleetInput } from '../../activities/fleet-monitor';
+import type { DomainView, FleetView } from '../../workflows/logic/fleet-view';
+import {
+  checkNowSignal,
+  healthQuery,
+  monitorWorkflowId,
+  operationWorkflowId,
+  pauseAutoFailoverSignal,
+  resumeAutoFailoverSignal,
+} from '../../workflows/definitions';
+import { fleetMonitorWorkflow } from '../../workflows';
+import { workflowBundle } from './support/bundle';
+import { fastPolicy, STUB, stubActivities } from './support/stub-activities';
+import { connectTestServer, eventually, uniqueTaskQueue } from './support/temporal';
+
+let connection: NativeConnection;
+let client: Client;
+beforeAll(async () => {
+  ({ connection, client } = await connectTestServer());
+});
+afterAll(async () => {
+  await connection?.close();
+});
+
+const policy = fastPolicy();
+const domain = (over: Partial<DomainView>): DomainView => ({
+  id: STUB.active,
+  slug: 'a',
+  state: 'ready',
+  stateChangedAt: new Date(Date.now() - 60_000).toISOString(),
+  lastSeenAt: new Date().toISOString(),
+  consecutiveFailures: 0,
+  lastError: null,
+  modelNames: ['llama'],
+  trainingGpus: [0],
+  ...over,
+});
+const observation = (
+  fleetId: string,
+  active: Partial<DomainView> = {},
+  over: Partial<FleetView> = {},
+): FleetObservation => ({
+  fleet: {
+    id: fleetId,
+    slug: 'f',
+    activeDomainId: STUB.active,
+    routeRevision: 1,
+    domains: [domain(active), domain({ id: STUB.standby, slug: 'b' })],
+    inFlightOperation: null,
+    ...over,
+  },
+  policy,
+  observedAt: new Date().toISOString(),
+  reason: 'decision_due',
+  polls: 1,
+});
+const failingActive = { consecutiveFailures: 3, lastError: 'ECONNREFUSED' };
+
+/**
+ * A monitor with stub activities over a scripted world: a watch answers at once for an immediate look,
+ * otherwise it waits (heartbeating, cancellable) until the test changes the world with `set`.
+ */
+function monitorHarness() {
+  const fleetId = crypto.randomUUID();
+  let world = observation(fleetId);
+  let version = 0;
+  const watches: WatchFleetInput[] = [];
+  const cancelledWatches: number[] = [];
+  const stubs = stubActivities({
+    async watchFleet(input) {
+      watches.push(input);
+      const n = watches.length;
+      const seen = version;
+      while (!input.isImmediate && version === seen) {
+        Context.current().heartbeat({ waiting: true });
+        try {
+          await Context.current().sleep(25);
+        } catch (err) {
+          cancelledWatches.push(n);
+          throw err;
+        }
+      }
+      return { ...world, observedAt: new Date().toISOString() };
+    },
+  });
+  const set = (next: FleetObservation) => {
+    world = next;
+    version += 1;
+  };
+  const taskQueue = uniqueTaskQueue('monitor');
+  const start = () =>
+    client.workflow.start(fleetMonitorWorkflow, {
+      taskQueue,
+      workflowId: monitorWorkflowId(fleetId),
+      args: [{ fleetId }],
+    });
+  const run = async <T>(fn: (handle: Awaited<ReturnType<typeof start>>) => Promise<T>): Promise<T> => {
+    const worker = await Worker.create({
+      connection,
+      taskQueue,
+      workflowBundle: workflowBundle(),
+      activities: stubs.activities,
+    });
+    return worker.runUntil(async () => {
+      const handle = await start();
+      try {
+        return await fn(handle);
+      } finally {
+        await handle.terminate('test over');
+      }
+    });
+  };
+  return { fleetId, set, watches, cancelledWatches, calls: stubs.calls, run };
+}
+
+describe('fleetMonitorWorkflow', () => {
+  it('polls at once on start and answers health from that look', async () => {
+    const h = monitorHarness();
+    await h.run(async (handle) => {
+      const health = await eventually('health', () => handle.query(healthQuery));
+      expect(health).toMatchObject({
+        fleetId: h.fleetId,
+        activeDomainId: STUB.active,
+        standbyRanking: [STUB.standby],
+        activeFailure: null,
+      });
+      expect(h.watches[0]).toMatchObject({ isImmediate: true, isAutoFailoverPaused: false });
+    });
+  });
+
+  it('fails a failing active and promotes the best standby as a child operation, with no human action', async () => {
+    const h = monitorHarness();
+    h.set(observation(h.fleetId, failingActive));
+    await h.run(async () => {
+      const promotion = client.workflow.getHandle(operationWorkflowId(h.fleetId, STUB.op));
+      await eventually('the promotion to be started', () => promotion.describe().catch(() => null));
+      expect(await promotion.result()).toMatchObject({ state: 'succeeded' });
+      const described = await promotion.describe();
+      expect(described.parentExecution?.workflowId).toBe(monitorWorkflowId(h.fleetId));
+    });
+    expect(h.calls.slice(0, 3)).toEqual(['watchFleet', 'markDomainFailed', 'requestPromotion']);
+  });
+
+  it('while paused marks the active failed but promotes nobody; resuming promotes', async () => {
+    const h = monitorHarness();
+    await h.run(async (handle) => {
+      await eventually('the first look', () => handle.query(healthQuery));
+      await handle.signal(pauseAutoFailoverSignal);
+      await eventually('a paused look', () => h.watches.some((w) => w.isAutoFailoverPaused && w.isImmediate));
+      h.set(observation(h.fleetId, failingActive));
+      const paused = await eventually('health to show the blocked failover', async () => {
+        const health = await handle.query(healthQuery);
+        return health?.activeFailure ? health : null;
+      });
+      expect(paused).toMatchObject({
+        isAutoFailoverPaused: true,
+        failoverBlockedBy: 'paused',
+        activeFailure: { reason: 'consecutive_failures' },
+      });
+      expect(h.calls).toContain('markDomainFailed');
+      expect(h.calls).not.toContain('requestPromotion');
+
+      h.set(observation(h.fleetId, { state: 'failed' }));
+      await handle.signal(resumeAutoFailoverSignal);
+      await eventually('the promotion request', () => h.calls.includes('requestPromotion'));
+      const promotion = client.workflow.getHandle(operationWorkflowId(h.fleetId, STUB.op));
+      await eventually('the promotion to be started', () => promotion.describe().catch(() => null));
+      expect(await promotion.result()).toMatchObject({ state: 'succeeded' });
+    });
+  });
+
+  it('checkNow cancels the waiting watch and looks again at once', async () => {
+    const h = monitorHarness();
+    await h.run(async (handle) => {
+      await eventually('a waiting watch', () => h.watches.length === 2);
+      await handle.signal(checkNowSignal);
+      await eventually(
+        'the cancelled watch and a fresh look',
+        () => h.cancelledWatches.includes(2) && h.watches[2]?.isImmediate,
+      );
+    });
+  });
+
+  it('starts a pending operation whose workflow is missing', async () => {
+    const h = monitorHarness();
+    const opId = crypto.randomUUID();
+    const old = new Date(Date.now() - 60_000).toISOString();
+    h.set(
+      observation(
+        h.fleetId,
+        {},
+        {
+          inFlightOperation: {
+            id: opId,
+            kind: 'promote',
+            state: 'pending',
+            targetDomainId: STUB.standby,
+            createdAt: old,
+          },
+        },
+      ),
+    );
+    await h.run(async () => {
+      const promotion = client.workflow.getHandle(operationWorkflowId(h.fleetId, opId));
+      await eventually('the orphaned promotion to be started', () => promotion.describe().catch(() => null));
+      expect(await promotion.result()).toMatchObject({ operationId: opId, state: 'succeeded' });
+    });
+  });
+});
