@@ -23,7 +23,7 @@ export const apiConfigSchema = z.object({
   /** Fleet (slug or UUID) for proxy requests without an `X-Haru-Fleet` header. */
   HARU_DEFAULT_FLEET: blankable(z.string().min(1).optional()),
   HARU_CHAT_MAX_BODY_BYTES: blankable(positiveInt.default(32 * MIB)),
-  /** Bounds the time until the upstream's first response byte only; a quiet stream is never cut. */
+  /** Bounds only the time until the upstream's response headers (504); a quiet stream is never cut. */
   HARU_CHAT_HEADER_TIMEOUT_MS: blankable(positiveMsSchema.default(60_000)),
   /** Longest a request waits for a route move during a failover. */
   HARU_CHAT_HOLD_MS: blankable(positiveMsSchema.default(60_000)),

@@ -6,7 +6,7 @@ export interface ApiMetrics {
   /** Every HTTP request by route pattern, method and status. */
   httpRequests: Counter<'route' | 'method' | 'status'>;
   httpDuration: Histogram<'route' | 'method'>;
-  /** Time from sending the request upstream to its first response byte. */
+  /** Time from sending the request upstream to its response headers. */
   proxyTtfb: Histogram<'endpoint'>;
   /** Whole proxied request, holds included, by outcome (`ok`, an error code, or `client_closed`). */
   proxyDuration: Histogram<'endpoint' | 'outcome'>;
@@ -44,7 +44,7 @@ export function createApiMetrics(opts: { withDefaults?: boolean } = {}): ApiMetr
     }),
     proxyTtfb: new Histogram({
       name: 'haru_proxy_upstream_ttfb_seconds',
-      help: 'Time to the first upstream response byte',
+      help: 'Time to the upstream response headers',
       labelNames: ['endpoint'],
       buckets: LATENCY_BUCKETS,
       registers,

@@ -56,7 +56,7 @@ const inferenceResponses = (stream: boolean): RouteDoc['responses'] => ({
   429: error('the hold queue is full (`overloaded`, with Retry-After)'),
   502: error('connection refused or reset (`upstream_unreachable`)'),
   503: error('`no_active_domain` or `state_store_unavailable`'),
-  504: error('no first byte within HARU_CHAT_HEADER_TIMEOUT_MS (`upstream_timeout`)'),
+  504: error('no response headers within HARU_CHAT_HEADER_TIMEOUT_MS (`upstream_timeout`)'),
 });
 
 /** Every route the API serves, in one table: the OpenAPI document is rendered from it and tests check it against the router. */

@@ -10,12 +10,12 @@ export type ForwardOutcome =
       /** The first body chunk (null for an empty body); the rest comes from `rest`. */
       first: Buffer | null;
       rest: AsyncIterator<Buffer>;
-      /** Seconds from sending to the first byte. */
+      /** Seconds from sending to the response headers. */
       ttfbSeconds: number;
       /** Stops the upstream response (client went away). */
       abort(): void;
     }
-  /** Nothing came back within the time-to-first-byte bound; the upstream request was aborted. */
+  /** No response headers within the bound; the upstream request was aborted. */
   | { kind: 'timeout' }
   /** Connection refused or reset before any response byte: nothing reached the client, so it can be retried. */
   | { kind: 'refused'; error: Error }
@@ -29,8 +29,8 @@ export interface ForwardRequest {
   body: Buffer | null;
   /** Aborts the upstream request (client disconnect). */
   signal: AbortSignal;
-  /** Bound on the time to the first response byte; after it nothing is ever cut. */
-  firstByteTimeoutMs: number;
+  /** Bound on the time to the response headers; once they came, nothing is ever cut. */
+  headersTimeoutMs: number;
 }
 
 export interface Forwarder {
@@ -62,12 +62,13 @@ export function isConnectionFailure(err: unknown): boolean {
   return false;
 }
 
-const TIMEOUT = Symbol('first-byte-timeout');
+const TIMEOUT = Symbol('headers-timeout');
 
 /**
- * The undici forwarder. Its Agent never times out on its own (no headers or body timeout): the only
- * bound is the caller's time to first byte, raced here before any header reaches the client, so a
- * request that failed early can still go elsewhere, and a quiet stream is never cut.
+ * The undici forwarder. Its Agent never times out on its own: the only bound is the caller's time to
+ * response headers. After the headers it still waits for the first body chunk (without a timer) before
+ * the caller writes anything to the client, so a connection reset before any body byte can be retried
+ * elsewhere; from then on a quiet stream is never cut (a long prefill before the first token is normal).
  */
 export function createForwarder(opts: { connectTimeoutMs?: number } = {}): Forwarder {
   const agent = new Agent({
@@ -81,7 +82,7 @@ export function createForwarder(opts: { connectTimeoutMs?: number } = {}): Forwa
     const ctrl = new AbortController();
     const onClientAbort = () => ctrl.abort(req.signal.reason);
     req.signal.addEventListener('abort', onClientAbort, { once: true });
-    const timer = setTimeout(() => ctrl.abort(TIMEOUT), req.firstByteTimeoutMs);
+    const timer = setTimeout(() => ctrl.abort(TIMEOUT), req.headersTimeoutMs);
     const started = process.hrtime.bigint();
     const cleanup = () => {
       clearTimeout(timer);
@@ -95,10 +96,10 @@ export function createForwarder(opts: { connectTimeoutMs?: number } = {}): Forwa
         signal: ctrl.signal,
         dispatcher: agent,
       });
-      const rest = res.body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
-      const first = await rest.next();
       clearTimeout(timer);
       const ttfbSeconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const rest = res.body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+      const first = await rest.next();
       // From here on only the client's abort stops the upstream; the listener stays until `abort` or the end.
       return {
         kind: 'response',

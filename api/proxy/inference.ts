@@ -118,13 +118,13 @@ async function proxyOnce(
           headers,
           body: raw,
           signal,
-          firstByteTimeoutMs: deps.config.HARU_CHAT_HEADER_TIMEOUT_MS,
+          headersTimeoutMs: deps.config.HARU_CHAT_HEADER_TIMEOUT_MS,
         });
         if (outcome.kind === 'aborted') return (holdOutcome = 'closed');
         if (outcome.kind === 'timeout') {
           throw new HaruError(
             'upstream_timeout',
-            `domain ${target.domain.slug} sent no response within ${deps.config.HARU_CHAT_HEADER_TIMEOUT_MS} ms`,
+            `domain ${target.domain.slug} sent no response headers within ${deps.config.HARU_CHAT_HEADER_TIMEOUT_MS} ms`,
           );
         }
         if (outcome.kind === 'response') {

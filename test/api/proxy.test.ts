@@ -162,7 +162,7 @@ describe('OpenAI-compatible proxy', () => {
     }
   });
 
-  it('answers 504 upstream_timeout when no response byte comes within HARU_CHAT_HEADER_TIMEOUT_MS, and aborts upstream', async () => {
+  it('answers 504 upstream_timeout when no response headers come within HARU_CHAT_HEADER_TIMEOUT_MS, and aborts upstream', async () => {
     const never = gate();
     east.handle(async () => {
       await never.promise;
@@ -184,7 +184,7 @@ describe('OpenAI-compatible proxy', () => {
     east.handle(async (_req, _body, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write(chatChunk(model, 'before'));
-      // The quiet period is the point of this test: longer than the first-byte bound.
+      // The quiet period is the point of this test: longer than the headers bound.
       await new Promise((r) => setTimeout(r, quietMs));
       res.write(chatChunk(model, 'after'));
       res.end('data: [DONE]\n\n');
