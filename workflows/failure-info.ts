@@ -24,7 +24,8 @@ const waitingFor = (details: unknown): string | null =>
 
 /**
  * Describes why an activity or child workflow failed. A timeout names what the activity was still
- * waiting for (from its last heartbeat), so "wakeModels: Timeout" reads "models not awake: llama (asleep)".
+ * waiting for (from its last heartbeat) or else the last attempt's error, so "wakeModels: Timeout" reads
+ * "models not awake: llama (asleep)".
  */
 export function describeFailure(err: unknown): FailureInfo {
   let cause: unknown = err;
@@ -36,7 +37,9 @@ export function describeFailure(err: unknown): FailureInfo {
     return { code: cause.type ?? 'ApplicationFailure', message: cause.message };
   }
   if (cause instanceof TimeoutFailure) {
-    const what = waitingFor(cause.lastHeartbeatDetails);
+    // The raw failure keeps the last attempt's error as its cause (a budget spent retrying a refusal).
+    const lastAttempt = (cause.failure?.cause as { message?: string | null } | null | undefined)?.message;
+    const what = waitingFor(cause.lastHeartbeatDetails) ?? lastAttempt ?? null;
     return {
       code: 'Timeout',
       message: `step budget spent (${cause.timeoutType ?? 'timeout'})${what ? `: ${what}` : ''}`,

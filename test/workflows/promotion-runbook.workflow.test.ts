@@ -155,6 +155,28 @@ describe('promotionWorkflow runbook', () => {
     expect(finished[0]).toMatchObject({ outcome: 'failed', error: { step: 'wakeModels', code: 'Timeout' } });
   });
 
+  it('names the last error when every attempt of a step failed transiently until its budget ran out', async () => {
+    const { activities, finished } = stubActivities({
+      wakeModels: async () => {
+        throw ApplicationFailure.retryable('supervisor refused wake of GPU 0: llama: still asleep', FailureType.NotYet);
+      },
+    });
+    const args = input(fastPolicy({ wakeTimeoutMs: 1_500 }));
+    const failure = await withWorker(activities, async (taskQueue) =>
+      failureOf(
+        client.workflow.execute(promotionWorkflow, {
+          taskQueue,
+          workflowId: operationWorkflowId(args.fleetId, args.operationId),
+          args: [args],
+        }),
+      ),
+    );
+    expect(failure.message).toMatch(
+      /^promotion failed at wakeModels: step budget spent \(.+\): supervisor refused wake of GPU 0: llama: still asleep$/,
+    );
+    expect(finished[0]).toMatchObject({ outcome: 'failed', error: { step: 'wakeModels', code: 'Timeout' } });
+  });
+
   it('retries a transient supervisor error inside the step budget', async () => {
     let attempts = 0;
     const { activities } = stubActivities({
