@@ -53,13 +53,28 @@ export type SlotLayout = z.infer<typeof slotLayoutSchema>;
 export type InferenceSlotLayout = z.infer<typeof inferenceSlotLayoutSchema>;
 export type TrainingSlotLayout = z.infer<typeof trainingSlotLayoutSchema>;
 
+const hostPortSchema = z.number().int().min(1).max(65_535);
+
+/** SkyServe settings of a skyserve domain (ignored for skypilot). */
+export const serveSpecSchema = z.strictObject({
+  /** The replica port SkyServe's load balancer sends to; default: the supervisor's port. */
+  port: hostPortSchema.optional(),
+  /** Readiness probe path on that port; default `/healthz` on the supervisor's port, `/health` (vLLM's) otherwise. */
+  readinessPath: z.string().startsWith('/').optional(),
+  /** How long a new replica may take to pass its first probe (model download and load); default 1200. */
+  initialDelaySeconds: z.number().int().min(0).optional(),
+});
+export type ServeSpec = z.infer<typeof serveSpecSchema>;
+
 /** How a skypilot/skyserve domain is launched: commands run on the provisioned host. */
 export const launchSpecSchema = z.strictObject({
   setup: z.string().optional(),
   run: z.string().min(1),
   envs: z.record(z.string(), z.string()).optional(),
-  ports: z.array(z.number().int().min(1).max(65_535)).optional(),
+  /** Ports to open on the host; default: the supervisor's port. */
+  ports: z.array(hostPortSchema).optional(),
   replicas: z.number().int().min(1).optional(),
+  service: serveSpecSchema.optional(),
 });
 export type LaunchSpec = z.infer<typeof launchSpecSchema>;
 

@@ -1,0 +1,304 @@
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { SkyCommandError, STDERR_CAP_CHARS } from './errors';
+import { createSpawnExec } from './exec';
+import { createSkyCli, skyArgs, type SkyCli } from './sky';
+
+const SIM_BIN = path.resolve(__dirname, '../sim/bin');
+const TOKEN = 'tok-3f9a';
+
+interface Call {
+  argv: string[];
+  secrets?: Record<string, string>;
+  yaml?: string;
+}
+
+/** A fake `sky` on PATH with its own state dir; `calls()` is what it recorded. */
+function fakeSky(opts: { statusOutput?: 'table' | 'json' } = {}) {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'haru-fake-sky-'));
+  const state = path.join(dir, 'state');
+  const tmpDir = path.join(dir, 'tmp');
+  mkdirSync(tmpDir);
+  const sky: SkyCli = createSkyCli({
+    exec: createSpawnExec({ killGraceMs: 500 }),
+    env: { PATH: `${SIM_BIN}:${process.env.PATH}`, HOME: dir, FAKE_SKY_STATE_DIR: state, FAKE_SKY_WORKDIR: dir },
+    statusOutput: opts.statusOutput,
+    tmpDir,
+  });
+  return {
+    sky,
+    state,
+    tmpDir,
+    calls: (): Call[] =>
+      existsSync(path.join(state, 'calls.jsonl'))
+        ? readFileSync(path.join(state, 'calls.jsonl'), 'utf8')
+            .split('\n')
+            .filter(Boolean)
+            .map((l) => JSON.parse(l) as Call)
+        : [],
+    script: (script: Record<string, unknown>) => {
+      mkdirSync(state, { recursive: true });
+      writeFileSync(path.join(state, 'script.json'), JSON.stringify(script));
+    },
+    clusters: () =>
+      JSON.parse(readFileSync(path.join(state, 'clusters.json'), 'utf8')) as Record<string, { pid: number | null }>,
+    log: (name: string) => readFileSync(path.join(state, `${name}.log`), 'utf8'),
+    cleanup: () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
+const TASK = [
+  'name: haru-t-east',
+  'resources:',
+  '  ports: [8701]',
+  'envs:',
+  '  HARU_DOMAIN: "east"',
+  'run: |',
+  '  echo "domain $HARU_DOMAIN token length ${#HARU_SUPERVISOR_TOKEN}"',
+  '  exec sleep 600',
+  '',
+].join('\n');
+const SERVICE = `service:\n  ports: 8701\n  readiness_probe:\n    path: /healthz\n  replicas: 1\n${TASK}`;
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+async function eventually<T>(what: string, check: () => T | null | undefined | false, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+let fake: ReturnType<typeof fakeSky>;
+beforeEach(() => {
+  fake = fakeSky();
+});
+afterEach(async () => {
+  // Down whatever a test left up so no `sleep` outlives it.
+  for (const name of Object.keys(existsSync(path.join(fake.state, 'clusters.json')) ? fake.clusters() : {})) {
+    await fake.sky.down(name).catch(() => undefined);
+  }
+  await fake.sky.serveDown('haru-t-east').catch(() => undefined);
+  fake.cleanup();
+});
+
+describe('argv', () => {
+  it('builds every command the way the real CLI takes it', () => {
+    expect(skyArgs.launch('haru-p-a', '/tmp/x.yaml', ['HARU_SUPERVISOR_TOKEN'])).toEqual([
+      'launch',
+      '--cluster',
+      'haru-p-a',
+      '--yes',
+      '--detach-run',
+      '--secret',
+      'HARU_SUPERVISOR_TOKEN',
+      '/tmp/x.yaml',
+    ]);
+    expect(skyArgs.status('haru-p-a')).toEqual(['status', '--refresh', 'haru-p-a']);
+    expect(skyArgs.status('haru-p-a', { refresh: false, json: true })).toEqual(['status', '-o', 'json', 'haru-p-a']);
+    expect(skyArgs.stop('haru-p-a')).toEqual(['stop', 'haru-p-a', '--yes']);
+    expect(skyArgs.down('haru-p-a')).toEqual(['down', 'haru-p-a', '--yes']);
+    expect(skyArgs.serveUp('haru-p-a', '/tmp/s.yaml', ['T'])).toEqual([
+      'serve',
+      'up',
+      '--service-name',
+      'haru-p-a',
+      '--yes',
+      '--secret',
+      'T',
+      '/tmp/s.yaml',
+    ]);
+    expect(skyArgs.serveStatus('haru-p-a')).toEqual(['serve', 'status', 'haru-p-a']);
+    expect(skyArgs.serveDown('haru-p-a')).toEqual(['serve', 'down', 'haru-p-a', '--yes']);
+  });
+
+  it('runs exactly those argv against the CLI on PATH', async () => {
+    await fake.sky.launch({ name: 'haru-t-east', yaml: TASK, secrets: { HARU_SUPERVISOR_TOKEN: TOKEN } });
+    await fake.sky.status('haru-t-east');
+    await fake.sky.stop('haru-t-east');
+    await fake.sky.down('haru-t-east');
+    const argv = fake.calls().map((c) => c.argv);
+    expect(argv[0]!.slice(0, -1)).toEqual(skyArgs.launch('haru-t-east', '', ['HARU_SUPERVISOR_TOKEN']).slice(0, -1));
+    expect(argv.slice(1)).toEqual([
+      skyArgs.status('haru-t-east'),
+      skyArgs.stop('haru-t-east'),
+      skyArgs.down('haru-t-east'),
+    ]);
+  });
+});
+
+describe('launch', () => {
+  it('hands the secret to the host through the environment only: not on argv, not in the YAML, and the YAML file is gone after', async () => {
+    await fake.sky.launch({ name: 'haru-t-east', yaml: TASK, secrets: { HARU_SUPERVISOR_TOKEN: TOKEN } });
+    const [call] = fake.calls();
+    expect(call!.secrets).toEqual({ HARU_SUPERVISOR_TOKEN: TOKEN });
+    expect(call!.argv.join(' ')).not.toContain(TOKEN);
+    expect(call!.yaml).toBe(TASK);
+    const yamlPath = call!.argv.at(-1)!;
+    expect(yamlPath.startsWith(fake.tmpDir)).toBe(true);
+    expect(existsSync(yamlPath)).toBe(false);
+    // The task's run saw the YAML's envs and the secret, like a process on the cluster would.
+    expect(await eventually('run output', () => fake.log('haru-t-east').includes('domain east token length 8'))).toBe(
+      true,
+    );
+  });
+
+  it('turns a failed launch into SkyCommandError with the command and the tail of stderr, and still deletes the YAML', async () => {
+    const stderr = `${'x'.repeat(STDERR_CAP_CHARS * 2)}\n${readFileSync(path.join(__dirname, '../test/fixtures/sky/launch-resources-unavailable.stderr'), 'utf8')}`;
+    fake.script({ launch: { exitCode: 1, stderr } });
+    const err = await fake.sky.launch({ name: 'haru-t-east', yaml: TASK }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(SkyCommandError);
+    const failure = err as SkyCommandError;
+    expect(failure.reason).toBe('exit');
+    expect(failure.exitCode).toBe(1);
+    expect(failure.command.slice(0, 5)).toEqual(['sky', 'launch', '--cluster', 'haru-t-east', '--yes']);
+    expect(failure.stderr.length).toBeLessThanOrEqual(STDERR_CAP_CHARS + 1);
+    expect(failure.stderr).toContain('ResourcesUnavailableError');
+    expect(failure.message).toContain('exited with code 1');
+    expect(existsSync(fake.calls()[0]!.argv.at(-1)!)).toBe(false);
+  });
+
+  it('streams a slow launch output to the caller while it runs (what the activity heartbeats on)', async () => {
+    fake.script({ launch: { delayMs: 1_500, progressEveryMs: 100 } });
+    const chunks: string[] = [];
+    let settled = false;
+    const launching = fake.sky
+      .launch({ name: 'haru-t-east', yaml: TASK }, { onOutput: (c) => chunks.push(c) })
+      .finally(() => {
+        settled = true;
+      });
+    await eventually('progress output', () => chunks.some((c) => c.includes('still provisioning')));
+    expect(settled).toBe(false);
+    await launching;
+    expect(fake.clusters()['haru-t-east']).toBeDefined();
+  });
+
+  it('kills a launch that outlives its timeout and says so', async () => {
+    fake.script({ launch: { delayMs: 60_000 } });
+    const err = (await fake.sky
+      .launch({ name: 'haru-t-east', yaml: TASK }, { timeoutMs: 300 })
+      .catch((e: unknown) => e)) as SkyCommandError;
+    expect(err).toBeInstanceOf(SkyCommandError);
+    expect(err.reason).toBe('timeout');
+    expect(err.message).toMatch(/timed out after 300 ms/);
+  });
+
+  it('stops a launch when the caller aborts (activity cancellation)', async () => {
+    fake.script({ launch: { delayMs: 60_000, progressEveryMs: 50 } });
+    const controller = new AbortController();
+    const err = (await fake.sky
+      .launch({ name: 'haru-t-east', yaml: TASK }, { signal: controller.signal, onOutput: () => controller.abort() })
+      .catch((e: unknown) => e)) as SkyCommandError;
+    expect(err.reason).toBe('aborted');
+  });
+
+  it('refuses a secret name that is not an environment variable name before running anything', async () => {
+    await expect(fake.sky.launch({ name: 'haru-t-east', yaml: TASK, secrets: { 'A=B': 'x' } })).rejects.toThrow(
+      /not an environment variable name/,
+    );
+    expect(fake.calls()).toEqual([]);
+  });
+
+  it('reports a missing sky binary as a spawn failure', async () => {
+    const sky = createSkyCli({ exec: createSpawnExec(), env: { PATH: '/nonexistent' }, bin: 'sky' });
+    const err = (await sky.status('x').catch((e: unknown) => e)) as SkyCommandError;
+    expect(err).toBeInstanceOf(SkyCommandError);
+    expect(err.reason).toBe('spawn');
+  });
+});
+
+describe('status, stop and down', () => {
+  it('reads a launched cluster as UP and an unknown one as null', async () => {
+    await fake.sky.launch({ name: 'haru-t-east', yaml: TASK });
+    expect(await fake.sky.status('haru-t-east')).toMatchObject({ name: 'haru-t-east', status: 'UP' });
+    expect(await fake.sky.status('haru-t-nowhere')).toBeNull();
+  });
+
+  it('reads the JSON form when configured for it', async () => {
+    const json = fakeSky({ statusOutput: 'json' });
+    try {
+      json.script({});
+      await json.sky.launch({ name: 'haru-t-json', yaml: TASK });
+      expect(await json.sky.status('haru-t-json')).toMatchObject({ status: 'UP' });
+      expect(json.calls()[1]!.argv).toEqual(['status', '--refresh', '-o', 'json', 'haru-t-json']);
+      expect(await json.sky.status('haru-t-other')).toBeNull();
+      await json.sky.down('haru-t-json');
+    } finally {
+      json.cleanup();
+    }
+  });
+
+  it('turns a status that exits non-zero into SkyCommandError, and unreadable output too', async () => {
+    fake.script({
+      status: [
+        { exitCode: 1, stderr: 'sky.exceptions.ApiServerConnectionError: Could not connect to SkyPilot API server' },
+        { stdout: 'garbage\n' },
+      ],
+    });
+    const failed = (await fake.sky.status('haru-t-east').catch((e: unknown) => e)) as SkyCommandError;
+    expect(failed.reason).toBe('exit');
+    expect(failed.stderr).toContain('ApiServerConnectionError');
+    const garbled = (await fake.sky.status('haru-t-east').catch((e: unknown) => e)) as SkyCommandError;
+    expect(garbled.reason).toBe('unparseable');
+  });
+
+  it('stops and downs a cluster, killing what its run started; a second down finds nothing', async () => {
+    await fake.sky.launch({ name: 'haru-t-east', yaml: TASK });
+    const pid = fake.clusters()['haru-t-east']!.pid!;
+    expect(alive(pid)).toBe(true);
+    expect(await fake.sky.stop('haru-t-east')).toBe('stopped');
+    expect(alive(pid)).toBe(false);
+    expect(await fake.sky.status('haru-t-east')).toMatchObject({ status: 'STOPPED' });
+    expect(await fake.sky.down('haru-t-east')).toBe('down');
+    expect(await fake.sky.down('haru-t-east')).toBe('not_found');
+    expect(await fake.sky.stop('haru-t-east')).toBe('not_found');
+    expect(await fake.sky.status('haru-t-east')).toBeNull();
+  });
+
+  it('does not take a failing down for a missing cluster', async () => {
+    await fake.sky.launch({ name: 'haru-t-east', yaml: TASK });
+    fake.script({
+      down: [
+        { exitCode: 1, stderr: 'botocore.exceptions.NoCredentialsError: Unable to locate credentials (not found)' },
+      ],
+    });
+    await expect(fake.sky.down('haru-t-east')).rejects.toBeInstanceOf(SkyCommandError);
+  });
+});
+
+describe('SkyServe', () => {
+  it('brings a service up with the secret in the environment, reads its status, and takes it down', async () => {
+    await fake.sky.serveUp({ name: 'haru-t-east', yaml: SERVICE, secrets: { HARU_SUPERVISOR_TOKEN: TOKEN } });
+    const [call] = fake.calls();
+    expect(call!.argv.slice(0, -1)).toEqual(skyArgs.serveUp('haru-t-east', '', ['HARU_SUPERVISOR_TOKEN']).slice(0, -1));
+    expect(call!.secrets).toEqual({ HARU_SUPERVISOR_TOKEN: TOKEN });
+    expect(existsSync(call!.argv.at(-1)!)).toBe(false);
+    expect(await fake.sky.serveStatus('haru-t-east')).toMatchObject({
+      status: 'READY',
+      replicas: { ready: 1, total: 1 },
+      replicaList: [{ id: 1, status: 'READY' }],
+    });
+    expect(await fake.sky.serveDown('haru-t-east')).toBe('down');
+    expect(await fake.sky.serveStatus('haru-t-east')).toBeNull();
+    expect(await fake.sky.serveDown('haru-t-east')).toBe('not_found');
+  });
+
+  it('reports a rejected service YAML as SkyCommandError', async () => {
+    const err = (await fake.sky
+      .serveUp({ name: 'haru-t-east', yaml: TASK })
+      .catch((e: unknown) => e)) as SkyCommandError;
+    expect(err).toBeInstanceOf(SkyCommandError);
+    expect(err.stderr).toMatch(/Service section not found/);
+  });
+});
