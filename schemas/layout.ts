@@ -60,7 +60,7 @@ export const serveSpecSchema = z.strictObject({
   /** The replica port SkyServe's load balancer sends to; default: the supervisor's port. */
   port: hostPortSchema.optional(),
   /** Readiness probe path on that port; default `/healthz` on the supervisor's port, `/health` (vLLM's) otherwise. */
-  readinessPath: z.string().startsWith('/').optional(),
+  readinessPath: z.string().regex(/^\//, 'must be a path starting with /').optional(),
   /** How long a new replica may take to pass its first probe (model download and load); default 1200. */
   initialDelaySeconds: z.number().int().min(0).optional(),
 });
