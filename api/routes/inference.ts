@@ -9,7 +9,8 @@ import { activeDomain, domainModels } from '../proxy/route-table';
  */
 export function inferenceRoutes(deps: ProxyDeps, maxBodyBytes: number): Router {
   const router = Router();
-  const raw = express.raw({ type: () => true, limit: maxBodyBytes });
+  // No inflate: the bytes forwarded are the bytes received (an encoded body is refused, not decoded).
+  const raw = express.raw({ type: () => true, limit: maxBodyBytes, inflate: false });
   router.post('/v1/chat/completions', raw, inferenceHandler(deps, 'chat/completions'));
   router.post('/v1/completions', raw, inferenceHandler(deps, 'completions'));
   router.post('/v1/embeddings', raw, inferenceHandler(deps, 'embeddings'));

@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 import OpenAI from 'openai';
 import { answerAs, chatChunk, type FakeUpstream, startFakeUpstream } from './support/upstream';
 import { call, type Harness, startHarness, twoDomainLayout } from './support/harness';
@@ -221,7 +222,7 @@ describe('OpenAI-compatible proxy', () => {
     expect(east.seen).toHaveLength(0);
   });
 
-  it('answers 400 invalid_request for bad JSON, a non-object, a missing model, and no fleet', async () => {
+  it('answers 400 invalid_request for bad JSON, a non-object, a missing model, an encoded body, and no fleet', async () => {
     const headers = await fleetHeader();
     for (const body of ['{"model": "x",', '[1,2]', '{"messages": []}', '{"model": 42}', '']) {
       const res = await call(`${h.url}/v1/chat/completions`, {
@@ -232,6 +233,12 @@ describe('OpenAI-compatible proxy', () => {
       expect(res.status).toBe(400);
       expect(res.body.error.code).toBe('invalid_request');
     }
+    const gzipped = await fetch(`${h.url}/v1/chat/completions`, {
+      method: 'POST',
+      body: gzipSync(JSON.stringify({ model, messages: [] })),
+      headers: { 'content-type': 'application/json', 'content-encoding': 'gzip', ...headers },
+    });
+    expect(gzipped.status).toBe(400);
     const noFleet = await call(`${h.url}/v1/chat/completions`, { body: { model, messages: [] } });
     expect(noFleet.status).toBe(400);
     expect(noFleet.body.error.message).toMatch(/X-Haru-Fleet/);
