@@ -175,11 +175,33 @@ describe('wakeModels', () => {
     };
     expect(await env.run(acts.wakeModels, { domainId: IDS.b })).toEqual({ attempt: 1, models: ['llama'] });
     expect(host.calls[0]).toBe('wake:0');
-    expect(heartbeats[0]).toEqual({ waitingFor: 'models not awake: llama (asleep)' });
+    expect(heartbeats.slice(0, 2)).toEqual([
+      { waitingFor: 'wake of GPU 0' },
+      { waitingFor: 'models not awake: llama (asleep)' },
+    ]);
     expect(store.slotMoves).toEqual([
       { slotId: IDS.bInference, to: 'waking' },
       { slotId: IDS.bInference, to: 'probing' },
     ]);
+  });
+
+  it('heartbeats while a slow wake call is in flight, and aborts the call when cancelled', async () => {
+    const { host, acts, env, heartbeats } = setup();
+    let aborted = false;
+    host.client.wake = (_u, _b, opts) =>
+      new Promise((_resolve, reject) => {
+        opts?.signal?.addEventListener('abort', () => {
+          aborted = true;
+          reject(opts.signal!.reason);
+        });
+      });
+    const running = env.run(acts.wakeModels, { domainId: IDS.b });
+    const deadline = Date.now() + 10_000;
+    while (heartbeats.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(heartbeats.slice(0, 2)).toEqual([{ waitingFor: 'wake of GPU 0' }, { waitingFor: 'wake of GPU 0' }]);
+    env.cancel('CANCELLED');
+    await expect(running).rejects.toBeInstanceOf(CancelledFailure);
+    expect(aborted).toBe(true);
   });
 
   it('throws retryable NotYet when the supervisor could not wake a model', async () => {

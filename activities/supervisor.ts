@@ -5,7 +5,16 @@ import type { SlotState } from '../schemas/enums';
 import { FailureType } from '../schemas/failures';
 import type { SupervisorActionResponse, SupervisorStatus } from '../schemas/supervisor';
 import { DEFAULT_POLL_INTERVAL_MS, DEFAULT_TRAINING_SETTLE_MS, type ActivityDeps } from './deps';
-import { cancellation, currentAttempt, loadTarget, modelNamesOf, waitUntil, type WaitCheck } from './support';
+import {
+  actionOptions,
+  cancellation,
+  currentAttempt,
+  heartbeatWhile,
+  loadTarget,
+  modelNamesOf,
+  waitUntil,
+  type WaitCheck,
+} from './support';
 
 export interface DomainInput {
   domainId: string;
@@ -81,7 +90,10 @@ export function createSupervisorActivities(deps: ActivityDeps) {
       Context.current().heartbeat({ waitingFor: 'stop request', trainerPids: [...pids] });
       await moveSlots(target.training, 'stopping');
       for (const gpuIndex of gpus) {
-        await supervisor.stopTraining(url, { gpuIndex, graceMs: input.graceMs }, { signal: cancellation() });
+        await heartbeatWhile(
+          `stop of training on GPU ${gpuIndex}`,
+          supervisor.stopTraining(url, { gpuIndex, graceMs: input.graceMs }, actionOptions()),
+        );
       }
       await waitUntil(async (): Promise<WaitCheck<true>> => {
         const s = await status(url);
@@ -144,7 +156,10 @@ export function createSupervisorActivities(deps: ActivityDeps) {
       for (const slot of target.inference) {
         assertAccepted(
           `wake of GPU ${slot.gpuIndex}`,
-          await supervisor.wake(url, { gpuIndex: slot.gpuIndex }, { signal: cancellation() }),
+          await heartbeatWhile(
+            `wake of GPU ${slot.gpuIndex}`,
+            supervisor.wake(url, { gpuIndex: slot.gpuIndex }, actionOptions()),
+          ),
         );
       }
       await waitUntil(async () => {
@@ -169,10 +184,13 @@ export function createSupervisorActivities(deps: ActivityDeps) {
     ): Promise<StepResult & { results: { model: string; latencyMs: number }[] }> {
       const target = await loadTarget(deps, input.domainId);
       const names = modelNamesOf(target.inference);
-      const response = await supervisor.probe(
-        target.domain.supervisorUrl,
-        { prompt: input.prompt, maxTokens: input.maxTokens, timeoutMs: input.timeoutMs, models: names },
-        { signal: cancellation(), timeoutMs: input.timeoutMs + 5_000 },
+      const response = await heartbeatWhile(
+        `probe of ${names.join(', ')}`,
+        supervisor.probe(
+          target.domain.supervisorUrl,
+          { prompt: input.prompt, maxTokens: input.maxTokens, timeoutMs: input.timeoutMs, models: names },
+          { signal: cancellation(), timeoutMs: input.timeoutMs + 5_000 },
+        ),
       );
       const results = names.map((name) => {
         const r = response.results.find((x) => x.model === name);
@@ -211,7 +229,10 @@ export function createSupervisorActivities(deps: ActivityDeps) {
       for (const slot of target.inference) {
         assertAccepted(
           `sleep of GPU ${slot.gpuIndex}`,
-          await supervisor.sleep(url, { gpuIndex: slot.gpuIndex, level: slot.sleepLevel }, { signal: cancellation() }),
+          await heartbeatWhile(
+            `sleep of GPU ${slot.gpuIndex}`,
+            supervisor.sleep(url, { gpuIndex: slot.gpuIndex, level: slot.sleepLevel }, actionOptions()),
+          ),
         );
       }
       await waitUntil(async () => {
@@ -236,7 +257,10 @@ export function createSupervisorActivities(deps: ActivityDeps) {
       for (const gpuIndex of gpus) {
         assertAccepted(
           `training start on GPU ${gpuIndex}`,
-          await supervisor.startTraining(url, { gpuIndex }, { signal: cancellation() }),
+          await heartbeatWhile(
+            `training start on GPU ${gpuIndex}`,
+            supervisor.startTraining(url, { gpuIndex }, actionOptions()),
+          ),
         );
       }
       const started = await waitUntil(async () => {

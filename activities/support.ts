@@ -54,3 +54,31 @@ export const currentAttempt = (): number => Context.current().info.attempt;
 
 /** The activity's cancellation signal, for fetch. */
 export const cancellation = (): AbortSignal => Context.current().cancellationSignal;
+
+/** How often `heartbeatWhile` heartbeats (the worker throttles what reaches the server anyway). */
+const BUSY_HEARTBEAT_MS = 1_000;
+
+/**
+ * Awaits `work` (one long supervisor call, such as a wake that reloads weights) while heartbeating
+ * `{ waitingFor }` every second, so a healthy call is never mistaken for a dead worker and a cancellation
+ * still reaches the activity (its signal aborts the call).
+ */
+export async function heartbeatWhile<T>(waitingFor: string, work: Promise<T>): Promise<T> {
+  const ctx = Context.current();
+  ctx.heartbeat({ waitingFor });
+  const timer = setInterval(() => ctx.heartbeat({ waitingFor }), BUSY_HEARTBEAT_MS);
+  try {
+    return await work;
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+/**
+ * Request options for a supervisor action: the activity's cancellation, and a timeout as long as the
+ * step's own budget (a level-2 wake may take minutes; the step budget is what bounds it).
+ */
+export function actionOptions(): { signal: AbortSignal; timeoutMs: number } {
+  const ctx = Context.current();
+  return { signal: ctx.cancellationSignal, timeoutMs: Math.max(10_000, ctx.info.startToCloseTimeoutMs || 0) };
+}

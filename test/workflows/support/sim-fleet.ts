@@ -1,0 +1,153 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createTestDatabase, seedLayout, type TestDatabase } from '../../../db/testing';
+import { fleetLayoutSchema, type FleetLayout } from '../../../schemas/layout';
+import type { FleetPolicyInput } from '../../../schemas/policy';
+import type { SupervisorStatus } from '../../../schemas/supervisor';
+import { SIM_TRAINER, startSimDomain, type SimDomain } from '../../../sim/domain';
+import { freePort } from '../../support/ports';
+
+/** Budgets that fail a broken step in seconds but leave a loaded 2-core machine room to do real work. */
+export const TEST_POLICY: FleetPolicyInput = {
+  heartbeatIntervalMs: 200,
+  heartbeatStaleMs: 3_000,
+  failureThreshold: 3,
+  degradedGraceMs: 30_000,
+  trainingStopGraceMs: 2_000,
+  stopTrainingTimeoutMs: 20_000,
+  verifyGpuTimeoutMs: 20_000,
+  wakeTimeoutMs: 20_000,
+  probeTimeoutMs: 15_000,
+  commitTimeoutMs: 10_000,
+  drainTimeoutMs: 2_000,
+  sleepTimeoutMs: 20_000,
+  startTrainingTimeoutMs: 20_000,
+};
+
+export const MODEL = 'llama-1b';
+
+export interface SimFleetDomain {
+  id: string;
+  slug: 'east' | 'west';
+  sim: SimDomain;
+  supervisorUrl: string;
+  servingUrl: string;
+}
+
+/** A fleet of two simulated domains (east active, west standby) seeded into a throwaway database. */
+export interface SimFleet {
+  fleetId: string;
+  layout: FleetLayout;
+  db: TestDatabase;
+  east: SimFleetDomain;
+  west: SimFleetDomain;
+  domain(id: string): SimFleetDomain;
+  /** The supervisor's status of a domain (GET /v1/status, no token). */
+  status(domain: SimFleetDomain): Promise<SupervisorStatus>;
+  /** Stops both domains and drops the database. */
+  close(): Promise<void>;
+}
+
+export interface SimFleetOptions {
+  policy?: FleetPolicyInput;
+  /** Environment of every trainer (e.g. `HARU_SIM_TRAINER_IGNORE_SIGTERM`). */
+  trainerEnv?: Record<string, string>;
+  wakeDelayMs?: number;
+  /** An existing database to seed into (shared by the tests of a file). */
+  db?: TestDatabase;
+}
+
+let fleetCounter = 0;
+
+/** Starts the fleet: ports are free ones, the layout is seeded, east serves and west sleeps with training running. */
+export async function startSimFleet(opts: SimFleetOptions = {}): Promise<SimFleet> {
+  const stateRoot = mkdtempSync(path.join(os.tmpdir(), 'haru-simfleet-'));
+  const ports = { east: [await freePort(), await freePort()], west: [await freePort(), await freePort()] };
+  const slug = `sim-${process.pid}-${++fleetCounter}`;
+  const layout = fleetLayoutSchema.parse({
+    fleet: { slug, activeDomain: 'east', policy: { ...TEST_POLICY, ...opts.policy } },
+    domains: (['east', 'west'] as const).map((d) => ({
+      slug: d,
+      supervisorUrl: `http://127.0.0.1:${ports[d][0]}`,
+      slots: [
+        { kind: 'inference', gpuIndex: 0, models: [{ name: MODEL, servingUrl: `http://127.0.0.1:${ports[d][1]}/v1` }] },
+        {
+          kind: 'training',
+          gpuIndex: 0,
+          command: ['node', SIM_TRAINER],
+          checkpointDir: 'checkpoints/gpu0',
+          ...(opts.trainerEnv ? { env: opts.trainerEnv } : {}),
+        },
+      ],
+    })),
+  });
+  const db = opts.db ?? (await createTestDatabase());
+  const report = await seedLayout(db.store, layout);
+  const snapshot = (await db.store.fleets.snapshot(report.fleetId))!;
+  const started: SimDomain[] = [];
+  const startDomain = async (slugName: 'east' | 'west'): Promise<SimFleetDomain> => {
+    const sim = await startSimDomain({
+      layout,
+      domainSlug: slugName,
+      stateDir: path.join(stateRoot, slugName),
+      role: slugName === 'east' ? 'active' : 'standby',
+      wakeDelayMs: opts.wakeDelayMs,
+      shutdownGraceMs: 2_000,
+    });
+    started.push(sim);
+    return {
+      id: snapshot.domains.find((d) => d.slug === slugName)!.id,
+      slug: slugName,
+      sim,
+      supervisorUrl: sim.supervisorUrl,
+      servingUrl: `http://127.0.0.1:${ports[slugName][1]}/v1`,
+    };
+  };
+  try {
+    const [east, west] = await Promise.all([startDomain('east'), startDomain('west')]);
+    return {
+      fleetId: report.fleetId,
+      layout,
+      db,
+      east,
+      west,
+      domain: (id) => (id === east.id ? east : west),
+      async status(domain) {
+        const res = await fetch(`${domain.supervisorUrl}/v1/status`);
+        return (await res.json()) as SupervisorStatus;
+      },
+      async close() {
+        await Promise.all(started.map((s) => s.kill()));
+        if (!opts.db) await db.drop();
+        rmSync(stateRoot, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    await Promise.all(started.map((s) => s.kill()));
+    if (!opts.db) await db.drop();
+    throw err;
+  }
+}
+
+/** True when every model of the domain is `state` and its training is running (`true`) or not. */
+export async function hostState(fleet: SimFleet, domain: SimFleetDomain) {
+  const status = await fleet.status(domain);
+  return {
+    models: status.models.map((m) => m.state),
+    training: status.training.map((t) => t.state),
+    trainerPids: status.training.flatMap((t) => t.pids),
+  };
+}
+
+/** One chat completion straight to a model's serving URL; resolves with the answer text. */
+export async function complete(servingUrl: string): Promise<string> {
+  const res = await fetch(`${servingUrl}/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 }),
+  });
+  if (!res.ok) throw new Error(`completion failed: HTTP ${res.status} ${await res.text()}`);
+  const body = (await res.json()) as { choices: { message: { content: string } }[] };
+  return body.choices[0]!.message.content;
+}
