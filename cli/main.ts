@@ -10,8 +10,19 @@ import { register as registerFleet } from './commands/fleet';
 import { register as registerApi } from './commands/api';
 import { register as registerDb } from './commands/db';
 import { register as registerWorker } from './commands/worker';
+import { register as registerDev } from './commands/dev';
+import { register as registerSupervisor } from './commands/supervisor';
+import { register as registerSim } from './commands/sim';
 
-const registrations: ((program: Command) => void)[] = [registerFleet, registerApi, registerDb, registerWorker];
+const registrations: ((program: Command) => void)[] = [
+  registerFleet,
+  registerApi,
+  registerDb,
+  registerWorker,
+  registerSupervisor,
+  registerSim,
+  registerDev,
+];
 
 export function buildProgram(): Command {
   const program = new Command('haru')

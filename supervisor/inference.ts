@@ -79,7 +79,7 @@ export function createInferenceController(deps: { config: SupervisorConfig; vllm
       throw new Error(`${model.name} still reports awake after POST /sleep?level=${level} answered 200`);
     }
     lastSleepLevel.set(model.name, level);
-    logger.info('model asleep', { model: model.name, gpuIndex: model.gpuIndex, level });
+    logger.info('model asleep', { model: model.name, gpuIndex: model.gpuIndex, sleepLevel: level });
   }
 
   async function wakeOne(model: ConfiguredModel): Promise<void> {
@@ -99,7 +99,7 @@ export function createInferenceController(deps: { config: SupervisorConfig; vllm
       throw new Error(`${model.name} still reports sleeping after POST /wake_up answered 200`);
     }
     lastSleepLevel.delete(model.name);
-    logger.info('model awake', { model: model.name, gpuIndex: model.gpuIndex, level });
+    logger.info('model awake', { model: model.name, gpuIndex: model.gpuIndex, sleepLevel: level });
   }
 
   async function statusOne(model: ConfiguredModel): Promise<ModelStatus> {

@@ -23,7 +23,10 @@ export function createLogger(opts: {
   const now = opts.now ?? (() => new Date());
   const emit = (level: LogLevel) => (msg: string, fields?: Record<string, unknown>) => {
     if (LOG_LEVELS.indexOf(level) < min) return;
-    opts.write(`${JSON.stringify({ time: now().toISOString(), level, msg, ...opts.base, ...fields })}\n`);
+    const line: Record<string, unknown> = { time: now().toISOString(), level, msg, ...opts.base };
+    // Fields never overwrite the envelope keys (a field named `level` would hide the log level).
+    for (const [key, value] of Object.entries(fields ?? {})) if (!(key in line)) line[key] = value;
+    opts.write(`${JSON.stringify(line)}\n`);
   };
   return { debug: emit('debug'), info: emit('info'), warn: emit('warn'), error: emit('error') };
 }

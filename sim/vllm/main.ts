@@ -1,6 +1,6 @@
 /**
  * Runs one fake vLLM as its own process (what `startSimDomain` spawns):
- *   node -r tsx/cjs sim/vllm/main.ts --model NAME --port N --gpu-index N
+ *   node -r tsx/cjs sim/vllm/main.ts --model NAME --port N --gpu-index N [--host ADDR]
  *     [--gpu-state DIR] [--control FILE] [--wake-delay-ms N] [--tokens-per-second N]
  *     [--weights-mib N] [--kv-cache-mib N] [--start-asleep]
  * Prints one JSON line `{"event":"listening",...}` when ready; exits 0 on SIGTERM/SIGINT.
@@ -14,6 +14,7 @@ export async function runFakeVllm(argv: string[]): Promise<void> {
     options: {
       model: { type: 'string' },
       port: { type: 'string' },
+      host: { type: 'string', default: '127.0.0.1' },
       'gpu-index': { type: 'string', default: '0' },
       'gpu-state': { type: 'string' },
       control: { type: 'string' },
@@ -29,6 +30,7 @@ export async function runFakeVllm(argv: string[]): Promise<void> {
   const fake = createFakeVllm({
     model: values.model,
     port: Number(values.port),
+    host: values.host,
     gpuIndex: Number(values['gpu-index']),
     gpuStateDir: values['gpu-state'],
     controlFile: values.control,

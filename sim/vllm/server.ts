@@ -8,8 +8,10 @@ import * as p from './protocol';
 export interface FakeVllmOptions {
   /** The served model name (`--served-model-name`). */
   model: string;
-  /** Port to listen on (0 = any); always 127.0.0.1, as Haru runs vLLM. */
+  /** Port to listen on (0 = any). */
   port: number;
+  /** Listen address; 127.0.0.1 (how Haru runs vLLM) unless the serving URL must be reachable from elsewhere. */
+  host?: string;
   gpuIndex: number;
   /** Simulated GPU state dir; VRAM use is written there under this process's pid. */
   gpuStateDir?: string;
@@ -138,7 +140,7 @@ export function createFakeVllm(opts: FakeVllmOptions) {
   });
   let boundPort: number | null = null;
   const poll = opts.controlFile ? setInterval(refreshFaults, 50) : null;
-  poll?.unref();
+  // Not unref'd: while refusing connections, this poll is what keeps the process alive.
 
   function send(res: http.ServerResponse, status: number, body?: unknown) {
     if (body === undefined) {
@@ -487,7 +489,7 @@ export function createFakeVllm(opts: FakeVllmOptions) {
   function startListening(port: number): Promise<void> {
     return new Promise((resolve, reject) => {
       server.once('error', reject);
-      server.listen(port, '127.0.0.1', () => {
+      server.listen(port, opts.host ?? '127.0.0.1', () => {
         server.off('error', reject);
         listening = true;
         boundPort = (server.address() as AddressInfo).port;
@@ -503,7 +505,7 @@ export function createFakeVllm(opts: FakeVllmOptions) {
   }
 
   return {
-    /** Starts listening on 127.0.0.1 and records the initial VRAM use. Resolves with the bound port. */
+    /** Starts listening and records the initial VRAM use. Resolves with the bound port. */
     async listen(): Promise<number> {
       await startListening(opts.port);
       writeVram();

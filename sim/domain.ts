@@ -1,0 +1,358 @@
+/**
+ * A whole simulated failure domain: one fake vLLM process per model on the ports of the layout's serving
+ * URLs, the real supervisor on the port of the domain's supervisor URL (pointed at the fake nvidia-smi), and
+ * the layout's training commands run by that supervisor. Every process is a real child in its own process
+ * group, so `kill()` is as abrupt as a host losing power.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import type { FleetLayout } from '../schemas/layout';
+import { RUN_FILE } from '../supervisor/training';
+import { createProcessTable } from '../supervisor/process-group';
+import { isAlive, procStat, type SimGpuInventory, updateInventory, writeInventory, writeJsonAtomic } from './gpu-state';
+import { planSimDomain, type SimModelPlan } from './domain-plan';
+import {
+  answers,
+  findMarkedPids,
+  logTail,
+  pollUntil,
+  REPO_ROOT,
+  signalGroup,
+  signalPid,
+  SIM_MARKER_ENV,
+  type SimChild,
+  spawnLogged,
+  tsEntry,
+} from './processes';
+import { type VllmControlInput, writeControlFile } from './vllm/control';
+
+/** The fake nvidia-smi executable (what HARU_GPU_SMI points at in a simulated domain). */
+export const SIM_NVIDIA_SMI = path.join(REPO_ROOT, 'sim/bin/nvidia-smi');
+/** The fake trainer: use `["node", "sim/trainer.js"]` (run from the repository root) in layouts. */
+export const SIM_TRAINER = path.join(REPO_ROOT, 'sim/trainer.js');
+/** Written in the state dir while a domain runs: what `haru sim kill` reads. */
+export const SIM_STATE_FILE = 'sim.json';
+
+export interface SimDomainOptions {
+  layout: FleetLayout;
+  domainSlug: string;
+  /** Everything the simulated host writes goes here: GPU state, logs, fault controls, relative checkpoint dirs. */
+  stateDir: string;
+  /** How long each vLLM `/wake_up` takes. */
+  wakeDelayMs?: number;
+  tokensPerSecond?: number;
+  /** Bearer token of the supervisor; without one it serves unauthenticated on 127.0.0.1 only. */
+  supervisorToken?: string;
+  /** Listen address of the supervisor and the fake vLLMs (`0.0.0.0` needs a token). Default 127.0.0.1. */
+  host?: string;
+  /**
+   * `active` (default): engines awake, no training, as vLLM starts. `standby`: engines put to sleep and
+   * training started through the supervisor before this resolves.
+   */
+  role?: 'active' | 'standby';
+  /** SIGTERM-to-SIGKILL grace the supervisor gives training runs on stop(). Default 5 s. */
+  shutdownGraceMs?: number;
+  /** Give up when a process does not answer within this. Default 60 s. */
+  startTimeoutMs?: number;
+}
+
+export interface SimModel extends SimModelPlan {
+  pid: number;
+  controlFile: string;
+  logFile: string;
+}
+
+export interface SimDomain {
+  domainSlug: string;
+  supervisorUrl: string;
+  supervisorPid: number;
+  /** Resolves when the supervisor process has exited, for whatever reason (stop, kill, crash, `haru sim kill`). */
+  supervisorExited: Promise<void>;
+  stateDir: string;
+  /** HARU_SIM_GPU_STATE of this domain (read by the fake nvidia-smi). */
+  gpuStateDir: string;
+  models: SimModel[];
+  faults: SimFaults;
+  /** SIGTERM everything (the supervisor stops training within its grace), wait, SIGKILL leftovers. */
+  stop(): Promise<void>;
+  /** SIGKILL every process of the domain at once, like a host losing power; resolves when all are gone. */
+  kill(): Promise<void>;
+}
+
+/** Fault injection for a running domain (see sim/README.md). */
+export interface SimFaults {
+  /** Replaces `model`'s faults; resolves once they are in force (a refused port refuses, a crash has exited). */
+  set(model: string, control: VllmControlInput): Promise<void>;
+  /** Clears the faults of `model`, or of every model. */
+  clear(model?: string): Promise<void>;
+  /** SIGKILLs one fake vLLM; resolves when it is gone. */
+  crash(model: string): Promise<void>;
+  /** Changes what the fake nvidia-smi reports: MIG `[N/A]` totals, a driver failure, garbage output. */
+  gpu(patch: Partial<Pick<SimGpuInventory, 'mig' | 'fault'>>): void;
+}
+
+interface StateFile {
+  marker: string;
+  pids: number[];
+  checkpointDirs: string[];
+  supervisorUrl: string;
+}
+
+const fileSafe = (name: string) => name.replace(/[^A-Za-z0-9._-]/g, '_');
+
+/**
+ * Starts a simulated domain of `layout` and resolves once every fake vLLM and the supervisor answer.
+ * Rejects (with the failing process's log tail) after stopping whatever it started when a process exits or
+ * stays silent past `startTimeoutMs`, or when a domain already runs from `stateDir`.
+ */
+export async function startSimDomain(opts: SimDomainOptions): Promise<SimDomain> {
+  const stateDir = path.resolve(opts.stateDir);
+  const plan = planSimDomain(opts.layout, opts.domainSlug, stateDir);
+  const running = readState(stateDir);
+  if (running && findMarkedPids(running.marker).length > 0) {
+    throw new Error(
+      `a simulated domain already runs from ${stateDir}: stop it, or run \`haru sim kill --state-dir ${stateDir}\``,
+    );
+  }
+  const gpuStateDir = path.join(stateDir, 'gpu');
+  const logDir = path.join(stateDir, 'logs');
+  const vllmDir = path.join(stateDir, 'vllm');
+  rmSync(gpuStateDir, { recursive: true, force: true });
+  for (const dir of [logDir, vllmDir]) mkdirSync(dir, { recursive: true });
+  writeInventory(gpuStateDir, plan.inventory);
+
+  const marker = randomUUID();
+  const host = opts.host ?? '127.0.0.1';
+  const baseEnv: NodeJS.ProcessEnv = { ...process.env, HARU_SIM_GPU_STATE: gpuStateDir, [SIM_MARKER_ENV]: marker };
+  delete baseEnv.HARU_SUPERVISOR_TOKEN;
+  delete baseEnv.HARU_SUPERVISOR_CONFIG;
+  const children: SimChild[] = [];
+  const models: SimModel[] = [];
+
+  for (const m of plan.models) {
+    const controlFile = path.join(vllmDir, `${fileSafe(m.name)}.control.json`);
+    writeControlFile(controlFile, {});
+    const [node, entry] = tsEntry('sim/vllm/main.ts');
+    const args = [
+      ...entry,
+      ...['--model', m.name, '--port', String(m.port), '--host', host, '--gpu-index', String(m.gpuIndex)],
+      ...['--gpu-state', gpuStateDir, '--control', controlFile],
+      ...['--weights-mib', String(m.weightsMiB), '--kv-cache-mib', String(m.kvCacheMiB)],
+      ...(opts.wakeDelayMs !== undefined ? ['--wake-delay-ms', String(opts.wakeDelayMs)] : []),
+      ...(opts.tokensPerSecond !== undefined ? ['--tokens-per-second', String(opts.tokensPerSecond)] : []),
+    ];
+    const child = spawnLogged(
+      `vllm ${m.name}`,
+      [node, args],
+      baseEnv,
+      path.join(logDir, `vllm-${fileSafe(m.name)}.log`),
+    );
+    children.push(child);
+    models.push({ ...m, pid: child.process.pid ?? 0, controlFile, logFile: child.logFile });
+  }
+
+  const supervisor = spawnLogged(
+    'supervisor',
+    tsEntry('supervisor/main.ts'),
+    {
+      ...baseEnv,
+      HARU_SUPERVISOR_CONFIG: JSON.stringify(plan.supervisorConfig),
+      PORT: String(plan.supervisorPort),
+      HARU_SUPERVISOR_HOST: host,
+      HARU_GPU_SMI: SIM_NVIDIA_SMI,
+      HARU_GPU_VENDOR: 'nvidia',
+      HARU_SUPERVISOR_SHUTDOWN_GRACE_MS: String(opts.shutdownGraceMs ?? 5_000),
+      ...(opts.supervisorToken ? { HARU_SUPERVISOR_TOKEN: opts.supervisorToken } : {}),
+    },
+    path.join(logDir, 'supervisor.log'),
+  );
+  children.push(supervisor);
+  const supervisorUrl = `http://127.0.0.1:${plan.supervisorPort}`;
+  const checkpointDirs = plan.supervisorConfig.training.map((t) => t.checkpointDir);
+  writeJsonAtomic(path.join(stateDir, SIM_STATE_FILE), {
+    marker,
+    pids: children.map((c) => c.process.pid ?? 0),
+    checkpointDirs,
+    supervisorUrl,
+  } satisfies StateFile);
+
+  const killAll = () => killProcesses(children, marker, checkpointDirs);
+  try {
+    await waitReady(
+      children,
+      [...models.map((m) => `http://127.0.0.1:${m.port}/health`), `${supervisorUrl}/healthz`],
+      opts.startTimeoutMs ?? 60_000,
+    );
+    if (opts.role === 'standby') await becomeStandby(supervisorUrl, opts.supervisorToken);
+  } catch (err) {
+    await killAll();
+    rmSync(path.join(stateDir, SIM_STATE_FILE), { force: true });
+    throw err;
+  }
+
+  const byName = (name: string) => {
+    const model = models.find((m) => m.name === name);
+    if (!model) throw new Error(`model "${name}" is not in simulated domain "${plan.domain.slug}"`);
+    return model;
+  };
+  const faults: SimFaults = {
+    async set(name, control) {
+      const model = byName(name);
+      writeControlFile(model.controlFile, control);
+      const child = children.find((c) => c.process.pid === model.pid)!;
+      if (control.crash) return void (await child.exited);
+      if (hasExited(child)) throw new Error(`fake vLLM "${name}" is not running (crashed or killed)`);
+      // Request-path faults apply on the next request (the control file is re-read per request); a refused
+      // port needs the fake's poll, so wait until connecting behaves as asked.
+      const health = `http://127.0.0.1:${model.port}/health`;
+      const settled = await pollUntil(
+        async () => (await answers(health)) === !control.refuse || control.hang === true,
+        10_000,
+      );
+      if (!settled) throw new Error(`fake vLLM "${name}" did not apply its faults: ${logTail(model.logFile, 500)}`);
+    },
+    async clear(name) {
+      for (const model of name ? [byName(name)] : models) {
+        const child = children.find((c) => c.process.pid === model.pid)!;
+        if (hasExited(child)) writeControlFile(model.controlFile, {});
+        else await faults.set(model.name, {});
+      }
+    },
+    async crash(name) {
+      const model = byName(name);
+      signalGroup(model.pid, 'SIGKILL');
+      await children.find((c) => c.process.pid === model.pid)!.exited;
+    },
+    gpu(patch) {
+      updateInventory(gpuStateDir, patch);
+    },
+  };
+
+  let ended: Promise<void> | null = null;
+  return {
+    domainSlug: plan.domain.slug,
+    supervisorUrl,
+    supervisorPid: supervisor.process.pid ?? 0,
+    supervisorExited: supervisor.exited,
+    stateDir,
+    gpuStateDir,
+    models,
+    faults,
+    stop() {
+      ended ??= stopProcesses(children, supervisor, opts.shutdownGraceMs ?? 5_000)
+        .then(killAll)
+        .finally(() => rmSync(path.join(stateDir, SIM_STATE_FILE), { force: true }));
+      return ended;
+    },
+    kill() {
+      ended ??= killAll().finally(() => rmSync(path.join(stateDir, SIM_STATE_FILE), { force: true }));
+      return ended;
+    },
+  };
+}
+
+/** Waits until every URL answers 2xx; fails early with the log of a process that exited. */
+async function waitReady(children: SimChild[], urls: string[], timeoutMs: number): Promise<void> {
+  const exited = new Set<SimChild>();
+  for (const child of children) void child.exited.then(() => exited.add(child));
+  const pending = new Set(urls);
+  const ok = await pollUntil(
+    async () => {
+      if (exited.size) return true;
+      await Promise.all([...pending].map(async (url) => (await answers(url)) && pending.delete(url)));
+      return pending.size === 0;
+    },
+    timeoutMs,
+    100,
+  );
+  const dead = [...exited][0];
+  if (dead) {
+    const code = dead.process.exitCode ?? dead.process.signalCode;
+    throw new Error(`simulated ${dead.name} exited during start-up (${code}):\n${logTail(dead.logFile)}`);
+  }
+  if (!ok) throw new Error(`simulated domain did not answer within ${timeoutMs} ms: ${[...pending].join(', ')}`);
+}
+
+/** Puts every engine to sleep and starts training, through the supervisor's own API. */
+async function becomeStandby(supervisorUrl: string, token: string | undefined): Promise<void> {
+  const headers = { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) };
+  for (const route of ['/v1/vllm/sleep', '/v1/training/start']) {
+    const res = await fetch(`${supervisorUrl}${route}`, { method: 'POST', headers, body: '{}' });
+    const body = (await res.json()) as { accepted?: boolean };
+    if (!res.ok || !body.accepted) throw new Error(`standby set-up failed at ${route}: ${JSON.stringify(body)}`);
+  }
+}
+
+/** SIGTERM to the supervisor (it stops training within its grace), then the engines; SIGKILL what lingers. */
+async function stopProcesses(children: SimChild[], supervisor: SimChild, graceMs: number): Promise<void> {
+  const stopOne = async (child: SimChild, waitMs: number) => {
+    signalGroup(child.process.pid, 'SIGTERM');
+    const timer = setTimeout(() => signalGroup(child.process.pid, 'SIGKILL'), waitMs);
+    await child.exited;
+    clearTimeout(timer);
+  };
+  await stopOne(supervisor, graceMs + 10_000);
+  await Promise.all(children.filter((c) => c !== supervisor).map((c) => stopOne(c, 5_000)));
+}
+
+/**
+ * SIGKILLs every process of a domain: its live children's groups, every process carrying its marker (a marked
+ * group leader takes its whole group with it), and the training groups recorded in the checkpoint dirs when
+ * their leader is still the recorded process. Resolves when no marked process is left.
+ */
+async function killProcesses(children: SimChild[], marker: string, checkpointDirs: string[]): Promise<void> {
+  // An unreaped child keeps its pid, so its group id cannot have been recycled.
+  for (const child of children) if (!hasExited(child)) signalGroup(child.process.pid, 'SIGKILL');
+  killMarked(marker, checkpointDirs);
+  await Promise.all(children.map((c) => c.exited));
+  await pollUntil(() => findMarkedPids(marker).length === 0, 10_000);
+}
+
+const hasExited = (child: SimChild) => child.process.exitCode !== null || child.process.signalCode !== null;
+
+function killMarked(marker: string, checkpointDirs: string[]): number {
+  const marked = findMarkedPids(marker);
+  for (const pid of marked) {
+    if (procStat(pid)?.pgrp === pid) signalGroup(pid, 'SIGKILL');
+    else signalPid(pid, 'SIGKILL');
+  }
+  const table = createProcessTable();
+  for (const run of trainingRuns(checkpointDirs)) {
+    if (isAlive(run.pgid) && run.startTime && table.startTime(run.pgid) === run.startTime)
+      signalGroup(run.pgid, 'SIGKILL');
+  }
+  return marked.length;
+}
+
+function trainingRuns(checkpointDirs: string[]): { pgid: number; startTime: string | null }[] {
+  return checkpointDirs.flatMap((dir) => {
+    try {
+      return [JSON.parse(readFileSync(path.join(dir, RUN_FILE), 'utf8')) as { pgid: number; startTime: string | null }];
+    } catch {
+      return [];
+    }
+  });
+}
+
+function readState(stateDir: string): StateFile | null {
+  try {
+    return JSON.parse(readFileSync(path.join(stateDir, SIM_STATE_FILE), 'utf8')) as StateFile;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * SIGKILLs a domain started from `stateDir` by another process (`haru sim kill`): every process carrying the
+ * domain's marker and its recorded training groups. Returns how many marked processes it found; 0 when
+ * nothing ran.
+ */
+export async function killSimDomain(stateDir: string): Promise<number> {
+  const state = readState(path.resolve(stateDir));
+  if (!state) return 0;
+  const killed = killMarked(state.marker, state.checkpointDirs);
+  await pollUntil(() => findMarkedPids(state.marker).length === 0, 10_000);
+  rmSync(path.join(path.resolve(stateDir), SIM_STATE_FILE), { force: true });
+  return killed;
+}
