@@ -71,7 +71,7 @@ export function createFleetMonitorActivities(deps: ActivityDeps) {
     deps.metrics?.domainPolled({ fleet: snapshot.slug, domain: domain.slug, outcome: 'ok' });
     await store.domains.recordPoll(domain.id, { ok: true, at });
     const observed = observeDomain(domain, isActive, status);
-    const to = nextDomainState(domain.state, isActive, observed.state);
+    const to = nextDomainState(domain.state, isActive, observed.state, domain.provider);
     if (to) await transition(snapshot, domain, to, observed.problems.join('; ') || null);
     if (isInOperation) return; // the operation's activities own these slots until it ends
     for (const change of observed.slotChanges) await store.slots.transition(change.slotId, change.to).catch(() => null);

@@ -75,7 +75,13 @@ describe('nextDomainState', () => {
     expect(nextDomainState('failed', false, 'ready')).toBe('ready');
     expect(nextDomainState('failed', true, 'ready')).toBeNull();
   });
-  it.each(['provisioning', 'stopping', 'stopped'] as const)('leaves a %s domain alone', (state) => {
+  it.each(['stopping', 'stopped'] as const)('leaves a %s domain alone', (state) => {
     expect(nextDomainState(state, false, 'ready')).toBeNull();
+  });
+  it('provisions a static domain with its first answer, and leaves a provisioned one to its workflow', () => {
+    expect(nextDomainState('provisioning', false, 'ready', 'static')).toBe('ready');
+    expect(nextDomainState('provisioning', true, 'degraded', 'static')).toBe('degraded');
+    expect(nextDomainState('provisioning', false, 'ready', 'skypilot')).toBeNull();
+    expect(nextDomainState('provisioning', false, 'ready', 'skyserve')).toBeNull();
   });
 });

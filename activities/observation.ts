@@ -1,5 +1,5 @@
 import type { DomainSnapshot, Slot } from '../schemas/entities';
-import type { DomainState, SlotState } from '../schemas/enums';
+import type { DomainState, Provider, SlotState } from '../schemas/enums';
 import type { SupervisorStatus } from '../schemas/supervisor';
 
 /** What one successful poll says about a domain: its health and the state each slot should be in. */
@@ -55,14 +55,18 @@ export function observeDomain(domain: DomainSnapshot, isActive: boolean, status:
 /**
  * The domain state to write after a successful poll, or null to leave it. ready <-> degraded follow the
  * observation; a failed standby that answers again recovers; a failed active stays failed (only a
- * promotion replaces it); provisioning, stopping and stopped belong to their own workflows.
+ * promotion replaces it); a `static` domain (no provisioning workflow: its hosts exist already) leaves
+ * provisioning with its first answer; otherwise provisioning, stopping and stopped belong to their own
+ * workflows.
  */
 export function nextDomainState(
   current: DomainState,
   isActive: boolean,
   observed: 'ready' | 'degraded',
+  provider: Provider = 'static',
 ): DomainState | null {
   if (current === 'ready' || current === 'degraded') return current === observed ? null : observed;
   if (current === 'failed' && !isActive) return observed;
+  if (current === 'provisioning' && provider === 'static') return observed;
   return null;
 }
