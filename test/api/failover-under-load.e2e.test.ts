@@ -216,6 +216,11 @@ describe('failover under load', () => {
     const promotions = (await h.store.operations.list(fleet.id)).filter((o) => o.kind === 'promote');
     expect(promotions).toHaveLength(1);
     expect(promotions[0]).toMatchObject({ requestedBy: expect.any(String), routingCommitted: true });
+    // The API shows the workflow's live progress for it.
+    const detail = await call(`${h.url}/v1/fleets/${fleet.slug}/operations/${promotions[0]!.id}`);
+    expect(detail.status).toBe(200);
+    const steps = detail.body.progress.steps as { step: string; status: string }[];
+    expect(steps.find((s) => s.step === 'commitRouting')?.status).toBe('succeeded');
     await temporal.client.workflow.getHandle(monitorWorkflowId(fleet.id)).terminate('test done');
   });
 });
