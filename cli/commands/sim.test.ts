@@ -1,0 +1,134 @@
+/**
+ * `haru sim domain` and `haru sim kill` as an operator runs them: a real `haru` process, real signals.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { isAlive } from '../../sim/gpu-state';
+import { findMarkedPids } from '../../sim/processes';
+import { freePort } from '../../test/support/ports';
+
+const HARU = path.resolve(__dirname, '../../bin/haru.js');
+let dir: string;
+const children: ChildProcess[] = [];
+
+beforeAll(() => {
+  dir = mkdtempSync(path.join(os.tmpdir(), 'haru-sim-cli-'));
+});
+afterAll(() => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function writeLayout(name: string): Promise<{ file: string; supervisorPort: number }> {
+  const supervisorPort = await freePort();
+  const layout = {
+    fleet: { slug: 'cli', activeDomain: 'solo' },
+    domains: [
+      {
+        slug: 'solo',
+        supervisorUrl: `http://127.0.0.1:${supervisorPort}`,
+        slots: [
+          {
+            kind: 'inference',
+            gpuIndex: 0,
+            models: [{ name: 'tiny-1b', servingUrl: `http://127.0.0.1:${await freePort()}` }],
+          },
+          { kind: 'training', gpuIndex: 0, command: ['node', 'sim/trainer.js'], checkpointDir: 'ckpt' },
+        ],
+      },
+    ],
+  };
+  const file = path.join(dir, `${name}.layout.json`);
+  writeFileSync(file, JSON.stringify(layout));
+  return { file, supervisorPort };
+}
+
+function haru(args: string[], env: NodeJS.ProcessEnv = {}) {
+  const child = spawn(process.execPath, [HARU, ...args], {
+    env: { ...process.env, HARU_SUPERVISOR_TOKEN: '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let output = '';
+  child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
+  child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const printed = (pattern: RegExp) =>
+    new Promise<void>((resolve, reject) => {
+      const check = () => {
+        if (pattern.test(output)) resolve();
+      };
+      child.stdout!.on('data', check);
+      void exited.then(() =>
+        pattern.test(output) ? resolve() : reject(new Error(`exited without ${pattern}:\n${output}`)),
+      );
+    });
+  return { child, exited, printed, output: () => output };
+}
+
+const marker = (stateDir: string) =>
+  (JSON.parse(readFileSync(path.join(stateDir, 'sim.json'), 'utf8')) as { marker: string }).marker;
+
+/** Every pid of the running domain: its children (sim.json) and the training run the supervisor started. */
+async function domainPids(stateDir: string, supervisorPort: number): Promise<number[]> {
+  const state = JSON.parse(readFileSync(path.join(stateDir, 'sim.json'), 'utf8')) as { pids: number[] };
+  const status = (await (await fetch(`http://127.0.0.1:${supervisorPort}/v1/status`)).json()) as {
+    training: { pids: number[] }[];
+  };
+  return [...state.pids, ...status.training.flatMap((t) => t.pids)];
+}
+
+describe('haru sim', () => {
+  it('runs a standby domain until SIGTERM and leaves no process behind', async () => {
+    const { file, supervisorPort } = await writeLayout('term');
+    const stateDir = path.join(dir, 'term');
+    const run = haru(['sim', 'domain', '--layout', file, '--domain', 'solo', '--state-dir', stateDir, '--standby']);
+    await run.printed(/nvidia-smi: HARU_SIM_GPU_STATE=/);
+    expect(run.output()).toContain('simulated domain solo (standby)');
+    const pids = await domainPids(stateDir, supervisorPort);
+    expect(pids).toHaveLength(3); // fake vLLM, supervisor, trainer
+    expect(pids.every(isAlive)).toBe(true);
+    const domainMarker = marker(stateDir);
+
+    run.child.kill('SIGTERM');
+    expect(await run.exited).toBe(0);
+    expect(pids.filter(isAlive)).toEqual([]);
+    expect(findMarkedPids(domainMarker)).toEqual([]); // helpers (tsx's esbuild service) included
+    expect(run.output()).toContain('stopped');
+  });
+
+  it('`haru sim kill` SIGKILLs a running domain, and the domain command exits non-zero', async () => {
+    const { file, supervisorPort } = await writeLayout('kill');
+    const stateDir = path.join(dir, 'kill');
+    const run = haru(['sim', 'domain', '--layout', file, '--domain', 'solo', '--state-dir', stateDir, '--standby']);
+    await run.printed(/nvidia-smi: HARU_SIM_GPU_STATE=/);
+    const pids = await domainPids(stateDir, supervisorPort);
+    const domainMarker = marker(stateDir);
+
+    const kill = haru(['sim', 'kill', '--state-dir', stateDir]);
+    expect(await kill.exited).toBe(0);
+    expect(kill.output()).toMatch(/killed \d+ processes/);
+    expect(pids.filter(isAlive)).toEqual([]);
+    expect(findMarkedPids(domainMarker)).toEqual([]);
+    expect(await run.exited).toBe(1);
+    expect(run.output()).toContain('supervisor exited; domain stopped');
+  });
+
+  it('refuses a bad layout with every problem listed (exit 2)', async () => {
+    const file = path.join(dir, 'bad.layout.json');
+    writeFileSync(file, JSON.stringify({ fleet: { slug: 'Bad Slug', activeDomain: 'x' }, domains: [] }));
+    const run = haru(['sim', 'domain', '--layout', file, '--domain', 'x']);
+    expect(await run.exited).toBe(2);
+    expect(run.output()).toMatch(/invalid layout[\s\S]*fleet\.slug[\s\S]*domains/);
+  });
+
+  it('runs `haru supervisor`, which refuses a bad config with exit 2', async () => {
+    const run = haru(['supervisor'], { HARU_SUPERVISOR_CONFIG: '{"inference": [{"gpuIndex": -1}]}' });
+    expect(await run.exited).toBe(2);
+    expect(run.output()).toMatch(
+      /^haru: invalid supervisor config[\s\S]*inference\.0\.gpuIndex[\s\S]*inference\.0\.models/,
+    );
+  });
+});
