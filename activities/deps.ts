@@ -1,4 +1,5 @@
 import type { Store } from '../db/store';
+import type { SkyCli } from '../drivers/sky';
 import type { SupervisorClient } from './supervisor-client';
 
 /** Counters the activities bump; the worker backs them with prom-client, tests leave them out. */
@@ -20,6 +21,12 @@ export interface ActivityDeps {
   /** How long a started training run must stay alive before it counts as started (default 1 s). */
   trainingSettleMs?: number;
   metrics?: ActivityMetrics;
+  /** The `sky` CLI for skypilot/skyserve domains; provisioning activities fail non-retryably without it. */
+  sky?: SkyCli;
+  /** Handed to provisioned hosts as their supervisor token (`sky launch --secret HARU_SUPERVISOR_TOKEN`). */
+  supervisorToken?: string;
+  /** HTTP for the supervisor's open `/healthz` (default: the global fetch). */
+  fetch?: typeof globalThis.fetch;
 }
 
 export const DEFAULT_POLL_INTERVAL_MS = 250;

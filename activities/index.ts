@@ -1,6 +1,7 @@
 import type { ActivityDeps } from './deps';
 import { createFleetMonitorActivities } from './fleet-monitor';
 import { createFleetStoreActivities } from './fleet-store';
+import { createProvisioningActivities } from './provisioning';
 import { createSupervisorActivities } from './supervisor';
 
 /**
@@ -11,6 +12,7 @@ export const createActivities = (deps: ActivityDeps) => ({
   ...createFleetStoreActivities(deps),
   ...createSupervisorActivities(deps),
   ...createFleetMonitorActivities(deps),
+  ...createProvisioningActivities(deps),
 });
 
 export type Activities = ReturnType<typeof createActivities>;

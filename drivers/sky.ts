@@ -252,3 +252,19 @@ export function createSkyCli(options: SkyCliOptions): SkyCli {
     serveDown: (service, opts) => removal(skyArgs.serveDown(service), service, timeouts.downMs, 'down' as const, opts),
   };
 }
+
+/** Variables of Haru's own processes that must never reach a `sky` process (or, through it, a cloud host). */
+export const HARU_SECRET_ENV = ['HARU_SUPERVISOR_TOKEN', 'HARU_API_TOKEN', 'DATABASE_URL'] as const;
+
+/**
+ * The environment for `sky` processes from a Haru process's own: everything the CLI may need (PATH, HOME,
+ * cloud credentials, SKYPILOT_*), without Haru's secrets. A launch adds the supervisor token back for that
+ * one command, as a `--secret`.
+ */
+export function skyProcessEnv(env: NodeJS.ProcessEnv): Record<string, string> {
+  const result: Record<string, string> = {};
+  for (const [key, value] of Object.entries(env)) {
+    if (value !== undefined && !(HARU_SECRET_ENV as readonly string[]).includes(key)) result[key] = value;
+  }
+  return result;
+}

@@ -21,6 +21,12 @@ export const FailureType = {
   StateConflict: 'StateConflict',
   /** The operation was cancelled or finished by someone else: non-retryable. */
   OperationClosed: 'OperationClosed',
+  /** `sky launch` / `sky serve up` failed, or the launched cluster or service vanished: non-retryable. */
+  LaunchFailed: 'LaunchFailed',
+  /** A `sky` command other than a launch failed (status, stop, down): retryable within the step budget. */
+  SkyCommandFailed: 'SkyCommandFailed',
+  /** This worker has no `sky` CLI configured: non-retryable. */
+  ProvisioningUnavailable: 'ProvisioningUnavailable',
 } as const;
 export type FailureType = (typeof FailureType)[keyof typeof FailureType];
 
@@ -32,4 +38,6 @@ export const NON_RETRYABLE_FAILURES: readonly FailureType[] = [
   FailureType.ProbeFailed,
   FailureType.StateConflict,
   FailureType.OperationClosed,
+  FailureType.LaunchFailed,
+  FailureType.ProvisioningUnavailable,
 ];

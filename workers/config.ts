@@ -18,6 +18,8 @@ export const workerConfigSchema = z.object({
   HARU_WORKER_METRICS_HOST: blankable(z.string().min(1).default('0.0.0.0')),
   /** A prebuilt workflow bundle (from `bundleWorkflowCode`); unset bundles workflows/ at start (a few seconds). */
   HARU_WORKFLOW_BUNDLE: blankable(z.string().min(1).optional()),
+  /** The SkyPilot CLI used to provision skypilot/skyserve domains (a name on PATH or a path). */
+  HARU_SKY_BIN: blankable(z.string().min(1).default('sky')),
   LOG_LEVEL: blankable(z.enum(['debug', 'info', 'warn', 'error']).default('info')),
 });
 export type WorkerConfig = z.infer<typeof workerConfigSchema>;

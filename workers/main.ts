@@ -11,6 +11,8 @@ import { NativeConnection, Runtime } from '@temporalio/worker';
 import { createDatabase } from '../db/client';
 import { migrate } from '../db/migrate';
 import { createStore } from '../db/store';
+import { createSpawnExec } from '../drivers/exec';
+import { createSkyCli, skyProcessEnv } from '../drivers/sky';
 import { loadWorkerConfig } from './config';
 import { createWorkerLogger } from './logger';
 import { createWorkerMetrics } from './metrics';
@@ -63,6 +65,7 @@ export async function startWorker(env: NodeJS.ProcessEnv = process.env): Promise
       taskQueue: config.HARU_TASK_QUEUE,
       store,
       supervisorToken: config.HARU_SUPERVISOR_TOKEN,
+      sky: createSkyCli({ exec: createSpawnExec(), bin: config.HARU_SKY_BIN, env: skyProcessEnv(env) }),
       workflowBundle: config.HARU_WORKFLOW_BUNDLE ? { codePath: path.resolve(config.HARU_WORKFLOW_BUNDLE) } : undefined,
       metrics,
     });

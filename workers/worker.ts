@@ -4,6 +4,7 @@ import { createActivities } from '../activities';
 import type { ActivityDeps } from '../activities/deps';
 import { createSupervisorClient } from '../activities/supervisor-client';
 import type { Store } from '../db/store';
+import type { SkyCli } from '../drivers/sky';
 import type { WorkerMetrics } from './metrics';
 
 export interface HaruWorkerOptions {
@@ -24,6 +25,8 @@ export interface HaruWorkerOptions {
   pollIntervalMs?: number;
   /** How long a started trainer must stay up to count as started. */
   trainingSettleMs?: number;
+  /** The `sky` CLI for skypilot/skyserve domains; without it their provisioning fails with ProvisioningUnavailable. */
+  sky?: SkyCli;
   /** Passed through to Worker.create (identity, shutdownGraceTime, ...). */
   workerOptions?: Partial<Omit<WorkerOptions, 'connection' | 'namespace' | 'taskQueue' | 'activities'>>;
 }
@@ -45,6 +48,8 @@ export async function createHaruWorker(opts: HaruWorkerOptions): Promise<Worker>
     metrics: opts.metrics,
     pollIntervalMs: opts.pollIntervalMs,
     trainingSettleMs: opts.trainingSettleMs,
+    sky: opts.sky,
+    supervisorToken: opts.supervisorToken,
   };
   return Worker.create({
     connection: opts.connection,

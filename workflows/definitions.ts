@@ -77,3 +77,36 @@ export interface FleetMonitorInput {
   /** How often the watch activity returns when nothing is due (default 60 s). */
   checkpointMs?: number;
 }
+
+/** The provisioning of a skypilot/skyserve domain: one at a time per domain. */
+export const provisionWorkflowId = (domainId: string): string => `haru/${domainId}/provision`;
+/** The teardown of a skypilot/skyserve domain. */
+export const teardownWorkflowId = (domainId: string): string => `haru/${domainId}/teardown`;
+
+export interface ProvisionDomainInput {
+  domainId: string;
+  /** Limit of `sky launch` / `sky serve up` (default 45 min). */
+  launchTimeoutMs?: number;
+  /** How long the launched supervisor may take to answer with every model (default 20 min). */
+  readyTimeoutMs?: number;
+}
+
+export interface ProvisionDomainResult {
+  domainId: string;
+  state: 'ready';
+  skyName: string;
+  /** Whether the domain was put on standby (models asleep, training started). */
+  standby: boolean;
+}
+
+export interface TeardownDomainInput {
+  domainId: string;
+  /** `down` terminates the machines (default); `stop` keeps their disks (`sky stop`, skypilot only). */
+  mode?: 'down' | 'stop';
+}
+
+export interface TeardownDomainResult {
+  domainId: string;
+  state: 'stopped';
+  result: 'down' | 'stopped' | 'not_found' | 'already_stopped';
+}

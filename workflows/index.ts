@@ -2,3 +2,5 @@
 export { promotionWorkflow } from './promotion';
 export { demotionWorkflow } from './demotion';
 export { fleetMonitorWorkflow } from './fleet-monitor';
+export { provisionDomainWorkflow } from './provision';
+export { teardownDomainWorkflow } from './teardown';

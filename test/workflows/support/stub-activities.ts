@@ -98,6 +98,9 @@ export function stubActivities(overrides: Partial<Activities> = {}, policy: Flee
     async watchFleet() {
       throw new Error('watchFleet is not stubbed in this test');
     },
+    // Provisioning (activities/provisioning.ts): tested in test/provisioning/ against the real activities.
+    ...notStubbed('beginProvisioning', 'launchDomain', 'awaitSupervisor', 'finishProvisioning'),
+    ...notStubbed('beginTeardown', 'destroyDomain', 'finishTeardown'),
   };
   const activities = Object.fromEntries(
     Object.entries({ ...base, ...overrides }).map(([name, fn]) => [
@@ -109,4 +112,16 @@ export function stubActivities(overrides: Partial<Activities> = {}, policy: Flee
     ]),
   ) as unknown as Activities;
   return { activities, calls, finished };
+}
+
+/** Activities a stub set does not answer: calling one fails the test with its name. */
+function notStubbed<K extends keyof Activities>(...names: K[]): Pick<Activities, K> {
+  return Object.fromEntries(
+    names.map((name) => [
+      name,
+      async () => {
+        throw new Error(`${name} is not stubbed in this test`);
+      },
+    ]),
+  ) as unknown as Pick<Activities, K>;
 }

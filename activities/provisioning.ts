@@ -1,0 +1,395 @@
+import { Context, log } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { SkyCommandError } from '../drivers/errors';
+import type { SkyCli } from '../drivers/sky';
+import { stripAnsi } from '../drivers/sky-output';
+import { renderDomainYaml, RenderError, skyNameFor } from '../drivers/sky-yaml';
+import type { Domain, FleetSnapshot } from '../schemas/entities';
+import type { DomainState, Provider } from '../schemas/enums';
+import { FailureType } from '../schemas/failures';
+import type { FleetPolicy } from '../schemas/policy';
+import { DEFAULT_POLL_INTERVAL_MS, type ActivityDeps } from './deps';
+import { cancellation, currentAttempt, loadTarget, modelNamesOf, waitUntil } from './support';
+
+/** The environment variable the supervisor reads its bearer token from (passed with `--secret`). */
+export const SUPERVISOR_TOKEN_ENV = 'HARU_SUPERVISOR_TOKEN';
+
+/** A skypilot/skyserve domain as the provisioning workflows need it. */
+export interface ProvisioningTarget {
+  domainId: string;
+  fleetId: string;
+  slug: string;
+  provider: Exclude<Provider, 'static'>;
+  /** The SkyPilot cluster or SkyServe service name. */
+  skyName: string;
+  isActive: boolean;
+  policy: FleetPolicy;
+  inferenceSlotCount: number;
+  trainingSlotCount: number;
+}
+
+export interface BeginTeardownResult extends ProvisioningTarget {
+  /** `stopped` when there was nothing left to tear down. */
+  state: 'stopping' | 'stopped';
+  /** Whether the supervisor was answering (ready/degraded): worth a graceful stop of training first. */
+  wasServing: boolean;
+}
+
+const invalidTarget = (message: string) => ApplicationFailure.nonRetryable(message, FailureType.InvalidTarget);
+
+/** Last line of a chunk of CLI output, for heartbeat details (what a stuck launch was doing). */
+const lastLine = (chunk: string) => stripAnsi(chunk).trim().split('\n').at(-1)?.slice(0, 200) ?? '';
+
+/**
+ * Provisioning activities: bring a skypilot/skyserve domain's machines up or down through the `sky` CLI
+ * and record the domain's lifecycle (`provisioning -> ready | failed`, `stopping -> stopped`). Every one
+ * is safe to repeat: state changes are guarded transitions, a repeated launch reuses the cluster, a
+ * repeated down finds nothing and says so.
+ */
+export function createProvisioningActivities(deps: ActivityDeps) {
+  const { store, supervisor } = deps;
+  const intervalMs = deps.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
+  const httpFetch = deps.fetch ?? globalThis.fetch;
+
+  function requireSky(): SkyCli {
+    if (!deps.sky) {
+      throw ApplicationFailure.nonRetryable(
+        'this worker has no sky CLI configured: skypilot and skyserve domains cannot be provisioned here',
+        FailureType.ProvisioningUnavailable,
+      );
+    }
+    return deps.sky;
+  }
+
+  async function loadProvisionable(domainId: string): Promise<{ domain: Domain; fleet: FleetSnapshot }> {
+    const domain = await store.domains.get(domainId);
+    if (!domain) throw invalidTarget(`domain ${domainId} does not exist`);
+    const fleet = await store.fleets.snapshot(domain.fleetId);
+    if (!fleet) throw invalidTarget(`fleet ${domain.fleetId} of domain ${domain.slug} does not exist`);
+    if (domain.provider === 'static') {
+      throw invalidTarget(`domain ${domain.slug} is static: its machines are not managed by Haru`);
+    }
+    return { domain, fleet };
+  }
+
+  function targetOf(domain: Domain, fleet: FleetSnapshot): ProvisioningTarget {
+    const slots = fleet.domains.find((d) => d.id === domain.id)?.slots ?? [];
+    return {
+      domainId: domain.id,
+      fleetId: fleet.id,
+      slug: domain.slug,
+      provider: domain.provider as ProvisioningTarget['provider'],
+      skyName: skyNameFor(fleet.slug, domain.slug),
+      isActive: fleet.activeDomainId === domain.id,
+      policy: fleet.policy,
+      inferenceSlotCount: slots.filter((s) => s.kind === 'inference').length,
+      trainingSlotCount: slots.filter((s) => s.kind === 'training').length,
+    };
+  }
+
+  async function event(domain: Domain, type: string, message: string, data: Record<string, unknown> = {}) {
+    await store.events.append({ fleetId: domain.fleetId, domainId: domain.id, type, message, data });
+  }
+
+  /** Moves the domain to `to` unless it is already there; a lost race re-reads and accepts `to` only. */
+  async function moveTo(domain: Domain, to: DomainState, lastError?: string | null): Promise<Domain> {
+    if (domain.state === to) return domain;
+    const moved = await store.domains.transition(domain.id, to, lastError === undefined ? {} : { lastError });
+    if (moved) return moved;
+    const now = await store.domains.get(domain.id);
+    if (now?.state === to) return now;
+    throw ApplicationFailure.nonRetryable(
+      `domain ${domain.slug} could not move ${domain.state} -> ${to} (it is ${now?.state ?? 'gone'})`,
+      FailureType.StateConflict,
+    );
+  }
+
+  /** Heartbeats every few seconds (and on every line of output) while `fn` runs a long `sky` command. */
+  async function heartbeating<T>(what: string, fn: (onOutput: (chunk: string) => void) => Promise<T>): Promise<T> {
+    const ctx = Context.current();
+    let last = '';
+    const beat = () => ctx.heartbeat({ waitingFor: what, lastOutput: last });
+    beat();
+    const timer = setInterval(beat, 5_000);
+    try {
+      return await fn((chunk) => {
+        last = lastLine(chunk) || last;
+        beat();
+      });
+    } finally {
+      clearInterval(timer);
+    }
+  }
+
+  /** The activity's cancellation instead of a SkyCommandError for a command we aborted. */
+  function skyFailure(err: unknown, type: FailureType, retryable: boolean): unknown {
+    if (err instanceof SkyCommandError && err.reason === 'aborted') return cancellation().reason ?? err;
+    if (!(err instanceof SkyCommandError)) return err;
+    const details = { command: err.command, exitCode: err.exitCode, reason: err.reason, stderr: err.stderr };
+    return retryable
+      ? ApplicationFailure.retryable(err.message, type, details)
+      : ApplicationFailure.nonRetryable(err.message, type, details);
+  }
+
+  return {
+    /**
+     * Starts provisioning a skypilot/skyserve domain: a `failed` or `stopped` domain moves to
+     * `provisioning`; one already `provisioning` is picked up again (a retry or a restarted workflow).
+     * Refuses (non-retryable InvalidTarget) a static domain, one without a launch spec, and one that is
+     * ready, degraded or being torn down.
+     */
+    async beginProvisioning(input: { domainId: string }): Promise<ProvisioningTarget> {
+      const { domain, fleet } = await loadProvisionable(input.domainId);
+      try {
+        renderDomainYaml({ domain, fleetSlug: fleet.slug });
+      } catch (err) {
+        if (err instanceof RenderError) throw invalidTarget(err.message);
+        throw err;
+      }
+      if (domain.state === 'ready' || domain.state === 'degraded') {
+        throw invalidTarget(`domain ${domain.slug} is ${domain.state}: tear it down before provisioning it again`);
+      }
+      if (domain.state === 'stopping') throw invalidTarget(`domain ${domain.slug} is being torn down`);
+      const moved = await moveTo(domain, 'provisioning', null);
+      if (moved !== domain) {
+        await event(domain, 'domain.provisioning', `domain ${domain.slug}: ${domain.state} -> provisioning`, {
+          from: domain.state,
+        });
+      }
+      log.info('provisioning domain', { domainId: domain.id, provider: domain.provider });
+      return targetOf(domain, fleet);
+    },
+
+    /**
+     * `sky launch` (skypilot) or `sky serve up` (skyserve) of the domain's rendered YAML, the supervisor
+     * token passed as `--secret HARU_SUPERVISOR_TOKEN` through the `sky` process's environment. Heartbeats
+     * the CLI's last output line while it runs; cancellation kills the command. A failed or timed-out
+     * launch throws non-retryable LaunchFailed carrying the command and its capped stderr.
+     */
+    async launchDomain(input: {
+      domainId: string;
+      timeoutMs: number;
+    }): Promise<{ attempt: number; skyName: string; provider: string }> {
+      const sky = requireSky();
+      const { domain, fleet } = await loadProvisionable(input.domainId);
+      const skyName = skyNameFor(fleet.slug, domain.slug);
+      const yaml = renderDomainYaml({ domain, fleetSlug: fleet.slug });
+      const secrets: Record<string, string> = deps.supervisorToken
+        ? { [SUPERVISOR_TOKEN_ENV]: deps.supervisorToken }
+        : {};
+      const verb = domain.provider === 'skyserve' ? 'sky serve up' : 'sky launch';
+      try {
+        await heartbeating(`${verb} ${skyName}`, (onOutput) => {
+          const opts = { signal: cancellation(), onOutput, timeoutMs: input.timeoutMs };
+          const launch = { name: skyName, yaml, secrets };
+          return domain.provider === 'skyserve' ? sky.serveUp(launch, opts) : sky.launch(launch, opts);
+        });
+      } catch (err) {
+        throw skyFailure(err, FailureType.LaunchFailed, false);
+      }
+      log.info('domain launched', { domainId: domain.id, skyName, provider: domain.provider });
+      return { attempt: currentAttempt(), skyName, provider: domain.provider };
+    },
+
+    /**
+     * Waits until the domain's supervisor answers `/healthz` and `/v1/status` reports every model of the
+     * layout (in a known state). Every `skyCheckEveryMs` it also asks `sky` whether the cluster (or
+     * service) still exists, and fails fast with non-retryable LaunchFailed when it is gone, stopped or
+     * failed. Unauthorized (a token mismatch) fails at once; an unreachable supervisor is waited for.
+     */
+    async awaitSupervisor(input: {
+      domainId: string;
+      skyCheckEveryMs?: number;
+    }): Promise<{ attempt: number; models: string[] }> {
+      const { domain, fleet } = await loadProvisionable(input.domainId);
+      const target = await loadTarget(deps, domain.id);
+      const names = modelNamesOf(target.inference);
+      const url = domain.supervisorUrl;
+      const skyName = skyNameFor(fleet.slug, domain.slug);
+      const checkEvery = input.skyCheckEveryMs ?? 15_000;
+      let lastSkyCheck = deps.now().getTime();
+      await waitUntil(async () => {
+        if (deps.sky && deps.now().getTime() - lastSkyCheck >= checkEvery) {
+          lastSkyCheck = deps.now().getTime();
+          await assertStillLaunched(deps.sky, domain.provider, skyName);
+        }
+        const health = await healthz(url);
+        if (health) return { done: false, waitingFor: `supervisor ${url}/healthz: ${health}` };
+        let status;
+        try {
+          status = await supervisor.status(url, { signal: cancellation() });
+        } catch (err) {
+          if (err instanceof ApplicationFailure && err.type === FailureType.SupervisorUnreachable) {
+            return { done: false, waitingFor: `supervisor /v1/status: ${err.message}` };
+          }
+          throw err;
+        }
+        const missing = names.filter((n) => !status.models.some((m) => m.name === n && m.state !== 'unknown'));
+        return missing.length === 0
+          ? { done: true, value: true }
+          : { done: false, waitingFor: `models not up on the supervisor: ${missing.join(', ')}` };
+      }, intervalMs);
+      return { attempt: currentAttempt(), models: names };
+    },
+
+    /**
+     * Ends provisioning: `ready` moves the domain provisioning -> ready; `failed` moves it to failed with
+     * the reason in lastError, but only while it is still provisioning (a teardown that took over keeps
+     * its `stopping`). Returns the state the domain is in afterwards. Appends an event either way.
+     */
+    async finishProvisioning(input: {
+      domainId: string;
+      outcome: 'ready' | 'failed';
+      reason?: string;
+    }): Promise<{ state: DomainState; changed: boolean }> {
+      const domain = await store.domains.get(input.domainId);
+      if (!domain) throw invalidTarget(`domain ${input.domainId} does not exist`);
+      // TODO(#7): a from-guarded store transition would close the window between this read and the write.
+      if (domain.state !== 'provisioning') return { state: domain.state, changed: false };
+      const to = input.outcome;
+      const moved = await store.domains.transition(domain.id, to, {
+        lastError: to === 'failed' ? (input.reason ?? 'provisioning failed') : null,
+      });
+      if (!moved) {
+        const now = await store.domains.get(domain.id);
+        return { state: now?.state ?? domain.state, changed: false };
+      }
+      if (to === 'ready') {
+        log.info('domain provisioned', { domainId: domain.id });
+        await event(domain, 'domain.provisioned', `domain ${domain.slug}: provisioning -> ready`, {
+          from: 'provisioning',
+        });
+      } else {
+        log.warn('domain provisioning failed', { domainId: domain.id, reason: input.reason });
+        await event(
+          domain,
+          'domain.provision_failed',
+          `domain ${domain.slug}: provisioning failed: ${input.reason ?? ''}`,
+          {
+            from: 'provisioning',
+            reason: input.reason ?? null,
+          },
+        );
+      }
+      return { state: to, changed: true };
+    },
+
+    /**
+     * Starts tearing a domain down: moves it to `stopping` (or reports `stopped` when it already is).
+     * Refuses (non-retryable InvalidTarget) the fleet's active domain, a static domain, and a domain an
+     * in-flight operation targets.
+     */
+    async beginTeardown(input: { domainId: string }): Promise<BeginTeardownResult> {
+      const { domain, fleet } = await loadProvisionable(input.domainId);
+      const target = targetOf(domain, fleet);
+      if (target.isActive) {
+        throw invalidTarget(`domain ${domain.slug} is the active domain of fleet ${fleet.slug}; promote another first`);
+      }
+      const op = fleet.inFlightOperation;
+      if (op && (op.targetDomainId === domain.id || op.fromDomainId === domain.id)) {
+        throw invalidTarget(`domain ${domain.slug} is part of in-flight ${op.kind} operation ${op.id}`);
+      }
+      if (domain.state === 'stopped') return { ...target, state: 'stopped', wasServing: false };
+      const wasServing = domain.state === 'ready' || domain.state === 'degraded';
+      const moved = await moveTo(domain, 'stopping');
+      if (moved !== domain) {
+        await event(domain, 'domain.teardown', `domain ${domain.slug}: ${domain.state} -> stopping`, {
+          from: domain.state,
+        });
+      }
+      log.info('tearing domain down', { domainId: domain.id, from: domain.state });
+      return { ...target, state: 'stopping', wasServing };
+    },
+
+    /**
+     * `sky down` / `sky stop` (skypilot) or `sky serve down` (skyserve). A target that no longer exists
+     * counts as done (`not_found`). Failures are retryable SkyCommandFailed within the step budget.
+     */
+    async destroyDomain(input: {
+      domainId: string;
+      mode: 'down' | 'stop';
+    }): Promise<{ attempt: number; result: 'down' | 'stopped' | 'not_found' }> {
+      const sky = requireSky();
+      const { domain, fleet } = await loadProvisionable(input.domainId);
+      const skyName = skyNameFor(fleet.slug, domain.slug);
+      const verb = domain.provider === 'skyserve' ? 'sky serve down' : input.mode === 'stop' ? 'sky stop' : 'sky down';
+      try {
+        const result = await heartbeating(`${verb} ${skyName}`, (onOutput) => {
+          const opts = { signal: cancellation(), onOutput };
+          if (domain.provider === 'skyserve') return sky.serveDown(skyName, opts);
+          return input.mode === 'stop' ? sky.stop(skyName, opts) : sky.down(skyName, opts);
+        });
+        return { attempt: currentAttempt(), result };
+      } catch (err) {
+        throw skyFailure(err, FailureType.SkyCommandFailed, true);
+      }
+    },
+
+    /** Ends a teardown: stopping -> stopped, or stopping -> failed with the reason. Appends an event. */
+    async finishTeardown(input: {
+      domainId: string;
+      outcome: 'stopped' | 'failed';
+      reason?: string;
+    }): Promise<{ state: DomainState; changed: boolean }> {
+      const domain = await store.domains.get(input.domainId);
+      if (!domain) throw invalidTarget(`domain ${input.domainId} does not exist`);
+      if (domain.state !== 'stopping') return { state: domain.state, changed: false };
+      const moved = await store.domains.transition(domain.id, input.outcome, {
+        lastError: input.outcome === 'failed' ? (input.reason ?? 'teardown failed') : null,
+      });
+      if (!moved) return { state: (await store.domains.get(domain.id))?.state ?? domain.state, changed: false };
+      const message =
+        input.outcome === 'stopped'
+          ? `domain ${domain.slug}: stopping -> stopped`
+          : `domain ${domain.slug}: teardown failed: ${input.reason ?? ''}`;
+      await event(domain, input.outcome === 'stopped' ? 'domain.stopped' : 'domain.teardown_failed', message, {
+        from: 'stopping',
+        reason: input.reason ?? null,
+      });
+      return { state: input.outcome, changed: true };
+    },
+  };
+
+  /** Null when `/healthz` answers 2xx; otherwise why not. */
+  async function healthz(url: string): Promise<string | null> {
+    const signal = AbortSignal.any([cancellation(), AbortSignal.timeout(5_000)]);
+    try {
+      const res = await httpFetch(new URL('healthz', url.endsWith('/') ? url : `${url}/`), { signal });
+      await res.body?.cancel().catch(() => undefined);
+      return res.ok ? null : `HTTP ${res.status}`;
+    } catch (err) {
+      if (cancellation().aborted) throw cancellation().reason ?? err;
+      const cause = (err as { cause?: { code?: string } }).cause?.code;
+      return cause ?? (err as Error).message;
+    }
+  }
+
+  /** Throws LaunchFailed when the cluster or service is gone, stopped or failed; a `sky` error only warns. */
+  async function assertStillLaunched(sky: SkyCli, provider: Provider, name: string): Promise<void> {
+    try {
+      if (provider === 'skyserve') {
+        const service = await sky.serveStatus(name, { signal: cancellation() });
+        if (!service || ['FAILED', 'CONTROLLER_FAILED', 'FAILED_CLEANUP', 'SHUTTING_DOWN'].includes(service.status)) {
+          throw ApplicationFailure.nonRetryable(
+            `service ${name} is ${service?.status ?? 'gone'} while waiting for its supervisor`,
+            FailureType.LaunchFailed,
+          );
+        }
+        return;
+      }
+      const cluster = await sky.status(name, { signal: cancellation() });
+      if (!cluster || cluster.status === 'STOPPED') {
+        throw ApplicationFailure.nonRetryable(
+          `cluster ${name} is ${cluster?.status ?? 'gone'} while waiting for its supervisor`,
+          FailureType.LaunchFailed,
+        );
+      }
+    } catch (err) {
+      if (err instanceof SkyCommandError && err.reason !== 'aborted') {
+        log.warn('sky status failed while waiting for a supervisor', { name, error: err.message });
+        return;
+      }
+      throw skyFailure(err, FailureType.LaunchFailed, false);
+    }
+  }
+}
