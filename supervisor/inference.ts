@@ -3,6 +3,7 @@ import type { ModelStatus, SupervisorActionResponse, SupervisorConfig } from '..
 import { NoSlotError } from './errors';
 import type { Logger } from './logger';
 import { sumSamples } from './prometheus-text';
+import { createKeyedSerializer } from './serial';
 import type { VllmClient } from './vllm';
 
 /** One configured model with where it runs. */
@@ -25,13 +26,16 @@ const errorMessage = (err: unknown) => (err instanceof Error ? err.message : Str
 /**
  * Sleep, wake and status of the vLLM servers on this host. Every action proves its effect by re-reading
  * `/is_sleeping` afterwards: a 200 from vLLM is never taken as proof. Models on one GPU are handled one
- * after another (no two wakes race for the same VRAM); GPUs are handled in parallel.
+ * after another, and actions on one GPU never overlap (no two wakes race for the same VRAM, a retried wake
+ * waits for the first); GPUs are handled in parallel.
  */
 export function createInferenceController(deps: { config: SupervisorConfig; vllm: VllmClient; logger: Logger }) {
   const models = configuredModels(deps.config);
   const { vllm, logger } = deps;
   /** Level of this process's last sleep per model: the fallback when vLLM's metrics do not say. */
   const lastSleepLevel = new Map<string, SleepLevel>();
+  /** Sleep and wake of one GPU never overlap, even across requests. */
+  const serial = createKeyedSerializer<number>();
 
   function select(gpuIndex: number | undefined): ConfiguredModel[] {
     if (gpuIndex === undefined) return models;
@@ -47,15 +51,17 @@ export function createInferenceController(deps: { config: SupervisorConfig; vllm
     const gpus = [...new Set(selected.map((m) => m.gpuIndex))].sort((a, b) => a - b);
     const errors: SupervisorActionResponse['errors'] = [];
     await Promise.all(
-      gpus.map(async (gpu) => {
-        for (const model of selected.filter((m) => m.gpuIndex === gpu)) {
-          try {
-            await action(model);
-          } catch (err) {
-            errors.push({ target: model.name, message: errorMessage(err) });
+      gpus.map((gpu) =>
+        serial(gpu, async () => {
+          for (const model of selected.filter((m) => m.gpuIndex === gpu)) {
+            try {
+              await action(model);
+            } catch (err) {
+              errors.push({ target: model.name, message: errorMessage(err) });
+            }
           }
-        }
-      }),
+        }),
+      ),
     );
     return { accepted: errors.length === 0, gpuIndexes: gpus, errors };
   }

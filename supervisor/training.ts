@@ -10,6 +10,7 @@ import type {
 import { NoSlotError } from './errors';
 import type { Logger } from './logger';
 import { type ProcessTable, signalGroup } from './process-group';
+import { createKeyedSerializer } from './serial';
 
 type TrainingSlot = SupervisorConfig['training'][number];
 
@@ -88,6 +89,7 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
   const pollMs = deps.pollMs ?? 100;
   const runs = new Map<number, Run>();
   const lastExits = new Map<number, TrainingExit>();
+  const serial = createKeyedSerializer<number>();
   const checkpointDir = (slot: TrainingSlot) => path.resolve(deps.cwd, slot.checkpointDir);
   const runFile = (slot: TrainingSlot) => path.join(checkpointDir(slot), RUN_FILE);
 
@@ -250,7 +252,8 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
       const errors: SupervisorActionResponse['errors'] = [];
       for (const slot of slots) {
         try {
-          await startOne(slot);
+          // Two concurrent starts must not both spawn: the second waits and then finds the run.
+          await serial(slot.gpuIndex, () => startOne(slot));
         } catch (err) {
           errors.push({ target: `training/gpu${slot.gpuIndex}`, message: errorMessage(err) });
         }

@@ -242,6 +242,29 @@ describe('supervisor API: vLLM sleep and wake', () => {
     expect(small.state().calls).toContain('POST /collective_rpc'); // woke with the level-2 sequence
   });
 
+  it('serialises overlapping wakes of one GPU: a retried wake waits for the first instead of interleaving', async () => {
+    await call('POST', '/v1/vllm/sleep', { gpuIndex: 1 });
+    const before = large.state().calls.length;
+    const [a, b] = await Promise.all([
+      call('POST', '/v1/vllm/wake', { gpuIndex: 1 }),
+      call('POST', '/v1/vllm/wake', { gpuIndex: 1 }),
+    ]);
+    expect([a.json, b.json]).toEqual([
+      { accepted: true, gpuIndexes: [1], errors: [] },
+      { accepted: true, gpuIndexes: [1], errors: [] },
+    ]);
+    const posts = large
+      .state()
+      .calls.slice(before)
+      .filter((c) => c.startsWith('POST'));
+    expect(posts).toEqual([
+      'POST /wake_up?tags=weights',
+      'POST /collective_rpc',
+      'POST /wake_up?tags=kv_cache',
+      'POST /reset_prefix_cache',
+    ]);
+  });
+
   it('reports a sleep or wake that vLLM acknowledged with 200 but did not perform', async () => {
     await small.setFaults({ sleepNoop: true });
     const sleep = supervisorActionResponseSchema.parse((await call('POST', '/v1/vllm/sleep', { gpuIndex: 0 })).json);

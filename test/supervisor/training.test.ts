@@ -202,6 +202,15 @@ describe('training runs', () => {
     expect(missing.manager.status()[0]!.state).toBe('idle');
   });
 
+  it('starts one process when two starts arrive at once', async () => {
+    const { manager, checkpointDir, gpuIndex } = setup({ command: trainer() });
+    const answers = await Promise.all([manager.start({ gpuIndex }), manager.start({ gpuIndex })]);
+    expect(answers.map((a) => a.accepted)).toEqual([true, true]);
+    await waitFor('a checkpoint', () => checkpointStep(checkpointDir) > 0);
+    expect(manager.status()[0]!.pids).toHaveLength(1);
+    expect(trainerEvents(checkpointDir).filter((e) => e.event === 'started')).toHaveLength(1);
+  });
+
   it('throws NoSlotError for a GPU without a training slot', async () => {
     const { manager } = setup({ command: trainer() });
     await expect(manager.start({ gpuIndex: 5 })).rejects.toBeInstanceOf(NoSlotError);
