@@ -1,0 +1,128 @@
+/** Helpers for provisioning tests: a fake `sky` on PATH with its own state dir, and what it recorded. */
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createSpawnExec } from '../../drivers/exec';
+import { createSkyCli, type SkyCli } from '../../drivers/sky';
+
+export const REPO_ROOT = path.resolve(__dirname, '../..');
+export const SIM_BIN = path.join(REPO_ROOT, 'sim/bin');
+export const HARU_BIN = path.join(REPO_ROOT, 'bin/haru.js');
+
+/** One invocation as the fake recorded it. */
+export interface FakeSkyCall {
+  argv: string[];
+  at: string;
+  /** --secret values it received through its environment. */
+  secrets?: Record<string, string>;
+  /** The YAML file's text while the command ran. */
+  yaml?: string;
+}
+
+/** Scripted outcome of one fake `sky` command (see sim/bin/sky). */
+export interface FakeSkyOutcome {
+  exitCode?: number;
+  stdout?: string;
+  stderr?: string;
+  delayMs?: number;
+  progressEveryMs?: number;
+}
+
+export interface FakeSky {
+  /** A SkyCli that runs the fake through the real spawn exec, found on PATH. */
+  cli: SkyCli;
+  stateDir: string;
+  /** Where the fake runs tasks (their cwd): the repository root, so `bin/haru.js` resolves. */
+  workDir: string;
+  calls(): FakeSkyCall[];
+  script(outcomes: Record<string, FakeSkyOutcome | FakeSkyOutcome[]>): void;
+  clusters(): Record<string, { status: string; pid: number | null }>;
+  services(): Record<string, { status: string; pid: number | null }>;
+  /** Output of a task's `run`. */
+  log(name: string): string;
+  /** Downs every cluster and service left behind, then removes the state dir. */
+  cleanup(): Promise<void>;
+}
+
+const readJson = <T>(file: string, fallback: T): T => {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as T;
+  } catch {
+    return fallback;
+  }
+};
+
+export function createFakeSky(): FakeSky {
+  const root = mkdtempSync(path.join(os.tmpdir(), 'haru-fake-sky-'));
+  const stateDir = path.join(root, 'state');
+  const tmpDir = path.join(root, 'tmp');
+  mkdirSync(stateDir);
+  mkdirSync(tmpDir);
+  const cli = createSkyCli({
+    exec: createSpawnExec({ killGraceMs: 1_000 }),
+    env: {
+      PATH: `${SIM_BIN}:${process.env.PATH ?? '/usr/bin:/bin'}`,
+      HOME: root,
+      FAKE_SKY_STATE_DIR: stateDir,
+      FAKE_SKY_WORKDIR: REPO_ROOT,
+    },
+    tmpDir,
+  });
+  return {
+    cli,
+    stateDir,
+    workDir: REPO_ROOT,
+    calls: () =>
+      existsSync(path.join(stateDir, 'calls.jsonl'))
+        ? readFileSync(path.join(stateDir, 'calls.jsonl'), 'utf8')
+            .split('\n')
+            .filter(Boolean)
+            .map((line) => JSON.parse(line) as FakeSkyCall)
+        : [],
+    script: (outcomes) => writeFileSync(path.join(stateDir, 'script.json'), JSON.stringify(outcomes)),
+    clusters: () => readJson(path.join(stateDir, 'clusters.json'), {}),
+    services: () => readJson(path.join(stateDir, 'services.json'), {}),
+    log: (name) => {
+      try {
+        return readFileSync(path.join(stateDir, `${name}.log`), 'utf8');
+      } catch {
+        return '';
+      }
+    },
+    async cleanup() {
+      writeFileSync(path.join(stateDir, 'script.json'), '{}');
+      for (const name of Object.keys(readJson(path.join(stateDir, 'clusters.json'), {}))) {
+        await cli.down(name).catch(() => undefined);
+      }
+      for (const name of Object.keys(readJson(path.join(stateDir, 'services.json'), {}))) {
+        await cli.serveDown(name).catch(() => undefined);
+      }
+      rmSync(root, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Polls `check` until it returns a truthy value or `timeoutMs` passes (then throws naming `what`). */
+export async function eventually<T>(
+  what: string,
+  check: () => Promise<T | null | undefined | false> | T | null | undefined | false,
+  timeoutMs = 30_000,
+  intervalMs = 50,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value) return value;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${String(last)})` : ''}`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
