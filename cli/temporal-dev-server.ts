@@ -21,6 +21,13 @@ export interface DevServerOptions {
   startTimeoutMs?: number;
   /** Where server output goes; ignored when absent. */
   logStream?: NodeJS.WritableStream;
+  /**
+   * Run the server in its own process group, so a Ctrl-C in the terminal reaches only the parent, which
+   * then stops it in order (the dev stack: worker first, server last). Default false.
+   */
+  detached?: boolean;
+  /** Extra namespaces to create at launch (`default` always exists). */
+  namespaces?: string[];
 }
 
 export interface DevServer {
@@ -44,8 +51,10 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
   else if (options.uiPort) args.push('--ui-port', String(options.uiPort));
   if (options.dbFilename) args.push('--db-filename', options.dbFilename);
   for (const [name, type] of Object.entries(HARU_SEARCH_ATTRIBUTES)) args.push('--search-attribute', `${name}=${type}`);
+  for (const namespace of options.namespaces ?? []) args.push('--namespace', namespace);
 
-  const child = spawn(cli, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: false });
+  const detached = options.detached ?? false;
+  const child = spawn(cli, args, { stdio: ['ignore', 'pipe', 'pipe'], detached });
   let output = '';
   const collect = (chunk: Buffer) => {
     output = (output + chunk.toString()).slice(-8_000);
@@ -67,7 +76,7 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
       const connection = await Connection.connect({ address, connectTimeout: 1_000 });
       try {
         await connection.healthService.check({});
-        await connection.workflowService.describeNamespace({ namespace: 'default' });
+        await connection.workflowService.describeNamespace({ namespace: options.namespaces?.[0] ?? 'default' });
         ready = true;
       } finally {
         await connection.close();
@@ -76,10 +85,18 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
       await new Promise((r) => setTimeout(r, 150));
     }
   }
+  const kill = (signal: NodeJS.Signals) => {
+    try {
+      if (detached && child.pid) process.kill(-child.pid, signal);
+      else child.kill(signal);
+    } catch {
+      // already gone
+    }
+  };
   const stop = async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+    kill('SIGTERM');
+    const timer = setTimeout(() => kill('SIGKILL'), 5_000);
     await exited;
     clearTimeout(timer);
   };

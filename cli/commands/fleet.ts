@@ -52,6 +52,19 @@ async function startOperation(
   process.exitCode = final.state === 'succeeded' ? 0 : 1;
 }
 
+/** Waits until an operation newer than the latest one now starts on `fleet`, and returns its id. */
+async function nextOperation(api: ApiClient, fleet: string): Promise<string> {
+  const latest = async () =>
+    (await api.get(`${fleetPath(fleet)}/operations?limit=1`, operationListResponseSchema)).operations[0]?.id;
+  const before = await latest();
+  out(`waiting for the next operation on fleet ${fleet} (Ctrl-C to stop)`);
+  for (;;) {
+    const current = await latest();
+    if (current && current !== before) return current;
+    await sleep(250);
+  }
+}
+
 /** `haru fleet list|status|promote|demote|abort|watch|events`: a client of the Haru API (HARU_URL, HARU_API_TOKEN). */
 export function register(program: Command): void {
   const fleet = program
@@ -126,13 +139,15 @@ export function register(program: Command): void {
   fleet
     .command('watch <fleet> [operation]')
     .description('follow an operation step by step (default: the one in flight, else the latest); exit 0 on success')
+    .option('--next', 'wait for the next operation to start (a failover after a kill) and follow it')
     .option('--json', 'print the final operation as JSON')
-    .action(async (ref: string, operationId: string | undefined, opts: { json?: boolean }) => {
+    .action(async (ref: string, operationId: string | undefined, opts: { next?: boolean; json?: boolean }) => {
       const api = client();
       let id = operationId ?? (await api.get(fleetPath(ref), fleetSnapshotSchema)).inFlightOperation?.id;
+      if (!id && opts.next) id = await nextOperation(api, ref);
       if (!id)
         id = (await api.get(`${fleetPath(ref)}/operations?limit=1`, operationListResponseSchema)).operations[0]?.id;
-      if (!id) throw new Error(`fleet ${ref} has no operations yet`);
+      if (!id) throw new Error(`fleet ${ref} has no operations yet (--next waits for one)`);
       const final = await watchOperation(watchDeps(api), ref, id);
       if (opts.json) json(final);
       process.exitCode = final.state === 'succeeded' ? 0 : 1;
