@@ -1,0 +1,108 @@
+import { setHolding } from '../gpu-state';
+import { metricsText } from './protocol';
+
+export type MemoryTag = 'weights' | 'kv_cache';
+export const MEMORY_TAGS: readonly MemoryTag[] = ['weights', 'kv_cache'];
+
+const SENTENCE = 'This is a simulated reply from the Haru GPU host simulator, served by a fake vLLM engine.';
+
+export interface EngineOptions {
+  model: string;
+  gpuIndex: number;
+  /** Simulated GPU state dir; VRAM use is written there under this process's pid. */
+  gpuStateDir?: string;
+  weightsMiB: number;
+  kvCacheMiB: number;
+  /** The CUDA context a sleeping engine keeps. */
+  contextMiB: number;
+  startAsleep?: boolean;
+}
+
+/**
+ * The simulated engine behind one fake vLLM: sleep tags as vLLM's CuMemAllocator tracks them, whether the
+ * weights are valid (a level-2 sleep discards them until `reload_weights`), counters for /metrics, and the
+ * VRAM it holds, written to the GPU state on every change.
+ */
+export function createEngine(opts: EngineOptions) {
+  const sleepingTags = new Set<MemoryTag>(opts.startAsleep ? MEMORY_TAGS : []);
+  let sleepLevel: 0 | 1 | 2 = opts.startAsleep ? 1 : 0;
+  let weightsValid = true;
+  let emptyAnswers = false;
+  let running = 0;
+  let generated = 0;
+  let promptTokens = 0;
+  let succeeded = 0;
+
+  function writeVram() {
+    if (!opts.gpuStateDir) return;
+    const used =
+      opts.contextMiB +
+      (sleepingTags.has('weights') ? 0 : opts.weightsMiB) +
+      (sleepingTags.has('kv_cache') ? 0 : opts.kvCacheMiB);
+    setHolding(opts.gpuStateDir, { gpuIndex: opts.gpuIndex, usedMiB: used, label: 'python3' });
+  }
+
+  return {
+    writeVram,
+    get sleeping() {
+      return sleepingTags.size > 0;
+    },
+    /** Sleeps at `level` (no-op when already asleep, as vLLM's executor does). */
+    sleep(level: 1 | 2) {
+      if (sleepingTags.size > 0) return;
+      for (const tag of MEMORY_TAGS) sleepingTags.add(tag);
+      sleepLevel = level;
+      if (level === 2) weightsValid = false; // discarded: garbage until reload_weights
+      writeVram();
+    },
+    /** Wakes `tags` (all when empty). `brokenAfter` makes completions empty once fully awake. */
+    wake(tags: MemoryTag[], brokenAfter: boolean) {
+      for (const tag of tags.length ? tags : MEMORY_TAGS) sleepingTags.delete(tag);
+      if (sleepingTags.size === 0) {
+        sleepLevel = 0;
+        if (brokenAfter) emptyAnswers = true;
+      }
+      writeVram();
+    },
+    /** `collective_rpc reload_weights`: false while the weight buffers are still asleep (vLLM's worker raises). */
+    reloadWeights(): boolean {
+      if (sleepingTags.has('weights')) return false;
+      weightsValid = true;
+      return true;
+    },
+    /** The tokens generated for one request: empty when the weights are garbage or the wake came back broken. */
+    generate(maxTokens: number): { tokens: string[]; finish: 'stop' | 'length' } {
+      if (emptyAnswers || !weightsValid) return { tokens: [], finish: 'stop' };
+      const all = SENTENCE.split(' ').map((w, i) => (i === 0 ? w : ` ${w}`));
+      return maxTokens < all.length
+        ? { tokens: all.slice(0, maxTokens), finish: 'length' }
+        : { tokens: all, finish: 'stop' };
+    },
+    /** Counts a request as running until the returned release is called (idempotent). */
+    admit(): () => void {
+      running += 1;
+      let counted = true;
+      return () => {
+        if (counted) running -= 1;
+        counted = false;
+      };
+    },
+    recordPrompt(tokens: number) {
+      promptTokens += tokens;
+    },
+    recordSuccess(tokens: number) {
+      generated += tokens;
+      succeeded += 1;
+    },
+    metrics: () => metricsText(opts.model, { running, sleepLevel, generated, prompt: promptTokens, succeeded }),
+    snapshot: () => ({
+      sleeping: sleepingTags.size > 0,
+      sleepingTags: [...sleepingTags],
+      sleepLevel,
+      weightsValid,
+      emptyAnswers,
+      running,
+    }),
+  };
+}
+export type Engine = ReturnType<typeof createEngine>;
