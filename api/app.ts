@@ -18,6 +18,7 @@ import { fleetRoutes } from './routes/fleets';
 import { healthRoutes } from './routes/health';
 import { inferenceRoutes } from './routes/inference';
 import { operationRoutes } from './routes/operations';
+import { type ProvisioningStarter, provisioningRoutes } from './routes/provisioning';
 import type { ApiDatabase, ApiStore } from './store';
 
 /** Control bodies are small JSON documents (DESIGN.md §5). */
@@ -33,6 +34,8 @@ export interface ApiDeps {
   now?: () => Date;
   metrics?: ApiMetrics;
   forwarder?: Forwarder;
+  /** Starts provisioning workflows; without it the provision/teardown routes answer 503. */
+  provisioning?: ProvisioningStarter;
 }
 
 export interface ApiApp {
@@ -113,6 +116,7 @@ export function createApp(deps: ApiDeps): ApiApp {
   app.use(controlRoutes(ctx));
   app.use(operationRoutes(ctx));
   app.use(eventRoutes(ctx));
+  app.use(provisioningRoutes(ctx, deps.provisioning));
   app.use(notFoundHandler);
   app.use(errorMiddleware(logger));
 

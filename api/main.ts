@@ -14,6 +14,7 @@ import { type ApiConfig, loadApiConfig } from './config';
 import { createJsonLogger, type Logger } from './logger';
 import { createApiMetrics } from './metrics';
 import { createTemporalOrchestrator } from './orchestrator';
+import { createTemporalProvisioningStarter } from './routes/provisioning';
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
 
@@ -69,6 +70,12 @@ export async function startApi(env: NodeJS.ProcessEnv = process.env): Promise<Ru
     config,
     logger,
     metrics: createApiMetrics({ withDefaults: true }),
+    provisioning: createTemporalProvisioningStarter({
+      client,
+      connection,
+      taskQueue: config.HARU_TASK_QUEUE,
+      timeoutMs: config.HARU_TEMPORAL_TIMEOUT_MS,
+    }),
   });
   await api.start();
   const server = http.createServer(api.app);

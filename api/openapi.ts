@@ -21,6 +21,7 @@ import {
 } from '../schemas/api-responses';
 import { errorBodySchema } from '../schemas/errors';
 import { routeIntentSchema } from '../schemas/route-intent';
+import { PROVISIONING_ROUTE_DOCS } from './routes/provisioning';
 import { fleetSnapshotSchema, operationSchema } from '../schemas/entities';
 
 /** One documented route. `path` is written the Express way (`/v1/fleets/:fleet`). */
@@ -280,6 +281,7 @@ export const ROUTE_DOCS: RouteDoc[] = [
       503: error('`no_active_domain` or `state_store_unavailable`'),
     },
   },
+  ...PROVISIONING_ROUTE_DOCS,
 ];
 
 const jsonSchema = (schema: z.ZodType, io: 'input' | 'output') => {
