@@ -5,34 +5,34 @@
  * group, so `kill()` is as abrupt as a host losing power.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import type { FleetLayout } from '../schemas/layout';
-import { RUN_FILE } from '../supervisor/training';
-import { createProcessTable } from '../supervisor/process-group';
-import { isAlive, procStat, type SimGpuInventory, updateInventory, writeInventory, writeJsonAtomic } from './gpu-state';
+import { createSimFaults, type SimFaults } from './domain-faults';
+import { killProcesses, killSimDomain, readState, SIM_STATE_FILE, type StateFile } from './domain-kill';
 import { planSimDomain, type SimModelPlan } from './domain-plan';
+import { writeInventory, writeJsonAtomic } from './gpu-state';
 import {
   answers,
   findMarkedPids,
+  hasExited,
   logTail,
   pollUntil,
   REPO_ROOT,
   signalGroup,
-  signalPid,
   SIM_MARKER_ENV,
   type SimChild,
   spawnLogged,
   tsEntry,
 } from './processes';
-import { type VllmControlInput, writeControlFile } from './vllm/control';
+import { writeControlFile } from './vllm/control';
+
+export { killSimDomain, SIM_STATE_FILE, type SimFaults };
 
 /** The fake nvidia-smi executable (what HARU_GPU_SMI points at in a simulated domain). */
 export const SIM_NVIDIA_SMI = path.join(REPO_ROOT, 'sim/bin/nvidia-smi');
 /** The fake trainer: use `["node", "sim/trainer.js"]` (run from the repository root) in layouts. */
 export const SIM_TRAINER = path.join(REPO_ROOT, 'sim/trainer.js');
-/** Written in the state dir while a domain runs: what `haru sim kill` reads. */
-export const SIM_STATE_FILE = 'sim.json';
 
 export interface SimDomainOptions {
   layout: FleetLayout;
@@ -78,25 +78,6 @@ export interface SimDomain {
   stop(): Promise<void>;
   /** SIGKILL every process of the domain at once, like a host losing power; resolves when all are gone. */
   kill(): Promise<void>;
-}
-
-/** Fault injection for a running domain (see sim/README.md). */
-export interface SimFaults {
-  /** Replaces `model`'s faults; resolves once they are in force (a refused port refuses, a crash has exited). */
-  set(model: string, control: VllmControlInput): Promise<void>;
-  /** Clears the faults of `model`, or of every model. */
-  clear(model?: string): Promise<void>;
-  /** SIGKILLs one fake vLLM; resolves when it is gone. */
-  crash(model: string): Promise<void>;
-  /** Changes what the fake nvidia-smi reports: MIG `[N/A]` totals, a driver failure, garbage output. */
-  gpu(patch: Partial<Pick<SimGpuInventory, 'mig' | 'fault'>>): void;
-}
-
-interface StateFile {
-  marker: string;
-  pids: number[];
-  checkpointDirs: string[];
-  supervisorUrl: string;
 }
 
 const fileSafe = (name: string) => name.replace(/[^A-Za-z0-9._-]/g, '_');
@@ -191,43 +172,11 @@ export async function startSimDomain(opts: SimDomainOptions): Promise<SimDomain>
     throw err;
   }
 
-  const byName = (name: string) => {
-    const model = models.find((m) => m.name === name);
-    if (!model) throw new Error(`model "${name}" is not in simulated domain "${plan.domain.slug}"`);
-    return model;
-  };
-  const faults: SimFaults = {
-    async set(name, control) {
-      const model = byName(name);
-      writeControlFile(model.controlFile, control);
-      const child = children.find((c) => c.process.pid === model.pid)!;
-      if (control.crash) return void (await child.exited);
-      if (hasExited(child)) throw new Error(`fake vLLM "${name}" is not running (crashed or killed)`);
-      // Request-path faults apply on the next request (the control file is re-read per request); a refused
-      // port needs the fake's poll, so wait until connecting behaves as asked.
-      const health = `http://127.0.0.1:${model.port}/health`;
-      const settled = await pollUntil(
-        async () => (await answers(health)) === !control.refuse || control.hang === true,
-        10_000,
-      );
-      if (!settled) throw new Error(`fake vLLM "${name}" did not apply its faults: ${logTail(model.logFile, 500)}`);
-    },
-    async clear(name) {
-      for (const model of name ? [byName(name)] : models) {
-        const child = children.find((c) => c.process.pid === model.pid)!;
-        if (hasExited(child)) writeControlFile(model.controlFile, {});
-        else await faults.set(model.name, {});
-      }
-    },
-    async crash(name) {
-      const model = byName(name);
-      signalGroup(model.pid, 'SIGKILL');
-      await children.find((c) => c.process.pid === model.pid)!.exited;
-    },
-    gpu(patch) {
-      updateInventory(gpuStateDir, patch);
-    },
-  };
+  const faults = createSimFaults(
+    plan.domain.slug,
+    models.map((m) => ({ ...m, child: children.find((c) => c.process.pid === m.pid)! })),
+    gpuStateDir,
+  );
 
   let ended: Promise<void> | null = null;
   return {
@@ -287,72 +236,12 @@ async function becomeStandby(supervisorUrl: string, token: string | undefined): 
 /** SIGTERM to the supervisor (it stops training within its grace), then the engines; SIGKILL what lingers. */
 async function stopProcesses(children: SimChild[], supervisor: SimChild, graceMs: number): Promise<void> {
   const stopOne = async (child: SimChild, waitMs: number) => {
+    if (hasExited(child)) return; // its pid may belong to someone else by now
     signalGroup(child.process.pid, 'SIGTERM');
-    const timer = setTimeout(() => signalGroup(child.process.pid, 'SIGKILL'), waitMs);
+    const timer = setTimeout(() => !hasExited(child) && signalGroup(child.process.pid, 'SIGKILL'), waitMs);
     await child.exited;
     clearTimeout(timer);
   };
   await stopOne(supervisor, graceMs + 10_000);
   await Promise.all(children.filter((c) => c !== supervisor).map((c) => stopOne(c, 5_000)));
-}
-
-/**
- * SIGKILLs every process of a domain: its live children's groups, every process carrying its marker (a marked
- * group leader takes its whole group with it), and the training groups recorded in the checkpoint dirs when
- * their leader is still the recorded process. Resolves when no marked process is left.
- */
-async function killProcesses(children: SimChild[], marker: string, checkpointDirs: string[]): Promise<void> {
-  // An unreaped child keeps its pid, so its group id cannot have been recycled.
-  for (const child of children) if (!hasExited(child)) signalGroup(child.process.pid, 'SIGKILL');
-  killMarked(marker, checkpointDirs);
-  await Promise.all(children.map((c) => c.exited));
-  await pollUntil(() => findMarkedPids(marker).length === 0, 10_000);
-}
-
-const hasExited = (child: SimChild) => child.process.exitCode !== null || child.process.signalCode !== null;
-
-function killMarked(marker: string, checkpointDirs: string[]): number {
-  const marked = findMarkedPids(marker);
-  for (const pid of marked) {
-    if (procStat(pid)?.pgrp === pid) signalGroup(pid, 'SIGKILL');
-    else signalPid(pid, 'SIGKILL');
-  }
-  const table = createProcessTable();
-  for (const run of trainingRuns(checkpointDirs)) {
-    if (isAlive(run.pgid) && run.startTime && table.startTime(run.pgid) === run.startTime)
-      signalGroup(run.pgid, 'SIGKILL');
-  }
-  return marked.length;
-}
-
-function trainingRuns(checkpointDirs: string[]): { pgid: number; startTime: string | null }[] {
-  return checkpointDirs.flatMap((dir) => {
-    try {
-      return [JSON.parse(readFileSync(path.join(dir, RUN_FILE), 'utf8')) as { pgid: number; startTime: string | null }];
-    } catch {
-      return [];
-    }
-  });
-}
-
-function readState(stateDir: string): StateFile | null {
-  try {
-    return JSON.parse(readFileSync(path.join(stateDir, SIM_STATE_FILE), 'utf8')) as StateFile;
-  } catch {
-    return null;
-  }
-}
-
-/**
- * SIGKILLs a domain started from `stateDir` by another process (`haru sim kill`): every process carrying the
- * domain's marker and its recorded training groups. Returns how many marked processes it found; 0 when
- * nothing ran.
- */
-export async function killSimDomain(stateDir: string): Promise<number> {
-  const state = readState(path.resolve(stateDir));
-  if (!state) return 0;
-  const killed = killMarked(state.marker, state.checkpointDirs);
-  await pollUntil(() => findMarkedPids(state.marker).length === 0, 10_000);
-  rmSync(path.join(path.resolve(stateDir), SIM_STATE_FILE), { force: true });
-  return killed;
 }

@@ -17,6 +17,9 @@ export interface SimChild {
   exited: Promise<void>;
 }
 
+/** True once the child has exited (its pid may then be recycled: never signal it again). */
+export const hasExited = (child: SimChild) => child.process.exitCode !== null || child.process.signalCode !== null;
+
 /** Runs a TypeScript entry point with plain node and tsx's require hook. */
 export function tsEntry(file: string): [string, string[]] {
   return [process.execPath, ['-r', require.resolve('tsx/cjs'), path.join(REPO_ROOT, file)]];
