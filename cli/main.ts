@@ -13,6 +13,7 @@ import { register as registerWorker } from './commands/worker';
 import { register as registerDev } from './commands/dev';
 import { register as registerSupervisor } from './commands/supervisor';
 import { register as registerSim } from './commands/sim';
+import { register as registerDomain } from './commands/domain';
 
 const registrations: ((program: Command) => void)[] = [
   registerFleet,
@@ -21,6 +22,7 @@ const registrations: ((program: Command) => void)[] = [
   registerWorker,
   registerSupervisor,
   registerSim,
+  registerDomain,
   registerDev,
 ];
 
