@@ -141,9 +141,12 @@ describe('simulated domain', () => {
     await domain.faults.clear();
     expect(await refused(small!.port)).toBe(false);
 
-    await domain.faults.crash(small!.name);
+    await domain.faults.crash(small!.name); // SIGKILL from outside
     expect(isAlive(small!.pid)).toBe(false);
-    expect((await status(domain)).models.map((m) => m.state)).toEqual(['unknown', 'awake', 'awake']);
+    await domain.faults.set(other!.name, { crash: true }); // the engine dies by itself
+    expect(isAlive(other!.pid)).toBe(false);
+    expect((await status(domain)).models.map((m) => m.state)).toEqual(['unknown', 'unknown', 'awake']);
+    await expect(domain.faults.set(small!.name, { hang: true })).rejects.toThrow(/is not running/);
 
     domain.faults.gpu({ mig: true });
     const mig = gpuMemoryReportSchema.parse(await supervisor(domain, 'GET', '/v1/gpu/memory'));

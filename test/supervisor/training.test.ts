@@ -141,6 +141,19 @@ describe('training runs', () => {
     expect(checkpointStep(checkpointDir)).toBeGreaterThan(saved.step);
   });
 
+  it('lets a trainer that is slow to exit finish within the grace without a SIGKILL', async () => {
+    const { manager, checkpointDir, gpuIndex } = setup({ command: trainer('--exit-delay-ms', '400') });
+    await startTraining(manager, gpuIndex, checkpointDir);
+    manager.stop({ gpuIndex, graceMs: 30_000 });
+    await waitFor('the trainer to start stopping', () =>
+      trainerEvents(checkpointDir).some((e) => e.event === 'stopping'),
+    );
+    expect(manager.status()[0]!.state).toBe('stopping');
+    await manager.idle(gpuIndex);
+    expect(manager.status()[0]!.lastExit).toMatchObject({ code: 0, signal: null });
+    expect(trainerEvents(checkpointDir).map((e) => e.event)).toContain('final checkpoint');
+  });
+
   it('keeps the supervisor secrets out of the training environment', async () => {
     const dump =
       "require('fs').writeFileSync(process.env.HARU_CHECKPOINT_DIR + '/env.json', JSON.stringify(process.env))";
