@@ -1,0 +1,342 @@
+import { ApplicationFailure } from '@temporalio/common';
+import { createTestDatabase, seedLayout, type TestDatabase } from '../db/testing';
+import { SkyCommandError } from '../drivers/errors';
+import type { SkyCli } from '../drivers/sky';
+import type { SkyCluster, SkyService } from '../drivers/sky-output';
+import type { DomainState } from '../schemas/enums';
+import { FailureType } from '../schemas/failures';
+import type { FleetLayoutInput } from '../schemas/layout';
+import { FakeHost, quietEnvironment, runIn } from './fakes';
+import { createProvisioningActivities } from './provisioning';
+
+/** An in-memory `sky`: records every call and answers from what the test set. */
+class FakeSkyCli implements SkyCli {
+  calls: { method: string; name: string; yaml?: string; secrets?: Readonly<Record<string, string>> }[] = [];
+  cluster: SkyCluster | null = null;
+  service: SkyService | null = null;
+  /** Thrown by the next call of the named method. */
+  failures = new Map<string, Error>();
+  /** Output chunks a launch prints before it returns. */
+  launchOutput: string[] = [];
+
+  private take(method: string, name: string, extra: object = {}) {
+    this.calls.push({ method, name, ...extra });
+    const err = this.failures.get(method);
+    if (err) {
+      this.failures.delete(method);
+      throw err;
+    }
+  }
+  launch: SkyCli['launch'] = async (input, opts) => {
+    this.take('launch', input.name, { yaml: input.yaml, secrets: input.secrets });
+    for (const chunk of this.launchOutput) opts?.onOutput?.(chunk);
+  };
+  serveUp: SkyCli['serveUp'] = async (input) =>
+    this.take('serveUp', input.name, { yaml: input.yaml, secrets: input.secrets });
+  status: SkyCli['status'] = async (name) => (this.take('status', name), this.cluster);
+  serveStatus: SkyCli['serveStatus'] = async (name) => (this.take('serveStatus', name), this.service);
+  stop: SkyCli['stop'] = async (name) => (this.take('stop', name), 'stopped');
+  down: SkyCli['down'] = async (name) => (this.take('down', name), this.cluster ? 'down' : 'not_found');
+  serveDown: SkyCli['serveDown'] = async (name) => (this.take('serveDown', name), 'down');
+}
+
+const TOKEN = 'int-token';
+let tdb: TestDatabase;
+beforeAll(async () => {
+  tdb = await createTestDatabase();
+});
+afterAll(() => tdb?.drop());
+
+let counter = 0;
+/** A fleet with an active skypilot `east`, a skypilot `west`, a skyserve `serve`, a static `fixed`, and `bare` without launch spec. */
+async function fleet(states: Partial<Record<string, DomainState>> = {}) {
+  const slug = `pa${++counter}`;
+  const layout: FleetLayoutInput = {
+    fleet: { slug, activeDomain: 'east' },
+    domains: ['east', 'west', 'serve', 'fixed', 'bare'].map((d, i) => ({
+      slug: d,
+      provider: d === 'serve' ? 'skyserve' : d === 'fixed' ? 'static' : 'skypilot',
+      supervisorUrl: `http://127.0.0.1:${20 + i}`,
+      ...(d === 'bare' ? {} : { launch: { run: 'haru supervisor' } }),
+      slots: [
+        { kind: 'inference', gpuIndex: 0, models: [{ name: 'llama', servingUrl: `http://127.0.0.1:${30 + i}/v1` }] },
+        { kind: 'training', gpuIndex: 0, command: ['node', 'train.js'], checkpointDir: '/tmp/ckpt' },
+      ],
+    })),
+  };
+  const report = await seedLayout(tdb.store, layout);
+  const snapshot = (await tdb.store.fleets.snapshot(report.fleetId))!;
+  const ids = Object.fromEntries(snapshot.domains.map((d) => [d.slug, d.id])) as Record<string, string>;
+  for (const [d, state] of Object.entries(states)) await setState(ids[d]!, state!);
+  return { slug, fleetId: report.fleetId, ids };
+}
+
+/** Walks a domain to `state` along allowed edges from `provisioning`. */
+async function setState(id: string, state: DomainState) {
+  const paths: Record<DomainState, DomainState[]> = {
+    provisioning: [],
+    ready: ['ready'],
+    degraded: ['degraded'],
+    failed: ['failed'],
+    stopping: ['stopping'],
+    stopped: ['stopping', 'stopped'],
+  };
+  for (const step of paths[state]) await tdb.store.domains.transition(id, step);
+}
+
+function setup(opts: { sky?: FakeSkyCli | null; healthy?: () => boolean } = {}) {
+  const sky = opts.sky === null ? undefined : (opts.sky ?? new FakeSkyCli());
+  const host = new FakeHost();
+  const healthy = opts.healthy ?? (() => true);
+  const fetchImpl = (async () => {
+    if (!healthy()) throw Object.assign(new TypeError('fetch failed'), { cause: { code: 'ECONNREFUSED' } });
+    return new Response('{"ok":true}', { status: 200 });
+  }) as unknown as typeof fetch;
+  const acts = createProvisioningActivities({
+    store: tdb.store,
+    supervisor: host.client,
+    now: () => new Date(),
+    pollIntervalMs: 5,
+    sky,
+    supervisorToken: TOKEN,
+    fetch: fetchImpl,
+  });
+  return { acts, sky: sky as FakeSkyCli, host };
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+const run = <F extends (...args: any[]) => Promise<unknown>>(fn: F, ...args: Parameters<F>) =>
+  runIn(quietEnvironment({ attempt: 1 }), fn, ...args);
+const failureOf = async (p: Promise<unknown>) => {
+  const err = await p.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(ApplicationFailure);
+  return err as ApplicationFailure;
+};
+const stateOf = async (id: string) => (await tdb.store.domains.get(id))!.state;
+
+describe('beginProvisioning', () => {
+  it('moves a failed domain back to provisioning, records an event, and describes the target', async () => {
+    const f = await fleet({ west: 'failed' });
+    const { acts } = setup();
+    const target = await run(acts.beginProvisioning, { domainId: f.ids.west! });
+    expect(target).toMatchObject({
+      domainId: f.ids.west,
+      fleetId: f.fleetId,
+      provider: 'skypilot',
+      skyName: `haru-${f.slug}-west`,
+      isActive: false,
+      inferenceSlotCount: 1,
+      trainingSlotCount: 1,
+    });
+    expect(await stateOf(f.ids.west!)).toBe('provisioning');
+    const events = await tdb.store.events.list(f.fleetId);
+    expect(events.map((e) => e.message)).toContain('domain west: failed -> provisioning');
+  });
+
+  it('refuses a static domain, one without a launch spec, a ready one and one being torn down, changing nothing', async () => {
+    const f = await fleet({ west: 'ready', serve: 'stopping' });
+    const { acts } = setup();
+    const cases: [string, RegExp][] = [
+      ['fixed', /static/],
+      ['bare', /no launch spec/],
+      ['west', /west is ready: tear it down/],
+      ['serve', /being torn down/],
+    ];
+    for (const [slug, message] of cases) {
+      const failure = await failureOf(run(acts.beginProvisioning, { domainId: f.ids[slug]! }));
+      expect(failure.type).toBe(FailureType.InvalidTarget);
+      expect(failure.nonRetryable).toBe(true);
+      expect(failure.message).toMatch(message);
+    }
+    expect(await stateOf(f.ids.west!)).toBe('ready');
+    expect(await stateOf(f.ids.serve!)).toBe('stopping');
+  });
+});
+
+describe('launchDomain', () => {
+  it('launches the rendered task YAML with the supervisor token as a secret, heartbeating the CLI output', async () => {
+    const f = await fleet();
+    const { acts, sky } = setup();
+    sky.launchOutput = ['⚙︎ Launching on AWS (us-east-1).\n', '\u001b[32m✓ Cluster launched\u001b[0m\n'];
+    const env = quietEnvironment({ attempt: 1 });
+    const beats: unknown[] = [];
+    env.on('heartbeat', (d: unknown) => beats.push(d));
+    const result = await runIn(env, acts.launchDomain, { domainId: f.ids.west!, timeoutMs: 60_000 });
+    expect(result).toEqual({ attempt: 1, skyName: `haru-${f.slug}-west`, provider: 'skypilot' });
+    expect(sky.calls).toHaveLength(1);
+    expect(sky.calls[0]).toMatchObject({
+      method: 'launch',
+      name: `haru-${f.slug}-west`,
+      secrets: { HARU_SUPERVISOR_TOKEN: TOKEN },
+    });
+    expect(sky.calls[0]!.yaml).toContain('run: haru supervisor');
+    expect(sky.calls[0]!.yaml).not.toContain(TOKEN);
+    expect(beats).toContainEqual({ waitingFor: `sky launch haru-${f.slug}-west`, lastOutput: '✓ Cluster launched' });
+  });
+
+  it('brings a skyserve domain up with serve up', async () => {
+    const f = await fleet();
+    const { acts, sky } = setup();
+    await run(acts.launchDomain, { domainId: f.ids.serve!, timeoutMs: 60_000 });
+    expect(sky.calls[0]).toMatchObject({ method: 'serveUp', name: `haru-${f.slug}-serve` });
+    expect(sky.calls[0]!.yaml).toMatch(/^service:/m);
+  });
+
+  it('turns a failed launch into non-retryable LaunchFailed carrying the command and stderr', async () => {
+    const f = await fleet();
+    const { acts, sky } = setup();
+    sky.failures.set('launch', new SkyCommandError(['sky', 'launch'], 'exit', 1, 'ResourcesUnavailableError: no H100'));
+    const failure = await failureOf(run(acts.launchDomain, { domainId: f.ids.west!, timeoutMs: 60_000 }));
+    expect(failure.type).toBe(FailureType.LaunchFailed);
+    expect(failure.nonRetryable).toBe(true);
+    expect(failure.message).toMatch(/exited with code 1: ResourcesUnavailableError: no H100/);
+    expect(failure.details?.[0]).toMatchObject({ command: ['sky', 'launch'], exitCode: 1, reason: 'exit' });
+  });
+
+  it('fails non-retryably when the worker has no sky CLI', async () => {
+    const f = await fleet();
+    const { acts } = setup({ sky: null });
+    const failure = await failureOf(run(acts.launchDomain, { domainId: f.ids.west!, timeoutMs: 60_000 }));
+    expect(failure.type).toBe(FailureType.ProvisioningUnavailable);
+  });
+});
+
+describe('awaitSupervisor', () => {
+  it('waits while /healthz is refused and returns once the supervisor reports every model', async () => {
+    const f = await fleet();
+    let healthChecks = 0;
+    const { acts, host } = setup({ healthy: () => ++healthChecks > 3 });
+    host.models = [];
+    host.onStatus = (h, reads) => {
+      if (reads >= 2) h.models = [{ name: 'llama', gpuIndex: 0, state: 'awake', runningRequests: 0 }];
+    };
+    const env = quietEnvironment({ attempt: 1 });
+    const waits: string[] = [];
+    env.on('heartbeat', (d: { waitingFor: string }) => waits.push(d.waitingFor));
+    expect(await runIn(env, acts.awaitSupervisor, { domainId: f.ids.west! })).toEqual({
+      attempt: 1,
+      models: ['llama'],
+    });
+    expect(waits[0]).toMatch(/healthz: ECONNREFUSED/);
+    expect(waits).toContain('models not up on the supervisor: llama');
+  });
+
+  it('fails fast with LaunchFailed when sky says the cluster is gone', async () => {
+    const f = await fleet();
+    const { acts, sky } = setup({ healthy: () => false });
+    sky.cluster = null;
+    const failure = await failureOf(run(acts.awaitSupervisor, { domainId: f.ids.west!, skyCheckEveryMs: 0 }));
+    expect(failure.type).toBe(FailureType.LaunchFailed);
+    expect(failure.message).toMatch(/cluster haru-.*-west is gone while waiting/);
+  });
+
+  it('keeps waiting through a failing sky status (the supervisor is the truth) and stops on an unauthorized supervisor', async () => {
+    const f = await fleet();
+    const { acts, sky, host } = setup();
+    sky.failures.set('status', new SkyCommandError(['sky', 'status'], 'exit', 1, 'api server down'));
+    host.failures.set(
+      'status',
+      ApplicationFailure.nonRetryable('supervisor refused the token', FailureType.Unauthorized),
+    );
+    const failure = await failureOf(run(acts.awaitSupervisor, { domainId: f.ids.west!, skyCheckEveryMs: 0 }));
+    expect(failure.type).toBe(FailureType.Unauthorized);
+    expect(sky.calls.map((c) => c.method)).toEqual(['status']);
+  });
+});
+
+describe('finishProvisioning', () => {
+  it('marks a provisioning domain ready, or failed with the reason', async () => {
+    const f = await fleet();
+    const { acts } = setup();
+    expect(await run(acts.finishProvisioning, { domainId: f.ids.west!, outcome: 'ready' })).toEqual({
+      state: 'ready',
+      changed: true,
+    });
+    expect(
+      await run(acts.finishProvisioning, { domainId: f.ids.serve!, outcome: 'failed', reason: 'launch: boom' }),
+    ).toEqual({
+      state: 'failed',
+      changed: true,
+    });
+    expect((await tdb.store.domains.get(f.ids.serve!))!.lastError).toBe('launch: boom');
+  });
+
+  it('leaves a domain a teardown took over alone', async () => {
+    const f = await fleet({ west: 'stopping' });
+    const { acts } = setup();
+    expect(await run(acts.finishProvisioning, { domainId: f.ids.west!, outcome: 'failed', reason: 'x' })).toEqual({
+      state: 'stopping',
+      changed: false,
+    });
+    expect(await stateOf(f.ids.west!)).toBe('stopping');
+  });
+});
+
+describe('teardown activities', () => {
+  it('refuses the active domain and a domain an in-flight operation targets', async () => {
+    const f = await fleet({ west: 'ready', east: 'ready' });
+    const { acts } = setup();
+    const active = await failureOf(run(acts.beginTeardown, { domainId: f.ids.east! }));
+    expect(active.type).toBe(FailureType.InvalidTarget);
+    expect(active.message).toMatch(/east is the active domain/);
+    await tdb.store.operations.create({
+      fleetId: f.fleetId,
+      kind: 'promote',
+      targetDomainId: f.ids.west!,
+      reason: 'test',
+      requestedBy: 'test',
+    });
+    const busy = await failureOf(run(acts.beginTeardown, { domainId: f.ids.west! }));
+    expect(busy.message).toMatch(/in-flight promote operation/);
+    expect(await stateOf(f.ids.east!)).toBe('ready');
+    expect(await stateOf(f.ids.west!)).toBe('ready');
+  });
+
+  it('moves a serving domain to stopping, reports an already stopped one, and ends in stopped', async () => {
+    const f = await fleet({ west: 'ready', serve: 'stopped' });
+    const { acts } = setup();
+    expect(await run(acts.beginTeardown, { domainId: f.ids.west! })).toMatchObject({
+      state: 'stopping',
+      wasServing: true,
+    });
+    expect(await stateOf(f.ids.west!)).toBe('stopping');
+    expect(await run(acts.beginTeardown, { domainId: f.ids.serve! })).toMatchObject({
+      state: 'stopped',
+      wasServing: false,
+    });
+    expect(await run(acts.finishTeardown, { domainId: f.ids.west!, outcome: 'stopped' })).toEqual({
+      state: 'stopped',
+      changed: true,
+    });
+  });
+
+  it('downs, stops or serve-downs by provider and mode, and retries a failing sky command', async () => {
+    const f = await fleet();
+    const { acts, sky } = setup();
+    sky.cluster = { name: 'x', status: 'UP', infra: null, resources: null, autostop: null, launched: null };
+    expect(await run(acts.destroyDomain, { domainId: f.ids.west!, mode: 'down' })).toEqual({
+      attempt: 1,
+      result: 'down',
+    });
+    expect(await run(acts.destroyDomain, { domainId: f.ids.west!, mode: 'stop' })).toEqual({
+      attempt: 1,
+      result: 'stopped',
+    });
+    expect(await run(acts.destroyDomain, { domainId: f.ids.serve!, mode: 'stop' })).toEqual({
+      attempt: 1,
+      result: 'down',
+    });
+    expect(sky.calls.map((c) => `${c.method} ${c.name}`)).toEqual([
+      `down haru-${f.slug}-west`,
+      `stop haru-${f.slug}-west`,
+      `serveDown haru-${f.slug}-serve`,
+    ]);
+    sky.failures.set('down', new SkyCommandError(['sky', 'down'], 'timeout', null, '', '600000 ms'));
+    const failure = await failureOf(run(acts.destroyDomain, { domainId: f.ids.west!, mode: 'down' }));
+    expect(failure.type).toBe(FailureType.SkyCommandFailed);
+    expect(failure.nonRetryable).toBe(false);
+  });
+});
