@@ -248,9 +248,12 @@ describe('awaitSupervisor', () => {
 });
 
 describe('finishProvisioning', () => {
-  it('marks a provisioning domain ready, or failed with the reason', async () => {
+  it('marks a provisioning domain ready (clearing the polls that failed during the launch), or failed with the reason', async () => {
     const f = await fleet();
     const { acts } = setup();
+    for (let i = 0; i < 5; i++) {
+      await tdb.store.domains.recordPoll(f.ids.west!, { ok: false, at: new Date(), error: 'ECONNREFUSED' });
+    }
     expect(await run(acts.finishProvisioning, { domainId: f.ids.west!, outcome: 'ready' })).toEqual({
       state: 'ready',
       changed: true,
@@ -261,6 +264,8 @@ describe('finishProvisioning', () => {
       state: 'failed',
       changed: true,
     });
+    expect(await tdb.store.domains.get(f.ids.west!)).toMatchObject({ consecutiveFailures: 0, lastError: null });
+    expect((await tdb.store.domains.get(f.ids.west!))!.lastSeenAt).not.toBeNull();
     expect((await tdb.store.domains.get(f.ids.serve!))!.lastError).toBe('launch: boom');
   });
 

@@ -233,7 +233,8 @@ export function createProvisioningActivities(deps: ActivityDeps) {
     },
 
     /**
-     * Ends provisioning: `ready` moves the domain provisioning -> ready; `failed` moves it to failed with
+     * Ends provisioning: `ready` moves the domain provisioning -> ready and resets its poll bookkeeping (the
+     * supervisor just answered); `failed` moves it to failed with
      * the reason in lastError, but only while it is still provisioning (a teardown that took over keeps
      * its `stopping`). Returns the state the domain is in afterwards. Appends an event either way.
      */
@@ -255,6 +256,8 @@ export function createProvisioningActivities(deps: ActivityDeps) {
         return { state: now?.state ?? domain.state, changed: false };
       }
       if (to === 'ready') {
+        // The polls that failed while the host was launching say nothing about it now: it just answered.
+        await store.domains.recordPoll(domain.id, { ok: true, at: deps.now() });
         log.info('domain provisioned', { domainId: domain.id });
         await event(domain, 'domain.provisioned', `domain ${domain.slug}: provisioning -> ready`, {
           from: 'provisioning',

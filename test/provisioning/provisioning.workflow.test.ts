@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { type Client, WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure, defaultPayloadConverter } from '@temporalio/common';
-import type { NativeConnection } from '@temporalio/worker';
+import { type NativeConnection, Worker } from '@temporalio/worker';
 import { createTestDatabase, seedLayout, type TestDatabase } from '../../db/testing';
 import { skyNameFor } from '../../drivers/sky-yaml';
 import { fleetLayoutSchema, type FleetLayout } from '../../schemas/layout';
@@ -190,8 +190,13 @@ describe('provisionDomainWorkflow', () => {
     const events = await db.store.events.list((await domainRow('west')).fleetId);
     expect(events.filter((e) => e.domainId === ids.west).map((e) => e.type)).toContain('domain.provisioned');
 
-    const down = await (await teardown('west')).result();
+    const downHandle = await teardown('west');
+    const down = await downHandle.result();
     expect(down).toEqual({ domainId: ids.west, state: 'stopped', result: 'down' });
+    // Both real histories replay with the current workflow code (a changed command sequence would throw).
+    for (const h of [handle, downHandle]) {
+      await Worker.runReplayHistory({ workflowBundle: workflowBundle() }, await h.fetchHistory(), h.workflowId);
+    }
     expect((await domainRow('west')).state).toBe('stopped');
     expect(sky.clusters()[skyNameFor(fleetSlug, 'west')]).toBeUndefined();
     // The host is gone: `sky down` ended the simulated domain the cluster's run had started.
