@@ -1,0 +1,233 @@
+/**
+ * The pure parts of `haru dev`: its environment, the layout it generates, the port plan and busy-port
+ * message, the process registry that cleans up after a crashed run, and the banner's commands.
+ */
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { renderBanner, type BannerInfo } from '../../cli/dev/banner';
+import { loadDevConfig } from '../../cli/dev/config';
+import { buildDevLayout, simulatorPorts } from '../../cli/dev/layout';
+import { assertPortsFree, duplicatePorts, planPorts, PortInUseError } from '../../cli/dev/ports';
+import { createDevRegistry, type ProcessOps } from '../../cli/dev/registry';
+import { ConfigError } from '../../schemas/env';
+import { fleetLayoutSchema } from '../../schemas/layout';
+
+const ROOT = path.resolve(__dirname, '../..');
+const devLayout = () =>
+  fleetLayoutSchema.parse(JSON.parse(readFileSync(path.join(ROOT, 'examples/dev.layout.json'), 'utf8')));
+
+describe('haru dev configuration', () => {
+  it('defaults every port and path, counting blank variables as unset', () => {
+    const config = loadDevConfig({ PORT: '', HARU_STATE_DIR: ' ', TEMPORAL_ADDRESS: '' }, '/work', ROOT);
+    expect(config.env).toMatchObject({
+      PORT: 8700,
+      HARU_TEMPORAL_PORT: 7233,
+      HARU_TEMPORAL_UI_PORT: 8233,
+      HARU_WORKER_METRICS_PORT: 9464,
+      HARU_SIM_PORT_OFFSET: 0,
+      TEMPORAL_NAMESPACE: 'default',
+      HARU_TASK_QUEUE: 'haru',
+    });
+    expect(config.stateDir).toBe('/work/.haru');
+    expect(config.layoutFile).toBe(path.join(ROOT, 'examples/dev.layout.json'));
+    expect(config.startsTemporal).toBe(true);
+    expect(config.temporalAddress).toBe('127.0.0.1:7233');
+  });
+
+  it('uses a given Temporal server instead of starting one', () => {
+    const config = loadDevConfig({ TEMPORAL_ADDRESS: 'temporal.internal:7233' }, '/work', ROOT);
+    expect(config.startsTemporal).toBe(false);
+    expect(config.temporalAddress).toBe('temporal.internal:7233');
+  });
+
+  it('names every bad variable at once', () => {
+    const run = () =>
+      loadDevConfig({ PORT: '70000', HARU_SIM_PORT_OFFSET: 'ten', DATABASE_URL: 'mysql://x' }, '/', ROOT);
+    expect(run).toThrow(ConfigError);
+    const message = (() => {
+      try {
+        run();
+      } catch (err) {
+        return (err as Error).message;
+      }
+      return '';
+    })();
+    for (const name of ['PORT', 'HARU_SIM_PORT_OFFSET', 'DATABASE_URL'])
+      expect(message).toMatch(new RegExp(`^  ${name}: `, 'm'));
+  });
+});
+
+describe('the dev layout', () => {
+  it('shifts every supervisor and model port by the offset and keeps the rest', () => {
+    const source = devLayout();
+    const shifted = buildDevLayout(source, { portOffset: 1000, stateDir: '/state' });
+    expect(shifted.fleet).toEqual(source.fleet);
+    const before = simulatorPorts(source).map((p) => p.port);
+    const after = simulatorPorts(shifted).map((p) => p.port);
+    expect(after).toEqual(before.map((p) => p + 1000));
+    expect(shifted.domains[0]!.supervisorUrl).toBe('http://127.0.0.1:9711');
+  });
+
+  it('puts relative checkpoint directories under the state directory', () => {
+    const shifted = buildDevLayout(devLayout(), { portOffset: 0, stateDir: '/state' });
+    const dirs = shifted.domains.flatMap((d) =>
+      d.slots.flatMap((s) => (s.kind === 'training' ? [s.checkpointDir] : [])),
+    );
+    expect(dirs).toEqual([
+      '/state/checkpoints/east/gpu0',
+      '/state/checkpoints/east/gpu1',
+      '/state/checkpoints/west/gpu0',
+      '/state/checkpoints/west/gpu1',
+    ]);
+  });
+
+  it('refuses a domain it cannot simulate on this machine, and a port pushed out of range', () => {
+    const layout = devLayout();
+    const remote = { ...layout, domains: [{ ...layout.domains[0]!, supervisorUrl: 'https://gpu.example.com:8701' }] };
+    expect(() => buildDevLayout(remote, { portOffset: 0, stateDir: '/s' })).toThrow(
+      /domain east: supervisorUrl .* must be http:\/\/127\.0\.0\.1/,
+    );
+    expect(() => buildDevLayout(layout, { portOffset: 60_000, stateDir: '/s' })).toThrow(/HARU_SIM_PORT_OFFSET/);
+  });
+});
+
+describe('the port plan', () => {
+  const config = loadDevConfig({}, '/work', ROOT);
+  const layout = buildDevLayout(devLayout(), { portOffset: 0, stateDir: '/s' });
+
+  it('lists the API, Temporal, its UI, the worker metrics and every simulated port, each with its variable', () => {
+    const plan = planPorts(config, layout);
+    expect(plan.slice(0, 4)).toEqual([
+      { port: 8700, what: 'the Haru API', variable: 'PORT' },
+      { port: 7233, what: 'the Temporal dev server (gRPC)', variable: 'HARU_TEMPORAL_PORT' },
+      { port: 8233, what: 'the Temporal Web UI', variable: 'HARU_TEMPORAL_UI_PORT' },
+      { port: 9464, what: 'the worker metrics endpoint', variable: 'HARU_WORKER_METRICS_PORT' },
+    ]);
+    expect(plan.slice(4).every((p) => p.variable === 'HARU_SIM_PORT_OFFSET')).toBe(true);
+    expect(plan).toHaveLength(4 + 8);
+    expect(duplicatePorts(plan)).toEqual([]);
+  });
+
+  it('leaves out Temporal with TEMPORAL_ADDRESS and the metrics port when it is 0', () => {
+    const own = loadDevConfig({ TEMPORAL_ADDRESS: 'x:1', HARU_WORKER_METRICS_PORT: '0' }, '/w', ROOT);
+    expect(planPorts(own, layout).map((p) => p.variable)).not.toContain('HARU_TEMPORAL_PORT');
+    expect(planPorts(own, layout).map((p) => p.variable)).not.toContain('HARU_WORKER_METRICS_PORT');
+  });
+
+  it('reports two parts wanting one port', () => {
+    const clash = loadDevConfig({ PORT: '8711' }, '/w', ROOT);
+    expect(duplicatePorts(planPorts(clash, layout))).toEqual([
+      'port 8711 is wanted by both the Haru API and the supervisor of simulated domain east (PORT, HARU_SIM_PORT_OFFSET)',
+    ]);
+  });
+
+  it('names each busy port with what it is for and the variable that moves it', async () => {
+    const plan = planPorts(config, layout);
+    const busy = new Set([8700, 8233]);
+    const error = await assertPortsFree(plan, async (p) => !busy.has(p)).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PortInUseError);
+    expect((error as Error).message.split('\n')).toEqual([
+      'port 8700 is already in use (wanted for the Haru API): stop what is using it, or set PORT to choose another',
+      'port 8233 is already in use (wanted for the Temporal Web UI): stop what is using it, or set HARU_TEMPORAL_UI_PORT to choose another',
+    ]);
+    await expect(assertPortsFree(plan, async () => true)).resolves.toBeUndefined();
+  });
+});
+
+describe('the process registry', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'haru-dev-registry-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  const ops = (alive: Record<number, string>, killed: number[]): ProcessOps => ({
+    isAlive: (pid) => pid in alive,
+    commandLine: (pid) => alive[pid] ?? null,
+    killGroup: (pgid) => killed.push(pgid),
+  });
+
+  it('kills the process groups a dead dev stack left, but only those still running what it started', () => {
+    const first = createDevRegistry(dir, ops({}, []));
+    first.claim();
+    first.add('temporal dev server', 101, 'start-dev');
+    first.add('simulated domain east', 102, 'sim');
+    first.add('simulated domain west', 103, 'sim');
+    const killed: number[] = [];
+    // 101 still runs the server; 102 is gone; 103 was recycled by an unrelated process.
+    const second = createDevRegistry(
+      dir,
+      ops({ 101: 'temporal server start-dev --port 7233', 103: 'vim notes' }, killed),
+    );
+    expect(second.claim()).toEqual(['temporal dev server (pid 101)']);
+    expect(killed).toEqual([101]);
+  });
+
+  it('refuses to share the state directory with a live dev stack', () => {
+    mkdirSync(path.join(dir, 'dev'), { recursive: true });
+    writeFileSync(path.join(dir, 'dev', 'processes.json'), JSON.stringify({ devPid: 4242, children: [] }));
+    const registry = createDevRegistry(dir, ops({ 4242: 'node bin/haru.js dev' }, []));
+    expect(() => registry.claim()).toThrow(/another haru dev \(pid 4242\) is running .* set HARU_STATE_DIR/);
+  });
+
+  it('removes its file on release', () => {
+    const registry = createDevRegistry(dir, ops({}, []));
+    registry.claim();
+    registry.release();
+    expect(() => readFileSync(registry.file)).toThrow();
+  });
+});
+
+describe('the banner', () => {
+  const info: BannerInfo = {
+    apiUrl: 'http://127.0.0.1:8700',
+    temporalUiUrl: 'http://127.0.0.1:8233',
+    temporalAddress: '127.0.0.1:7233',
+    namespace: 'default',
+    fleetSlug: 'dev',
+    fleetId: '11111111-1111-4111-8111-111111111111',
+    activeDomain: 'east',
+    standbyDomains: ['west'],
+    routeRevision: 3,
+    model: 'qwen-0.5b',
+    haru: 'node bin/haru.js',
+    killCommand: 'node bin/haru.js sim kill --state-dir .haru/sim/east',
+    reviveCommand:
+      'node bin/haru.js sim domain --layout .haru/dev/layout.json --domain east --state-dir .haru/sim/east --standby',
+    temporal: 'temporal',
+    stateDir: '.haru',
+    logFile: '.haru/logs/haru.log',
+    databaseLabel: 'embedded Postgres',
+    hasApiToken: false,
+    cliEnv: '',
+  };
+
+  it('shows the URLs and the copy-paste commands: chat, watch, kill, revive, temporal', () => {
+    const text = renderBanner(info);
+    expect(text).toContain('API (OpenAI-compatible)  http://127.0.0.1:8700/v1');
+    expect(text).toContain('Temporal Web UI          http://127.0.0.1:8233');
+    expect(text).toContain(
+      `curl -s http://127.0.0.1:8700/v1/chat/completions -H 'content-type: application/json' \\\n    -d '{"model":"qwen-0.5b","messages":[{"role":"user","content":"Hello from Haru!"}]}'`,
+    );
+    expect(text).toContain('  node bin/haru.js fleet watch dev --next');
+    expect(text).toContain('  node bin/haru.js sim kill --state-dir .haru/sim/east');
+    expect(text).toContain(`  ${info.reviveCommand}`);
+    expect(text).toContain(
+      `temporal --address 127.0.0.1:7233 --namespace default workflow list --query "HaruFleet='${info.fleetId}'"`,
+    );
+    expect(text).toContain(`workflow signal --workflow-id haru/${info.fleetId}/monitor --name pauseAutoFailover`);
+  });
+
+  it('sends the token by reference and points the CLI at a moved API', () => {
+    const text = renderBanner({
+      ...info,
+      hasApiToken: true,
+      apiUrl: 'http://127.0.0.1:9000',
+      cliEnv: 'HARU_URL=http://127.0.0.1:9000 ',
+    });
+    expect(text).toContain(`-H "authorization: Bearer $HARU_API_TOKEN"`);
+    expect(text).toContain('HARU_URL=http://127.0.0.1:9000 node bin/haru.js fleet watch dev --next');
+    expect(text).not.toMatch(/Bearer [A-Za-z0-9]{8,}/);
+  });
+});

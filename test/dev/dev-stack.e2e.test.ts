@@ -1,0 +1,246 @@
+/**
+ * `haru dev` end to end, started as a user starts it: a child process on free ports with a temporary state
+ * directory. It must become ready, serve a chat completion through the OpenAI SDK, fail over when the
+ * active simulated domain is killed with the command its banner prints (route revision +1, the new active
+ * serving the same model), leave the completed promotion in Temporal for the `temporal` CLI, answer the
+ * CLI (JSON reads; API errors as code and message), and stop everything it started on SIGINT.
+ */
+import { execFile, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import OpenAI from 'openai';
+import { findTemporalCli } from '../../cli/temporal-cli';
+import { routeIntentSchema, type RouteIntent } from '../../schemas/route-intent';
+import {
+  descendants,
+  devEnv,
+  type DevProcess,
+  HARU,
+  processesMentioning,
+  ROOT,
+  spawnDev,
+  stillRunning,
+  until,
+} from './support';
+
+const run = promisify(execFile);
+jest.setTimeout(300_000);
+
+describe('haru dev, end to end', () => {
+  let stateDir: string;
+  let env: Awaited<ReturnType<typeof devEnv>>;
+  let dev: DevProcess;
+  let apiUrl: string;
+  let openai: OpenAI;
+  const cli = (args: string[]) =>
+    run(process.execPath, [HARU, ...args], { cwd: ROOT, env: { ...env, HARU_URL: apiUrl }, timeout: 120_000 }).then(
+      (r) => ({ code: 0, ...r }),
+      (err: { code: number; stdout: string; stderr: string }) => ({
+        code: err.code,
+        stdout: err.stdout,
+        stderr: err.stderr,
+      }),
+    );
+  const routeIntent = async (): Promise<RouteIntent> =>
+    routeIntentSchema.parse(await (await fetch(`${apiUrl}/v1/fleets/dev/route-intent`)).json());
+  /** The banner's command under `# <heading>`: what a user copies. */
+  const bannerCommand = (heading: RegExp): string => {
+    const lines = dev.stdout().split('\n');
+    const at = lines.findIndex((l) => heading.test(l));
+    if (at < 0) throw new Error(`banner has no ${heading}:\n${dev.stdout()}`);
+    return lines[at + 1]!.trim();
+  };
+
+  beforeAll(async () => {
+    stateDir = mkdtempSync(path.join(os.tmpdir(), 'haru-dev-e2e-'));
+    env = await devEnv(stateDir);
+    apiUrl = `http://127.0.0.1:${env.PORT}`;
+    dev = spawnDev(env);
+    const exitedEarly = dev.exited.then(({ code, signal }) => {
+      throw new Error(`haru dev exited during start (${signal ?? code}):\n${dev.stdout()}\n${dev.stderr()}`);
+    });
+    // Readiness as an operator checks it: /readyz answers 200 (then the banner lists the commands).
+    await Promise.race([
+      exitedEarly,
+      until(
+        'GET /readyz to answer 200',
+        async () => ((await fetch(`${apiUrl}/readyz`)).ok ? true : undefined),
+        240_000,
+      ),
+    ]);
+    await Promise.race([
+      exitedEarly,
+      until('the banner', () => (dev.stdout().includes('Ctrl-C stops everything') ? true : undefined), 240_000),
+    ]);
+    exitedEarly.catch(() => undefined);
+    openai = new OpenAI({ baseURL: `${apiUrl}/v1`, apiKey: 'unused-without-HARU_API_TOKEN', maxRetries: 0 });
+  });
+
+  afterAll(async () => {
+    if (dev && dev.child.exitCode === null && dev.child.signalCode === null) {
+      dev.child.kill('SIGINT');
+      await dev.exited;
+    }
+    rmSync(stateDir, { recursive: true, force: true });
+  });
+
+  it('prints the URLs and the commands to try', () => {
+    const out = dev.stdout();
+    expect(out).toContain(`API (OpenAI-compatible)  ${apiUrl}/v1`);
+    expect(out).toContain(`Temporal Web UI          http://127.0.0.1:${env.HARU_TEMPORAL_UI_PORT}`);
+    expect(bannerCommand(/# 1\. chat/)).toMatch(/^curl -s .*\/v1\/chat\/completions/);
+    expect(bannerCommand(/# 3\. kill the active domain/)).toMatch(/sim kill --state-dir .*\/sim\/east$/);
+    expect(bannerCommand(/# 2\. .*watch|wait for the next failover/)).toMatch(/fleet watch dev --next$/);
+  });
+
+  it('serves a chat completion through the OpenAI SDK from the active domain', async () => {
+    const { data, response } = await openai.chat.completions
+      .create({ model: 'qwen-0.5b', messages: [{ role: 'user', content: 'Hello from the test' }] })
+      .withResponse();
+    expect(data.model).toBe('qwen-0.5b');
+    expect(data.choices[0]?.message.content).toEqual(expect.any(String));
+    expect(data.choices[0]!.message.content!.length).toBeGreaterThan(0);
+    expect(response.headers.get('x-haru-domain')).toBe('east');
+  });
+
+  it('fails over when the active domain is killed the way the banner says', async () => {
+    const before = await routeIntent();
+    expect(before.activeDomain?.slug).toBe('east');
+    // Step 2 of the banner, in a "second terminal": it must be waiting before the kill.
+    const watcher = spawn(process.execPath, [HARU, 'fleet', 'watch', 'dev', '--next'], {
+      cwd: ROOT,
+      env: { ...env, HARU_URL: apiUrl },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let watched = '';
+    watcher.stdout.on('data', (c: Buffer) => (watched += c.toString()));
+    watcher.stderr.on('data', (c: Buffer) => (watched += c.toString()));
+    const watcherExit = new Promise<number | null>((resolve) => watcher.once('exit', (code) => resolve(code)));
+    await until(
+      'the watcher to wait',
+      () => (watched.includes('waiting for the next operation') ? true : undefined),
+      60_000,
+    );
+
+    const kill = bannerCommand(/# 3\. kill the active domain/);
+    const killed = await run('sh', ['-c', kill], { cwd: ROOT, env });
+    expect(killed.stdout).toMatch(/killed \d+ processes/);
+
+    const after = await until(
+      'the route to move to another domain',
+      async () => {
+        const intent = await routeIntent();
+        return intent.revision > before.revision && !intent.failover.inFlight ? intent : undefined;
+      },
+      180_000,
+    );
+    expect(after.revision).toBe(before.revision + 1);
+    expect(after.activeDomain?.slug).toBe('west');
+    expect(after.models.map((m) => m.name)).toContain('qwen-0.5b');
+
+    const { data, response } = await openai.chat.completions
+      .create({ model: 'qwen-0.5b', messages: [{ role: 'user', content: 'Still there?' }] })
+      .withResponse();
+    expect(data.choices[0]!.message.content!.length).toBeGreaterThan(0);
+    expect(response.headers.get('x-haru-domain')).toBe('west');
+
+    expect(await watcherExit).toBe(0);
+    expect(watched).toMatch(/promote [0-9a-f-]{36}: (running|succeeded)/);
+    for (const step of ['stopTraining', 'verifyGpuReleased', 'wakeModels', 'probeModels', 'commitRouting'])
+      expect(watched).toContain(step);
+    expect(watched).toMatch(/^succeeded/m);
+  });
+
+  it('shows the completed promotion in `temporal workflow list`', async () => {
+    const temporal = findTemporalCli();
+    expect(temporal).not.toBeNull();
+    const { operations } = (await (await fetch(`${apiUrl}/v1/fleets/dev/operations?limit=1`)).json()) as {
+      operations: { id: string; fleetId: string; kind: string; state: string }[];
+    };
+    const op = operations[0]!;
+    expect(op).toMatchObject({ kind: 'promote', state: 'succeeded' });
+    const listed = await until(
+      'the promotion to be listed as completed',
+      async () => {
+        const { stdout } = await run(temporal!, [
+          'workflow',
+          'list',
+          '--address',
+          `127.0.0.1:${env.HARU_TEMPORAL_PORT}`,
+          '--query',
+          `WorkflowType='promotionWorkflow' AND ExecutionStatus='Completed'`,
+          '--output',
+          'json',
+        ]);
+        const rows = JSON.parse(stdout) as { execution: { workflowId: string }; status: string }[];
+        return rows.some((r) => r.execution.workflowId === `haru/${op.fleetId}/op/${op.id}`) ? rows : undefined;
+      },
+      60_000,
+    );
+    const row = listed.find((r) => r.execution.workflowId === `haru/${op.fleetId}/op/${op.id}`);
+    expect(row?.status).toBe('WORKFLOW_EXECUTION_STATUS_COMPLETED');
+  });
+
+  it('answers the CLI: JSON on reads, API errors as code and message without a stack trace', async () => {
+    const list = await cli(['fleet', 'list', '--json']);
+    expect(list.code).toBe(0);
+    const fleets = JSON.parse(list.stdout) as { slug: string; routeRevision: number }[];
+    expect(fleets.map((f) => f.slug)).toEqual(['dev']);
+
+    const status = await cli(['fleet', 'status', 'dev', '--json']);
+    expect(JSON.parse(status.stdout)).toMatchObject({ slug: 'dev' });
+    const events = await cli(['fleet', 'events', 'dev', '--json']);
+    expect((JSON.parse(events.stdout) as { type: string }[]).map((e) => e.type)).toContain('routing.committed');
+
+    const missing = await cli(['fleet', 'status', 'no-such-fleet']);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr.trim()).toMatch(/^haru: fleet_not_found: /);
+    expect(missing.stderr).not.toMatch(/\n\s+at /);
+
+    const demoteActive = await cli(['fleet', 'demote', 'dev', 'west']);
+    expect(demoteActive.code).toBe(1);
+    expect(demoteActive.stderr.trim()).toMatch(/^haru: invalid_target: .*active domain/);
+    expect(demoteActive.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it('stops everything it started on SIGINT', async () => {
+    const tree = descendants(dev.child.pid!);
+    expect(tree.length).toBeGreaterThan(3); // the Temporal server, a domain and its supervisor, vLLMs, trainers
+    expect(processesMentioning(stateDir).length).toBeGreaterThan(0);
+    dev.child.kill('SIGINT');
+    const exit = await dev.exited;
+    expect(exit).toEqual({ code: 0, signal: null });
+    expect(stillRunning(tree)).toEqual([]);
+    expect(processesMentioning(stateDir)).toEqual([]);
+  });
+
+  it('reuses its state on the next start: the same fleet, route and history', async () => {
+    const routeBefore = { revision: 1, active: 'west' }; // where the failover above left it
+    dev = spawnDev(env);
+    await until(
+      'the restarted stack to print its banner',
+      () => {
+        if (dev.child.exitCode !== null) throw new Error(`exited:\n${dev.stdout()}\n${dev.stderr()}`);
+        return dev.stdout().includes('Ctrl-C stops everything') ? true : undefined;
+      },
+      240_000,
+    );
+    expect(dev.stdout()).toMatch(/fleet dev: 0 created/);
+    const intent = await routeIntent();
+    expect({ revision: intent.revision, active: intent.activeDomain?.slug }).toEqual(routeBefore);
+    const { response } = await openai.chat.completions
+      .create({ model: 'llama-70b', messages: [{ role: 'user', content: 'Back again' }] })
+      .withResponse();
+    expect(response.headers.get('x-haru-domain')).toBe('west');
+    const history = (await (await fetch(`${apiUrl}/v1/fleets/dev/operations`)).json()) as { operations: unknown[] };
+    expect(history.operations).toHaveLength(1);
+
+    const tree = descendants(dev.child.pid!);
+    dev.child.kill('SIGTERM');
+    expect(await dev.exited).toEqual({ code: 0, signal: null });
+    expect(stillRunning(tree)).toEqual([]);
+    expect(processesMentioning(stateDir)).toEqual([]);
+  });
+});
