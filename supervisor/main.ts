@@ -36,7 +36,13 @@ export interface RunningSupervisor {
  */
 export async function startSupervisor(
   env: NodeJS.ProcessEnv,
-  opts: { write?: (line: string) => void; trainingOutput?: 'inherit' | 'ignore'; cwd?: string } = {},
+  opts: {
+    write?: (line: string) => void;
+    /** Where the unauthenticated-mode banner goes (stderr by default). */
+    warn?: (line: string) => void;
+    trainingOutput?: 'inherit' | 'ignore';
+    cwd?: string;
+  } = {},
 ): Promise<RunningSupervisor> {
   const settings = loadSupervisorEnv(env);
   const config = loadSupervisorConfig(settings.HARU_SUPERVISOR_CONFIG, (file) => readFileSync(file, 'utf8'));
@@ -49,11 +55,9 @@ export async function startSupervisor(
   });
   const token = settings.HARU_SUPERVISOR_TOKEN ?? null;
   if (!token) {
-    logger.warn(
-      'HARU_SUPERVISOR_TOKEN is not set: the supervisor API is unauthenticated and listens on loopback only',
-      {
-        host,
-      },
+    logger.warn('HARU_SUPERVISOR_TOKEN is not set: the supervisor API is unauthenticated, loopback only', { host });
+    (opts.warn ?? ((line) => process.stderr.write(line)))(
+      `\n*** WARNING: HARU_SUPERVISOR_TOKEN is not set. The supervisor API is UNAUTHENTICATED and listens on ${host} only. ***\n\n`,
     );
   }
   const vllm = createVllmClient({

@@ -62,10 +62,12 @@ function spawnSupervisor(env: NodeJS.ProcessEnv) {
 describe('supervisor process', () => {
   it('listens on 127.0.0.1 only, with a loud warning, when no token is set', async () => {
     const lines: string[] = [];
+    const banner: string[] = [];
     const sup = await startSupervisor(
       { HARU_SUPERVISOR_CONFIG: CONFIG, PORT: '0' },
-      { write: (line) => lines.push(line), trainingOutput: 'ignore' },
+      { write: (line) => lines.push(line), warn: (line) => banner.push(line), trainingOutput: 'ignore' },
     );
+    expect(banner.join('')).toMatch(/WARNING: HARU_SUPERVISOR_TOKEN is not set.*UNAUTHENTICATED.*127\.0\.0\.1 only/);
     running.push(sup);
     expect(sup.server.address()).toMatchObject({ address: '127.0.0.1' });
     expect(await connects('127.0.0.1', sup.port)).toBe(true);
@@ -79,7 +81,7 @@ describe('supervisor process', () => {
   it('listens on every interface when a token is set', async () => {
     const sup = await startSupervisor(
       { HARU_SUPERVISOR_CONFIG: CONFIG, PORT: '0', HARU_SUPERVISOR_TOKEN: 'secret-token' },
-      { write: () => {}, trainingOutput: 'ignore' },
+      { write: () => {}, warn: () => {}, trainingOutput: 'ignore' },
     );
     running.push(sup);
     expect(sup.server.address()).toMatchObject({ address: '0.0.0.0' });
