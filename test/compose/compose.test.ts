@@ -1,0 +1,333 @@
+/**
+ * No Docker engine runs on the project's machines, so docker-compose.yml is checked for what can be checked
+ * without one: images (current official ones, pinned; Haru built from the Dockerfile), ports, healthchecks,
+ * the start order, and that every Haru service sets only variables its code reads, with every required one
+ * given (parsed by the same zod schemas the processes use).
+ */
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import type { Command } from 'commander';
+import YAML from 'yaml';
+import type { z } from 'zod';
+import { apiConfigSchema } from '../../api/config';
+import { buildProgram } from '../../cli/main';
+import { dbEnvSchema } from '../../db/config';
+import { fleetLayoutSchema } from '../../schemas/layout';
+import { supervisorEnvSchema } from '../../supervisor/config';
+import { workerConfigSchema } from '../../workers/config';
+
+const ROOT = path.resolve(__dirname, '../..');
+const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
+
+interface Service {
+  image?: string;
+  build?: string | { context: string };
+  command?: string | string[];
+  entrypoint?: string[];
+  environment?: Record<string, string | number>;
+  ports?: string[];
+  volumes?: string[];
+  depends_on?: Record<string, { condition: string }>;
+  healthcheck?: { test: string[]; interval?: string; retries?: number };
+  restart?: string;
+}
+const compose = YAML.parse(read('docker-compose.yml'), { merge: true }) as {
+  services: Record<string, Service>;
+  volumes?: Record<string, unknown>;
+};
+const services = compose.services;
+const service = (name: string): Service => {
+  const s = services[name];
+  if (!s) throw new Error(`docker-compose.yml has no service ${name}`);
+  return s;
+};
+
+/** Compose interpolation as `docker compose` does it, with the operator's secrets filled in. */
+function resolveEnv(s: Service): Record<string, string> {
+  const secrets: Record<string, string> = { HARU_API_TOKEN: 'api-token', HARU_SUPERVISOR_TOKEN: 'supervisor-token' };
+  return Object.fromEntries(
+    Object.entries(s.environment ?? {}).map(([k, v]) => [
+      k,
+      String(v).replace(/\$\{(\w+)(?::?[?-][^}]*)?\}/g, (_m, name: string) => {
+        if (!(name in secrets)) throw new Error(`${k} interpolates an unknown variable ${name}`);
+        return secrets[name]!;
+      }),
+    ]),
+  );
+}
+
+const HARU_SERVICES = ['haru-migrate', 'haru-api', 'haru-worker', 'sim-east', 'sim-west'];
+const keysOf = (schema: z.ZodObject) => Object.keys(schema.shape);
+
+describe('docker-compose.yml: images', () => {
+  it('runs PostgreSQL, the Temporal server with schema setup and namespace steps, the Web UI, and Haru', () => {
+    expect(Object.keys(services).sort()).toEqual(
+      ['postgres', 'temporal-schema', 'temporal', 'temporal-namespace', 'temporal-ui', ...HARU_SERVICES].sort(),
+    );
+  });
+
+  it('uses current official images with pinned versions, never the deprecated auto-setup image', () => {
+    expect(read('docker-compose.yml')).not.toMatch(/auto-setup/);
+    const image = (name: string) => service(name).image ?? '';
+    expect(image('postgres')).toMatch(/^postgres:1[6-8](\.\d+)?$/);
+    expect(image('temporal')).toMatch(/^temporalio\/server:1\.(2[89]|3\d)\.\d+$/);
+    expect(image('temporal-schema')).toMatch(/^temporalio\/admin-tools:1\.(2[89]|3\d)\.\d+$/);
+    expect(image('temporal-namespace')).toBe(image('temporal-schema'));
+    // The admin tools apply the schema of the server they ship with: one version for both.
+    expect(image('temporal-schema').split(':')[1]).toBe(image('temporal').split(':')[1]);
+    expect(image('temporal-ui')).toMatch(/^temporalio\/ui:2\.\d+\.\d+$/);
+  });
+
+  it('builds every Haru service from the Dockerfile into one image', () => {
+    for (const name of HARU_SERVICES) {
+      expect(service(name).build).toBe('.');
+      expect(service(name).image).toBe('haru:local');
+    }
+  });
+});
+
+describe('docker-compose.yml: ports, healthchecks and order', () => {
+  it('publishes the API, Temporal gRPC and the Web UI on their usual ports', () => {
+    expect(service('haru-api').ports).toEqual(['8700:8700']);
+    expect(service('temporal').ports).toEqual(['7233:7233']);
+    expect(service('temporal-ui').ports).toEqual(['8233:8080']);
+    // Supervisors and engines stay on the compose network: nothing else is published.
+    const published = Object.entries(services)
+      .filter(([, s]) => s.ports?.length)
+      .map(([n]) => n);
+    expect(published.sort()).toEqual(['haru-api', 'temporal', 'temporal-ui']);
+  });
+
+  it('health-checks every long-running service', () => {
+    for (const name of ['postgres', 'temporal', 'haru-api', 'haru-worker', 'sim-east', 'sim-west'])
+      expect(service(name).healthcheck?.test.length).toBeGreaterThan(0);
+    expect(service('haru-api').healthcheck!.test.join(' ')).toContain('http://127.0.0.1:8700/readyz');
+    expect(service('haru-worker').healthcheck!.test.join(' ')).toContain(
+      `http://127.0.0.1:${resolveEnv(service('haru-worker')).HARU_WORKER_METRICS_PORT}/metrics`,
+    );
+  });
+
+  it('starts each part after what it needs', () => {
+    const dep = (name: string) =>
+      Object.fromEntries(Object.entries(service(name).depends_on ?? {}).map(([k, v]) => [k, v.condition]));
+    expect(dep('temporal-schema')).toEqual({ postgres: 'service_healthy' });
+    expect(dep('temporal')).toEqual({ 'temporal-schema': 'service_completed_successfully' });
+    expect(dep('temporal-namespace')).toEqual({ temporal: 'service_healthy' });
+    expect(dep('temporal-ui')).toEqual({ temporal: 'service_healthy' });
+    expect(dep('haru-migrate')).toEqual({ postgres: 'service_healthy' });
+    expect(dep('haru-api')).toEqual({
+      'haru-migrate': 'service_completed_successfully',
+      'temporal-namespace': 'service_completed_successfully',
+    });
+    expect(dep('haru-worker')).toEqual({
+      'haru-migrate': 'service_completed_successfully',
+      'temporal-namespace': 'service_completed_successfully',
+      'sim-east': 'service_healthy',
+      'sim-west': 'service_healthy',
+    });
+  });
+
+  it('has no dependency cycle and names only existing services', () => {
+    const visiting = new Set<string>();
+    const done = new Set<string>();
+    const visit = (name: string) => {
+      expect(services[name]).toBeDefined();
+      if (done.has(name)) return;
+      if (visiting.has(name)) throw new Error(`dependency cycle through ${name}`);
+      visiting.add(name);
+      for (const d of Object.keys(service(name).depends_on ?? {})) visit(d);
+      visiting.delete(name);
+      done.add(name);
+    };
+    for (const name of Object.keys(services)) visit(name);
+  });
+
+  it('lets one-shot steps finish and restarts long-running services', () => {
+    for (const name of ['temporal-schema', 'temporal-namespace', 'haru-migrate'])
+      expect(service(name).restart).toMatch(/^on-failure/);
+    for (const name of ['postgres', 'temporal', 'temporal-ui', 'haru-api', 'haru-worker', 'sim-east', 'sim-west'])
+      expect(service(name).restart).toBe('unless-stopped');
+  });
+});
+
+describe('docker-compose.yml: the environment matches what the code reads', () => {
+  const check = (name: string, schema: z.ZodObject) => {
+    const env = resolveEnv(service(name));
+    expect(Object.keys(env).filter((k) => !keysOf(schema).includes(k))).toEqual([]);
+    const parsed = schema.safeParse(env);
+    expect(parsed.error?.issues ?? []).toEqual([]);
+    return { env, parsed: parsed.data as Record<string, unknown> };
+  };
+
+  it('haru-api: every variable is one the API reads; shared Postgres, a token, and a non-loopback bind', () => {
+    const { parsed } = check('haru-api', apiConfigSchema);
+    expect(parsed).toMatchObject({
+      PORT: 8700,
+      HOST: '0.0.0.0',
+      TEMPORAL_ADDRESS: 'temporal:7233',
+      HARU_API_TOKEN: 'api-token',
+      HARU_DEFAULT_FLEET: 'compose',
+    });
+    // Without DATABASE_URL the API would open an embedded database of its own in the container.
+    expect(parsed.DATABASE_URL).toMatch(/^postgres:\/\/.*@postgres:5432\//);
+    expect(resolveEnv(service('haru-api'))).not.toHaveProperty('HARU_SUPERVISOR_TOKEN');
+  });
+
+  it('haru-worker: every variable is one the worker reads, with the supervisors’ token', () => {
+    const { parsed } = check('haru-worker', workerConfigSchema);
+    expect(parsed.DATABASE_URL).toBe(resolveEnv(service('haru-api')).DATABASE_URL);
+    expect(parsed).toMatchObject({
+      TEMPORAL_ADDRESS: 'temporal:7233',
+      HARU_TASK_QUEUE: resolveEnv(service('haru-api')).HARU_TASK_QUEUE,
+      TEMPORAL_NAMESPACE: resolveEnv(service('haru-api')).TEMPORAL_NAMESPACE,
+      HARU_SUPERVISOR_TOKEN: 'supervisor-token',
+    });
+    expect(resolveEnv(service('haru-worker'))).not.toHaveProperty('HARU_API_TOKEN');
+  });
+
+  it('haru-migrate: the state store variables of `haru db`', () => {
+    const { parsed } = check('haru-migrate', dbEnvSchema);
+    expect(parsed.DATABASE_URL).toBe(resolveEnv(service('haru-api')).DATABASE_URL);
+  });
+
+  it.each(['sim-east', 'sim-west'])(
+    '%s: the supervisor token its supervisor requires to listen beyond loopback',
+    (name) => {
+      const env = resolveEnv(service(name));
+      expect(Object.keys(env)).toEqual(['HARU_SUPERVISOR_TOKEN']);
+      expect(keysOf(supervisorEnvSchema)).toContain('HARU_SUPERVISOR_TOKEN');
+      expect(env.HARU_SUPERVISOR_TOKEN).toBe(resolveEnv(service('haru-worker')).HARU_SUPERVISOR_TOKEN);
+    },
+  );
+
+  it('gives the Temporal setup scripts every variable they read', () => {
+    for (const [name, script] of [
+      ['temporal-schema', 'deploy/temporal/setup-postgres.sh'],
+      ['temporal-namespace', 'deploy/temporal/create-namespace.sh'],
+    ] as const) {
+      expect(service(name).volumes).toContain('./deploy/temporal:/deploy:ro');
+      expect(service(name).command).toBe(`/deploy/${path.basename(script)}`);
+      const text = read(script);
+      // `${X:?}` and bare `$X` must be set; `${X:-default}` may be absent.
+      const required = new Set(
+        [...text.matchAll(/\$\{(\w+)(:\?[^}]*)?\}|\$(\w+)/g)]
+          .map((m) => m[1] ?? m[3])
+          .filter((v): v is string => !!v && /^[A-Z]/.test(v))
+          .filter((v) => !new RegExp(`\\$\\{${v}:-`).test(text))
+          .filter((v) => !new RegExp(`^\\s*(for )?${v}[= ]`, 'm').test(text) && !['PATH'].includes(v)),
+      );
+      const env = resolveEnv(service(name));
+      expect([...required].filter((v) => !(v in env))).toEqual([]);
+    }
+  });
+});
+
+describe('docker-compose.yml: commands and the layout it seeds', () => {
+  const program = buildProgram();
+  const sub = (cmd: Command, name: string) => cmd.commands.find((c) => c.name() === name);
+  const longOptions = (cmd: Command) => cmd.options.map((o) => o.long);
+  const argv = (name: string) => {
+    const c = service(name).command;
+    return Array.isArray(c) ? c : [];
+  };
+
+  it('runs `haru api`, `haru worker` and `haru sim domain` with options those commands have', () => {
+    expect(sub(program, 'api')).toBeDefined();
+    expect(argv('haru-api')).toEqual(['api']);
+    expect(sub(program, 'worker')).toBeDefined();
+    expect(argv('haru-worker')).toEqual(['worker']);
+    const simDomain = sub(sub(program, 'sim')!, 'domain')!;
+    for (const name of ['sim-east', 'sim-west']) {
+      const [sim, domain, ...rest] = argv(name);
+      expect([sim, domain]).toEqual(['sim', 'domain']);
+      const flags = rest.filter((a) => a.startsWith('--'));
+      expect(flags.filter((f) => !longOptions(simDomain).includes(f))).toEqual([]);
+    }
+    const migrate = (service('haru-migrate').command as string[]).join(' ');
+    expect(migrate).toContain('node bin/haru.js db migrate');
+    expect(migrate).toContain('node bin/haru.js db seed --config examples/compose.layout.json');
+    const seed = sub(sub(program, 'db')!, 'seed')!;
+    expect(longOptions(seed)).toContain('--config');
+  });
+
+  it('starts east active and west as the standby, as the layout says', () => {
+    const layout = fleetLayoutSchema.parse(JSON.parse(read('examples/compose.layout.json')));
+    expect(layout.fleet.slug).toBe(resolveEnv(service('haru-api')).HARU_DEFAULT_FLEET);
+    expect(argv('sim-east')).not.toContain('--standby');
+    expect(argv('sim-west')).toContain('--standby');
+    expect(layout.fleet.activeDomain).toBe('east');
+  });
+
+  it('simulates each layout domain in the service of its hostname, health-checked on its supervisor port', () => {
+    const layout = fleetLayoutSchema.parse(JSON.parse(read('examples/compose.layout.json')));
+    for (const domain of layout.domains) {
+      const name = new URL(domain.supervisorUrl).hostname;
+      const args = argv(name);
+      expect(args[args.indexOf('--domain') + 1]).toBe(domain.slug);
+      expect(args[args.indexOf('--layout') + 1]).toBe('examples/compose.layout.json');
+      expect(args[args.indexOf('--host') + 1]).toBe('0.0.0.0');
+      const port = new URL(domain.supervisorUrl).port;
+      expect(service(name).healthcheck!.test.join(' ')).toContain(`http://127.0.0.1:${port}/healthz`);
+      for (const slot of domain.slots)
+        if (slot.kind === 'inference') for (const m of slot.models) expect(new URL(m.servingUrl).hostname).toBe(name);
+    }
+  });
+});
+
+describe('Dockerfile', () => {
+  const dockerfile = read('Dockerfile');
+
+  it('installs production dependencies only, skips the Temporal CLI download, and runs `haru` as a non-root user', () => {
+    expect(dockerfile).toMatch(/^FROM node:20[-\w.]*$/m);
+    expect(dockerfile).toMatch(/npm ci --omit=dev/);
+    expect(dockerfile).toMatch(/HARU_SKIP_TEMPORAL_INSTALL=1/);
+    expect(dockerfile).toMatch(/^USER haru$/m);
+    expect(dockerfile).toMatch(/^ENTRYPOINT \["node", "bin\/haru\.js"\]$/m);
+    // The postinstall script runs during `npm ci`, so it must be copied before it.
+    expect(dockerfile.indexOf('COPY scripts')).toBeLessThan(dockerfile.indexOf('npm ci'));
+    expect(read('scripts/install-temporal.js')).toMatch(/HARU_SKIP_TEMPORAL_INSTALL === '1'/);
+  });
+
+  it('ships no code that needs a devDependency at run time (they are not in the image)', () => {
+    const pkg = JSON.parse(read('package.json')) as { devDependencies: Record<string, string> };
+    const dev = new Set(Object.keys(pkg.devDependencies));
+    // Everything the image runs: the CLI, the workflow code the worker bundles, and what the simulator spawns.
+    const entries = ['cli/main.ts', 'workflows/index.ts', 'supervisor/main.ts', 'sim/vllm/main.ts', 'sim/trainer.js'];
+    const offenders = new Set<string>();
+    const seen = new Set<string>();
+    const resolve = (from: string, spec: string): string | null => {
+      const base = path.join(path.dirname(from), spec);
+      for (const candidate of [base, `${base}.ts`, `${base}.js`, path.join(base, 'index.ts')])
+        if (existsSync(path.join(ROOT, candidate)) && statSync(path.join(ROOT, candidate)).isFile()) return candidate;
+      return null;
+    };
+    const visit = (file: string) => {
+      if (seen.has(file)) return;
+      seen.add(file);
+      const text = read(file);
+      // Type-only imports vanish at run time.
+      const specs = [
+        ...text.matchAll(/^\s*import\s+(?!type\b)[^;]*?from\s+'([^']+)'/gms),
+        ...text.matchAll(/^\s*export\s+(?!type\b)[^;]*?from\s+'([^']+)'/gms),
+        ...text.matchAll(/(?:require|import)\(\s*'([^']+)'\s*\)/g),
+      ].map((m) => m[1]!);
+      for (const spec of specs) {
+        if (spec.startsWith('.')) {
+          const next = resolve(file, spec);
+          if (next) visit(next);
+          continue;
+        }
+        const name = spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!;
+        if (dev.has(name)) offenders.add(`${file}: ${spec}`);
+      }
+    };
+    entries.forEach(visit);
+    expect(seen.size).toBeGreaterThan(50);
+    expect([...offenders]).toEqual([]);
+  });
+
+  it('keeps local state and dependencies out of the build context', () => {
+    const ignored = read('.dockerignore').split('\n');
+    for (const entry of ['node_modules', '.haru', '.git']) expect(ignored).toContain(entry);
+  });
+});
