@@ -39,10 +39,10 @@ export function describeFailure(err: unknown): FailureInfo {
   if (cause instanceof TimeoutFailure) {
     // The raw failure keeps the last attempt's error as its cause (a budget spent retrying a refusal).
     const lastAttempt = (cause.failure?.cause as { message?: string | null } | null | undefined)?.message;
-    const what = waitingFor(cause.lastHeartbeatDetails) ?? lastAttempt ?? null;
+    const what = [waitingFor(cause.lastHeartbeatDetails), lastAttempt && `last error: ${lastAttempt}`].filter(Boolean);
     return {
       code: 'Timeout',
-      message: `step budget spent (${cause.timeoutType ?? 'timeout'})${what ? `: ${what}` : ''}`,
+      message: `step budget spent (${cause.timeoutType ?? 'timeout'})${what.length ? `: ${what.join('; ')}` : ''}`,
     };
   }
   if (cause instanceof CancelledFailure) return { code: 'Cancelled', message: cause.message || 'cancelled' };

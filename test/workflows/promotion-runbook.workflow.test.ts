@@ -172,7 +172,7 @@ describe('promotionWorkflow runbook', () => {
       ),
     );
     expect(failure.message).toMatch(
-      /^promotion failed at wakeModels: step budget spent \(.+\): supervisor refused wake of GPU 0: llama: still asleep$/,
+      /^promotion failed at wakeModels: step budget spent \(.+\): last error: supervisor refused wake of GPU 0: llama: still asleep$/,
     );
     expect(finished[0]).toMatchObject({ outcome: 'failed', error: { step: 'wakeModels', code: 'Timeout' } });
   });

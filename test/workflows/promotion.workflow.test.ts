@@ -168,7 +168,7 @@ describe('2. a failure before commit leaves routing where it was and puts the ta
   });
 
   it('wake fails (the engine stays asleep): fails at wakeModels', async () => {
-    await setPolicy({ wakeTimeoutMs: 3_000 });
+    await setPolicy({ wakeTimeoutMs: 6_000 });
     const { standby } = await roles();
     await standby.sim.faults.set(MODEL, { wakeNoop: true });
     // Either the budget expires mid-attempt (Timeout) or before a retry (the last refusal, NotYet).

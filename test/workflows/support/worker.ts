@@ -38,6 +38,6 @@ export async function replayAndRecord(client: Client, handle: WorkflowHandle, na
   const history = await client.workflow.getHandle(handle.workflowId).fetchHistory();
   await Worker.runReplayHistory({ workflowBundle: workflowBundle() }, history, handle.workflowId);
   if (process.env.HARU_RECORD_HISTORIES === '1') {
-    writeFileSync(path.join(HISTORIES_DIR, `${name}.json`), `${JSON.stringify(historyToJSON(history), null, 1)}\n`);
+    writeFileSync(path.join(HISTORIES_DIR, `${name}.json`), `${historyToJSON(history)}\n`);
   }
 }

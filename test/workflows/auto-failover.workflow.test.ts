@@ -1,0 +1,160 @@
+/**
+ * The fleet monitor failing over by itself: a simulated active host is SIGKILLed and the monitor, on the
+ * real worker and dev server, fails it and promotes the standby. Also driven through the `temporal` CLI.
+ */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import type { Client } from '@temporalio/client';
+import type { NativeConnection } from '@temporalio/worker';
+import { findTemporalCli, TEMPORAL_MISSING_MESSAGE } from '../../cli/temporal-cli';
+import type { OperationProgress } from '../../schemas/api';
+import { ensureMonitor } from '../../workers/start';
+import { healthQuery, monitorWorkflowId } from '../../workflows/definitions';
+import { complete, type SimFleet, startSimFleet } from './support/sim-fleet';
+import { connectTestServer, eventually, uniqueTaskQueue } from './support/temporal';
+import { replayAndRecord, startTestWorker } from './support/worker';
+
+jest.setTimeout(180_000);
+const run = promisify(execFile);
+
+let connection: NativeConnection;
+let client: Client;
+beforeAll(async () => {
+  ({ connection, client } = await connectTestServer());
+});
+afterAll(async () => {
+  await connection?.close();
+});
+
+/** A fleet with a worker and its monitor; `close` stops them all. */
+async function monitoredFleet() {
+  const fleet = await startSimFleet();
+  const taskQueue = uniqueTaskQueue('failover');
+  const worker = await startTestWorker(connection, fleet.db.store, taskQueue);
+  await ensureMonitor(client, fleet.fleetId, taskQueue);
+  const monitor = client.workflow.getHandle(monitorWorkflowId(fleet.fleetId));
+  await eventually(
+    'the monitor to look at the fleet',
+    async () => (await monitor.query(healthQuery))?.standbyRanking.length === 1,
+  );
+  return {
+    fleet,
+    monitor,
+    async close() {
+      await monitor.terminate('test over').catch(() => undefined);
+      await worker.stop();
+      await fleet.close();
+    },
+  };
+}
+
+const activeOf = async (fleet: SimFleet) => (await fleet.db.store.fleets.snapshot(fleet.fleetId))!.activeDomainId;
+
+it('4. kills the active host; the monitor fails it and promotes the standby with no human action', async () => {
+  const { fleet, monitor, close } = await monitoredFleet();
+  try {
+    const killedAt = Date.now();
+    await fleet.east.sim.kill();
+    await eventually(
+      'routing to move to the standby',
+      async () => (await activeOf(fleet)) === fleet.west.id,
+      90_000,
+      20,
+    );
+    const elapsedMs = Date.now() - killedAt;
+    console.log(`auto-failover: active host killed -> routing committed to the standby in ${elapsedMs} ms`);
+
+    expect(await complete(fleet.west.servingUrl)).not.toBe('');
+    const [operation] = await fleet.db.store.operations.list(fleet.fleetId);
+    expect(operation).toMatchObject({
+      kind: 'promote',
+      targetDomainId: fleet.west.id,
+      requestedBy: 'monitor',
+      routingCommitted: true,
+    });
+    expect(operation!.reason).toMatch(/^auto-failover: active domain east /);
+    expect((await fleet.db.store.domains.get(fleet.east.id))?.state).toBe('failed');
+
+    const promotion = client.workflow.getHandle(operation!.workflowId);
+    expect(await promotion.result()).toMatchObject({ state: 'succeeded', demotion: 'failed' }); // the old host is dead
+    expect((await fleet.db.store.operations.get(operation!.id))?.state).toBe('succeeded');
+    await replayAndRecord(client, promotion, 'auto-failover-promotion');
+    await replayAndRecord(client, monitor, 'fleet-monitor');
+  } finally {
+    await close();
+  }
+});
+
+describe('6. through the temporal CLI', () => {
+  const cli = findTemporalCli();
+  const temporal = async (...args: string[]) => {
+    if (!cli) throw new Error(TEMPORAL_MISSING_MESSAGE);
+    const { stdout } = await run(
+      cli,
+      [...args, '--address', process.env.TEMPORAL_TEST_ADDRESS!, '--namespace', 'default'],
+      {
+        timeout: 60_000,
+      },
+    );
+    return stdout;
+  };
+
+  it('pauseAutoFailover holds the promotion after a kill, resumeAutoFailover lets it run, progress is queryable', async () => {
+    const { fleet, monitor, close } = await monitoredFleet();
+    const monitorId = monitorWorkflowId(fleet.fleetId);
+    try {
+      await temporal('workflow', 'signal', '--workflow-id', monitorId, '--name', 'pauseAutoFailover');
+      await eventually(
+        'the pause to take effect',
+        async () => (await monitor.query(healthQuery))?.isAutoFailoverPaused,
+      );
+
+      await fleet.east.sim.kill();
+      const blocked = await eventually(
+        'the monitor to fail the active but hold the promotion',
+        async () => {
+          const health = await monitor.query(healthQuery);
+          return health?.failoverBlockedBy === 'paused' &&
+            (await fleet.db.store.domains.get(fleet.east.id))?.state === 'failed'
+            ? health
+            : null;
+        },
+        90_000,
+      );
+      // One more full look after the decision, still paused: nothing was asked for.
+      await temporal('workflow', 'signal', '--workflow-id', monitorId, '--name', 'checkNow');
+      await eventually('a fresh look', async () => (await monitor.query(healthQuery))!.checkedAt > blocked.checkedAt);
+      expect(await fleet.db.store.operations.list(fleet.fleetId)).toEqual([]);
+      expect(await activeOf(fleet)).toBe(fleet.east.id);
+
+      await temporal('workflow', 'signal', '--workflow-id', monitorId, '--name', 'resumeAutoFailover');
+      await eventually('routing to move to the standby', async () => (await activeOf(fleet)) === fleet.west.id, 90_000);
+
+      const [operation] = await fleet.db.store.operations.list(fleet.fleetId);
+      const out = await temporal(
+        'workflow',
+        'query',
+        '--workflow-id',
+        operation!.workflowId,
+        '--name',
+        'progress',
+        '--output',
+        'json',
+      );
+      const parsed = JSON.parse(out) as { queryResult: [OperationProgress] };
+      expect(parsed.queryResult[0].steps.map((s) => s.step)).toEqual([
+        'stopTraining',
+        'verifyGpuReleased',
+        'wakeModels',
+        'probeModels',
+        'commitRouting',
+        'demoteOldActive',
+      ]);
+      expect(parsed.queryResult[0].steps.find((s) => s.step === 'commitRouting')).toMatchObject({
+        status: 'succeeded',
+      });
+    } finally {
+      await close();
+    }
+  });
+});
