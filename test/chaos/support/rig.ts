@@ -1,0 +1,126 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Client, WorkflowHandle } from '@temporalio/client';
+import { seedLayout, type TestDatabase } from '../../../db/testing';
+import type { Operation } from '../../../schemas/entities';
+import type { FleetPolicyInput } from '../../../schemas/policy';
+import { startOperationWorkflow } from '../../../workers/start';
+import { monitorWorkflowId } from '../../../workflows/definitions';
+import { type SimFleet, type SimFleetDomain, startSimFleet, TEST_POLICY } from '../../workflows/support/sim-fleet';
+import { eventually } from '../../workflows/support/temporal';
+import { startWorkerProcess, type WorkerProcess } from './worker-process';
+
+/** A simulated fleet driven by `haru worker` child processes on one task queue. */
+export interface ChaosRig {
+  fleet: SimFleet;
+  client: Client;
+  taskQueue: string;
+  temporalAddress: string;
+  /** The worker processes started so far (the last one is the live one). */
+  workers: WorkerProcess[];
+  /** Starts one more `haru worker` process on the rig's task queue (after a kill: the replacement). */
+  startWorker(): Promise<WorkerProcess>;
+  /** Creates a promote operation for `target` and starts its workflow, as the API does. */
+  promote(target: SimFleetDomain): Promise<{ operation: Operation; handle: WorkflowHandle }>;
+  /** Polls the operation row until it has entered `step` (the store's view, written when the step starts). */
+  waitForStep(operationId: string, step: string, timeoutMs?: number): Promise<Operation>;
+  /** The fleet's routing pointer and revision as the store has them. */
+  routing(): Promise<{ activeDomainId: string | null; routeRevision: number }>;
+  close(): Promise<void>;
+}
+
+export interface ChaosRigOptions {
+  client: Client;
+  temporalAddress: string;
+  taskQueue: string;
+  policy?: FleetPolicyInput;
+  trainerEnv?: Record<string, string>;
+  wakeDelayMs?: number;
+  db?: TestDatabase;
+}
+
+/** Starts a two-domain simulated fleet (east active, west standby); workers come from `startWorker`. */
+export async function startChaosRig(opts: ChaosRigOptions): Promise<ChaosRig> {
+  const logDir = mkdtempSync(path.join(os.tmpdir(), 'haru-chaos-'));
+  const fleet = await startSimFleet({
+    policy: { ...TEST_POLICY, autoFailover: false, ...opts.policy },
+    trainerEnv: opts.trainerEnv,
+    wakeDelayMs: opts.wakeDelayMs,
+    db: opts.db,
+  });
+  const workers: WorkerProcess[] = [];
+  const store = fleet.db.store;
+  return {
+    fleet,
+    client: opts.client,
+    taskQueue: opts.taskQueue,
+    temporalAddress: opts.temporalAddress,
+    workers,
+    async startWorker() {
+      const worker = await startWorkerProcess({
+        databaseUrl: fleet.db.url,
+        temporalAddress: opts.temporalAddress,
+        taskQueue: opts.taskQueue,
+        logFile: path.join(logDir, `worker-${workers.length + 1}.log`),
+      });
+      workers.push(worker);
+      return worker;
+    },
+    async promote(target) {
+      const { outcome, operation } = await store.operations.create({
+        fleetId: fleet.fleetId,
+        kind: 'promote',
+        targetDomainId: target.id,
+        reason: 'chaos test',
+        requestedBy: 'test',
+      });
+      if (outcome !== 'created') throw new Error(`promotion not created: ${outcome}`);
+      await startOperationWorkflow(opts.client, operation, opts.taskQueue);
+      return { operation, handle: opts.client.workflow.getHandle(operation.workflowId) };
+    },
+    waitForStep(operationId, step, timeoutMs = 120_000) {
+      return eventually(
+        `operation ${operationId} to enter ${step}`,
+        async () => {
+          const op = await store.operations.get(operationId);
+          if (op && op.state !== 'pending' && op.state !== 'running') {
+            throw new Error(`operation ended (${op.state}) before reaching ${step}: ${JSON.stringify(op.error)}`);
+          }
+          return op?.step === step ? op : null;
+        },
+        timeoutMs,
+        25,
+      );
+    },
+    async routing() {
+      const snapshot = (await store.fleets.snapshot(fleet.fleetId))!;
+      return { activeDomainId: snapshot.activeDomainId, routeRevision: snapshot.routeRevision };
+    },
+    async close() {
+      await Promise.all(workers.map((w) => w.stop()));
+      await opts.client.workflow
+        .getHandle(monitorWorkflowId(fleet.fleetId))
+        .terminate('chaos test over')
+        .catch(() => undefined);
+      await fleet.close();
+      if (process.env.HARU_CHAOS_KEEP_LOGS !== '1') rmSync(logDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Re-applies the rig fleet's layout with a changed policy (workflows read it when they begin). */
+export async function setPolicy(rig: ChaosRig, policy: FleetPolicyInput): Promise<void> {
+  const layout = rig.fleet.layout;
+  await seedLayout(rig.fleet.db.store, {
+    ...layout,
+    fleet: { ...layout.fleet, policy: { ...layout.fleet.policy, ...policy } },
+  });
+}
+
+/** Admin calls a simulated domain's fake vLLM has received (`POST /sleep?level=1`, ...), oldest first. */
+export async function vllmCalls(domain: SimFleetDomain): Promise<string[]> {
+  const model = domain.sim.models[0]!;
+  const res = await fetch(`http://127.0.0.1:${model.port}/_sim/state`);
+  return ((await res.json()) as { calls: string[] }).calls;
+}
