@@ -19,12 +19,15 @@ export function isFree(port: number): Promise<boolean> {
   });
 }
 
-/** An HARU_SIM_PORT_OFFSET under which every simulated port of the dev layout is free now. */
+/**
+ * An HARU_SIM_PORT_OFFSET under which every simulated port of the dev layout is free now. The ports stay
+ * below Linux's ephemeral range (32768+), where the OS hands out ports to other tests' listeners.
+ */
 export async function freeSimOffset(): Promise<number> {
   const layout = fleetLayoutSchema.parse(JSON.parse(readFileSync(path.join(ROOT, 'examples/dev.layout.json'), 'utf8')));
   const ports = simulatorPorts(layout).map((p) => p.port);
   for (let attempt = 0; attempt < 200; attempt++) {
-    const offset = 20_000 + Math.floor(Math.random() * 25_000);
+    const offset = 10_000 + Math.floor(Math.random() * 13_000);
     const free = await Promise.all(ports.map((p) => isFree(p + offset)));
     if (free.every(Boolean)) return offset;
   }
