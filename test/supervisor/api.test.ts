@@ -85,7 +85,8 @@ beforeAll(async () => {
       },
     ],
   };
-  const vllm = createVllmClient({ timeoutMs: 2_000, wakeTimeoutMs: 10_000 });
+  // Generous: a loaded CI machine must not turn a slow answer into a failed assertion.
+  const vllm = createVllmClient({ timeoutMs: 20_000, wakeTimeoutMs: 30_000 });
   training = createTrainingManager({
     slots: config.training,
     baseEnv: { ...process.env, HARU_SIM_GPU_STATE: gpuStateDir, HARU_SUPERVISOR_TOKEN: TOKEN },
@@ -307,7 +308,7 @@ describe('supervisor API: vLLM sleep and wake', () => {
 
 describe('supervisor API: probe', () => {
   const probe = async (body: Record<string, unknown>) => {
-    const res = await call('POST', '/v1/probe', { prompt: 'Say hello.', maxTokens: 8, timeoutMs: 5_000, ...body });
+    const res = await call('POST', '/v1/probe', { prompt: 'Say hello.', maxTokens: 8, timeoutMs: 20_000, ...body });
     return { status: res.status, body: res.json };
   };
 
