@@ -1,0 +1,51 @@
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  CancelledFailure,
+  RetryState,
+  TimeoutFailure,
+  TimeoutType,
+} from '@temporalio/common';
+import { describeFailure } from './failure-info';
+
+const activityFailure = (cause: Error) =>
+  new ActivityFailure('activity failed', 'wakeModels', '1', RetryState.NON_RETRYABLE_FAILURE, 'worker', cause);
+
+describe('describeFailure', () => {
+  it('reduces an activity failure to its ApplicationFailure type and message', () => {
+    expect(
+      describeFailure(activityFailure(ApplicationFailure.nonRetryable('model llama failed its probe', 'ProbeFailed'))),
+    ).toEqual({
+      code: 'ProbeFailed',
+      message: 'model llama failed its probe',
+    });
+  });
+
+  it('names what a timed-out step was waiting for, from its last heartbeat', () => {
+    const timeout = new TimeoutFailure(
+      'timeout',
+      { waitingFor: 'models not awake: llama (asleep)' },
+      TimeoutType.SCHEDULE_TO_CLOSE,
+    );
+    expect(describeFailure(activityFailure(timeout))).toEqual({
+      code: 'Timeout',
+      message: `step budget spent (${TimeoutType.SCHEDULE_TO_CLOSE}): models not awake: llama (asleep)`,
+    });
+  });
+
+  it('adds the last attempt error a timeout carries', () => {
+    const timeout = new TimeoutFailure('timeout', undefined, TimeoutType.SCHEDULE_TO_CLOSE);
+    timeout.failure = { message: 'timeout', cause: { message: 'HTTP 503' } };
+    expect(describeFailure(activityFailure(timeout)).message).toBe(
+      `step budget spent (${TimeoutType.SCHEDULE_TO_CLOSE}): last error: HTTP 503`,
+    );
+  });
+
+  it('reports a cancellation and any other error', () => {
+    expect(describeFailure(activityFailure(new CancelledFailure('CANCELLED')))).toEqual({
+      code: 'Cancelled',
+      message: 'CANCELLED',
+    });
+    expect(describeFailure(new Error('boom'))).toEqual({ code: 'Error', message: 'boom' });
+  });
+});
