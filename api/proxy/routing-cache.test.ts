@@ -122,6 +122,19 @@ describe('routing cache', () => {
     expect(await cache.get('f1')).toMatchObject({ stale: false });
   });
 
+  it('reads a pushed move at once even while backing off from a store failure', async () => {
+    const s = fakeStore([snap(1, 1)]);
+    const cache = createRoutingCache({ store: s.store, ttlMs: 100, maxEntries: 10, storeTimeoutMs: 50, now });
+    await cache.get('f1');
+    s.setDown(true);
+    clock += 101;
+    expect(await cache.get('f1')).toMatchObject({ stale: true });
+    s.setDown(false);
+    s.fleets[0] = snap(1, 2);
+    cache.handlePush(JSON.stringify({ fleetId: snap(1).id, revision: 2, activeDomainId: null }));
+    expect(await cache.get('f1')).toMatchObject({ stale: false, snapshot: { routeRevision: 2 } });
+  });
+
   it('bounds a hanging store read by storeTimeoutMs', async () => {
     const hanging = {
       fleets: {

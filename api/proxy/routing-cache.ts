@@ -174,13 +174,14 @@ export function createRoutingCache(opts: RoutingCacheOptions): RoutingCache {
         const t = now();
         touch(entry.snapshot.id, entry);
         if (!entry.invalidated && t - entry.checkedAt < opts.ttlMs) return { snapshot: entry.snapshot, stale: false };
-        if (t < entry.backoffUntil) return { snapshot: entry.snapshot, stale: true };
+        // A pushed move is read at once, backoff or not: the push itself came from the store.
+        if (!entry.invalidated && t < entry.backoffUntil) return { snapshot: entry.snapshot, stale: true };
       }
       return singleFlight(ref, entry, false);
     },
     async refresh(ref) {
       const entry = lookup(ref);
-      if (entry && now() < entry.backoffUntil) return { snapshot: entry.snapshot, stale: true };
+      if (entry && !entry.invalidated && now() < entry.backoffUntil) return { snapshot: entry.snapshot, stale: true };
       return singleFlight(ref, entry, true);
     },
     handlePush(payload) {
@@ -193,7 +194,10 @@ export function createRoutingCache(opts: RoutingCacheOptions): RoutingCache {
       }
       const entry = entries.get(parsed.fleetId);
       if (entry && parsed.revision <= entry.snapshot.routeRevision) return; // duplicate or out of order
-      if (entry) entry.invalidated = true;
+      if (entry) {
+        entry.invalidated = true;
+        entry.backoffUntil = 0;
+      }
       emitMove(parsed.fleetId, parsed.revision);
     },
     onMove(listener) {

@@ -20,7 +20,7 @@ describe('requests held during a failover', () => {
   beforeAll(async () => {
     west = await startFakeUpstream('west');
     h = await startHarness({
-      config: { HARU_CHAT_HOLD_MS: 2_000, HARU_CHAT_HOLD_PING_MS: 50, HARU_CHAT_HOLD_MAX: 3 },
+      config: { HARU_CHAT_HOLD_MS: 60_000, HARU_CHAT_HOLD_PING_MS: 50, HARU_CHAT_HOLD_MAX: 3 },
     });
   });
   afterAll(async () => {
@@ -33,25 +33,26 @@ describe('requests held during a failover', () => {
   const held = async () => (await h.api.metrics.heldRequests.get()).values[0]?.value ?? 0;
 
   /** A fleet whose active (east) refuses connections, with a promotion to west started but not committed. */
-  async function failingFleet(opts: { autoFailover?: boolean; promote?: boolean } = {}) {
-    const fleet = await h.seed(
+  async function failingFleet(opts: { autoFailover?: boolean; promote?: boolean; on?: Harness } = {}) {
+    const on = opts.on ?? h;
+    const fleet = await on.seed(
       twoDomainLayout({ eastUrl: await deadUrl(), westUrl: west.url, autoFailover: opts.autoFailover }),
     );
     const westDomain = fleet.domains.find((d) => d.slug === 'west')!;
     let operationId: string | null = null;
     if (opts.promote !== false) {
-      const { operation } = await h.store.operations.create({
+      const { operation } = await on.store.operations.create({
         fleetId: fleet.id,
         kind: 'promote',
         targetDomainId: westDomain.id,
         reason: 'test failover',
         requestedBy: 'test',
       });
-      await h.store.operations.start(operation.id);
+      await on.store.operations.start(operation.id);
       operationId = operation.id;
     }
     const commit = async () => {
-      await h.store.fleets.commitRouting({
+      await on.store.fleets.commitRouting({
         fleetId: fleet.id,
         operationId: operationId!,
         expectedActiveDomainId: fleet.activeDomainId,
@@ -139,33 +140,44 @@ describe('requests held during a failover', () => {
   });
 
   it('ends a hold that sees no route move within HARU_CHAT_HOLD_MS with the error, as an SSE error event for a started stream', async () => {
-    const { fleet } = await failingFleet();
-    const plain = await call(`${h.url}/v1/chat/completions`, {
-      body: { model, messages: [] },
-      headers: { 'x-haru-fleet': fleet.slug },
-    });
-    expect(plain.status).toBe(502);
-    expect(plain.body.error.code).toBe('upstream_unreachable');
-    expect(plain.body.error.message).toMatch(/held 2000 ms/);
+    const short = await startHarness({ config: { HARU_CHAT_HOLD_MS: 1_500, HARU_CHAT_HOLD_PING_MS: 50 } });
+    try {
+      const { fleet } = await failingFleet({ on: short });
+      const ask = (stream: boolean) =>
+        fetch(`${short.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-haru-fleet': fleet.slug },
+          body: JSON.stringify({ model, messages: [], stream }),
+        });
+      const plain = await ask(false);
+      expect(plain.status).toBe(502);
+      const body = (await plain.json()) as { error: { code: string; message: string } };
+      expect(body.error.code).toBe('upstream_unreachable');
+      expect(body.error.message).toMatch(/held 1500 ms/);
 
-    const res = await fetch(`${h.url}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-haru-fleet': fleet.slug },
-      body: JSON.stringify({ model, messages: [], stream: true }),
-    });
-    expect(res.status).toBe(200);
-    const text = await res.text();
-    expect(text).toContain(': haru: holding request');
-    const last = text.trim().split('\n\n').at(-1)!;
-    expect(JSON.parse(last.replace(/^data: /, ''))).toMatchObject({ error: { code: 'upstream_unreachable' } });
+      const streamed = await ask(true);
+      expect(streamed.status).toBe(200);
+      const text = await streamed.text();
+      expect(text).toContain(': haru: holding request');
+      const last = text.trim().split('\n\n').at(-1)!;
+      expect(JSON.parse(last.replace(/^data: /, ''))).toMatchObject({ error: { code: 'upstream_unreachable' } });
 
-    const err = await client(fleet)
-      .chat.completions.create({ model, messages: [], stream: true })
-      .then(async (s) => {
-        for await (const _ of s) void _;
-      })
-      .catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(OpenAI.APIError);
+      const sdk = new OpenAI({
+        baseURL: `${short.url}/v1`,
+        apiKey: 'x',
+        maxRetries: 0,
+        defaultHeaders: { 'x-haru-fleet': fleet.slug },
+      });
+      const err = await sdk.chat.completions
+        .create({ model, messages: [], stream: true })
+        .then(async (s) => {
+          for await (const _ of s) void _;
+        })
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(OpenAI.APIError);
+    } finally {
+      await short.close();
+    }
   });
 
   it('answers 429 overloaded with Retry-After when HARU_CHAT_HOLD_MAX requests are already held', async () => {

@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net';
 /**
  * A TCP relay in front of a real server (Postgres here) that a test can turn into an outage: `blackhole()`
  * freezes every open connection and leaves new ones unanswered, the way a partitioned network does;
- * `restore()` lets new connections through again.
+ * `restore()` resets the frozen connections (their protocol state is lost, as after a long partition) and
+ * lets new connections through again.
  */
 export interface TcpProxy {
   port: number;
@@ -43,6 +44,7 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
     },
     restore() {
       dark = false;
+      for (const socket of sockets) socket.destroy();
     },
     async close() {
       for (const s of sockets) s.destroy();
