@@ -12,6 +12,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import OpenAI from 'openai';
 import { findTemporalCli } from '../../cli/temporal-cli';
+import type { FleetSnapshot } from '../../schemas/entities';
 import { routeIntentSchema, type RouteIntent } from '../../schemas/route-intent';
 import {
   descendants,
@@ -153,6 +154,63 @@ describe('haru dev, end to end', () => {
     expect(watched).toMatch(/^succeeded/m);
   });
 
+  it('revives the killed domain as a standby, promotes it back with --wait, and fails over again when it is killed', async () => {
+    const fleet = async () => (await (await fetch(`${apiUrl}/v1/fleets/dev`)).json()) as FleetSnapshot;
+    const east = async () => (await fleet()).domains.find((d) => d.slug === 'east')!;
+    const revive = spawn('sh', ['-c', `exec ${bannerCommand(/# bring the killed domain back/)}`], {
+      cwd: ROOT,
+      env,
+      stdio: 'ignore',
+    });
+    const revived = new Promise<number | null>((resolve) => revive.once('exit', (code) => resolve(code)));
+    try {
+      await until(
+        'east to be a ready standby: asleep and training',
+        async () => {
+          const d = await east();
+          const asleep = d.slots.filter((s) => s.kind === 'inference').every((s) => s.state === 'sleeping');
+          const training = d.slots.filter((s) => s.kind === 'training').every((s) => s.state === 'training');
+          return d.state === 'ready' && asleep && training ? d : undefined;
+        },
+        120_000,
+      );
+      const before = await routeIntent();
+      expect(before.activeDomain?.slug).toBe('west');
+
+      const promoted = await cli(['fleet', 'promote', 'dev', 'east', '--wait', '--reason', 'end-to-end test']);
+      expect(promoted.code).toBe(0);
+      // Each step live with its elapsed time, then the outcome.
+      expect(promoted.stdout).toMatch(/stopTraining .*\d(\.\d+)?m?s/);
+      expect(promoted.stdout).toMatch(/commitRouting .*\d(\.\d+)?m?s/);
+      expect(promoted.stdout).toMatch(/^succeeded/m);
+      const back = await routeIntent();
+      expect({ revision: back.revision, active: back.activeDomain?.slug }).toEqual({
+        revision: before.revision + 1,
+        active: 'east',
+      });
+
+      // The revived domain is killable like the first time: the same banner line.
+      const again = await run('sh', ['-c', bannerCommand(/# 3\. kill the active domain/)], { cwd: ROOT, env });
+      expect(again.stdout).toMatch(/killed \d+ processes/);
+      expect(await revived).not.toBe(0); // its supervisor died under it
+      const moved = await until(
+        'the route to move back to west',
+        async () => {
+          const intent = await routeIntent();
+          return intent.revision > back.revision && !intent.failover.inFlight ? intent : undefined;
+        },
+        180_000,
+      );
+      expect({ revision: moved.revision, active: moved.activeDomain?.slug }).toEqual({
+        revision: back.revision + 1,
+        active: 'west',
+      });
+    } finally {
+      if (revive.exitCode === null) revive.kill('SIGTERM');
+      await revived;
+    }
+  });
+
   it('shows the completed promotion in `temporal workflow list`', async () => {
     const temporal = findTemporalCli();
     expect(temporal).not.toBeNull();
@@ -181,6 +239,19 @@ describe('haru dev, end to end', () => {
     );
     const row = listed.find((r) => r.execution.workflowId === `haru/${op.fleetId}/op/${op.id}`);
     expect(row?.status).toBe('WORKFLOW_EXECUTION_STATUS_COMPLETED');
+
+    // The banner's own temporal lines, as printed.
+    const lines = dev
+      .stdout()
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => / workflow (list|query|signal) /.test(l));
+    expect(lines).toHaveLength(4);
+    for (const line of lines) {
+      const { stdout } = await run('sh', ['-c', line], { cwd: ROOT, env });
+      if (line.includes('workflow list')) expect(stdout).toContain(`haru/${op.fleetId}/op/${op.id}`);
+      if (line.includes('--type health')) expect(stdout).toMatch(/"activeDomainId"|activeDomainId/);
+    }
   });
 
   it('answers the CLI: JSON on reads, API errors as code and message without a stack trace', async () => {
@@ -217,7 +288,7 @@ describe('haru dev, end to end', () => {
   });
 
   it('reuses its state on the next start: the same fleet, route and history', async () => {
-    const routeBefore = { revision: 1, active: 'west' }; // where the failover above left it
+    const routeBefore = { revision: 3, active: 'west' }; // failover, promote back, failover
     dev = spawnDev(env);
     await until(
       'the restarted stack to print its banner',
@@ -235,7 +306,7 @@ describe('haru dev, end to end', () => {
       .withResponse();
     expect(response.headers.get('x-haru-domain')).toBe('west');
     const history = (await (await fetch(`${apiUrl}/v1/fleets/dev/operations`)).json()) as { operations: unknown[] };
-    expect(history.operations).toHaveLength(1);
+    expect(history.operations).toHaveLength(3);
 
     const tree = descendants(dev.child.pid!);
     dev.child.kill('SIGTERM');
