@@ -109,3 +109,40 @@ class ExitedError extends WaitAborted {
     super(`simulated domain ${slug} exited during start (${signal ?? `exit code ${code}`}):\n${output.trim()}`);
   }
 }
+
+/** Hooks of `startSimDomains`: a pid to record as soon as it exists, a domain that ended. */
+export interface SimDomainHooks {
+  onSpawn(slug: string, pid: number): void;
+  onExit(slug: string, child: ManagedChild, exit: { code: number | null; signal: NodeJS.Signals | null }): void;
+}
+
+/**
+ * Starts every domain at once, the active one awake and the others as standbys, adding each to `children`
+ * as soon as it is ready (so the caller can stop whatever started). Throws the first failure once every
+ * start has settled.
+ */
+export async function startSimDomains(
+  deps: Omit<SimDomainDeps, 'onSpawn' | 'logFile'> & { logDir: string },
+  domains: DomainLayout[],
+  activeSlug: string,
+  hooks: SimDomainHooks,
+  children: Map<string, ManagedChild>,
+): Promise<void> {
+  const starts = await Promise.allSettled(
+    domains.map(async (domain) => {
+      const child = await startSimDomainProcess(
+        {
+          ...deps,
+          logFile: path.join(deps.logDir, `sim-${domain.slug}.log`),
+          onSpawn: (pid) => hooks.onSpawn(domain.slug, pid),
+        },
+        domain,
+        domain.slug !== activeSlug,
+      );
+      children.set(domain.slug, child);
+      void child.exited.then((exit) => hooks.onExit(domain.slug, child, exit));
+    }),
+  );
+  const failure = starts.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failure) throw failure.reason;
+}

@@ -48,3 +48,13 @@ export function startEventTail(deps: EventTailDeps, cursor: number): EventTail {
     },
   };
 }
+
+/** The newest event id of a fleet (0 when none), so a tail starts after what an earlier run wrote. */
+export async function latestEventId(list: (after: number, limit: number) => Promise<HaruEvent[]>): Promise<number> {
+  let after = 0;
+  for (;;) {
+    const page = await list(after, 1_000);
+    if (page.length === 0) return after;
+    after = page.at(-1)!.id;
+  }
+}

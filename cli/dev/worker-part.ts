@@ -1,0 +1,79 @@
+/**
+ * The worker inside `haru dev` (part of its composition root, cli/dev/main.ts): one Temporal worker on the
+ * dev stack's store, its metrics endpoint on 127.0.0.1, and the fleet's monitor with auto-failover resumed.
+ */
+import http from 'node:http';
+import path from 'node:path';
+import { Client } from '@temporalio/client';
+import { NativeConnection, Runtime } from '@temporalio/worker';
+import type { Store } from '../../db/store';
+import type { WorkerConfig } from '../../workers/config';
+import { createWorkerLogger } from '../../workers/logger';
+import { createWorkerMetrics } from '../../workers/metrics';
+import { ensureSearchAttributes } from '../../workers/search-attributes';
+import { ensureMonitor } from '../../workers/start';
+import { createHaruWorker } from '../../workers/worker';
+import { monitorWorkflowId, resumeAutoFailoverSignal } from '../../workflows/definitions';
+import type { Closer } from './closers';
+import { closeServer, listenLocal } from './servers';
+
+export interface DevWorkerOptions {
+  config: WorkerConfig;
+  store: Store;
+  fleetId: string;
+  cwd: string;
+  writeLog: (line: string) => void;
+  warn: (line: string) => void;
+  /** Receives what to stop, in start order. */
+  closers: Closer[];
+}
+
+/**
+ * Starts the worker and the fleet's monitor. Resolves with `done`, which settles when the worker stops
+ * (rejecting on a fatal worker error). Installs the Temporal Runtime once per process, without its own
+ * signal handlers: `haru dev` stops the worker itself, in order.
+ */
+export async function startDevWorker(opts: DevWorkerOptions): Promise<{ done: Promise<void> }> {
+  const { config, closers } = opts;
+  Runtime.install({ logger: createWorkerLogger(config.LOG_LEVEL, opts.writeLog), shutdownSignals: [] });
+  const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
+  closers.push({ what: 'the worker connection', fn: () => connection.close() });
+  await ensureSearchAttributes(connection, config.TEMPORAL_NAMESPACE).catch((err: Error) =>
+    opts.warn(`haru dev: search attributes not checked: ${err.message}`),
+  );
+  const metrics = createWorkerMetrics({ withDefaults: false });
+  const worker = await createHaruWorker({
+    connection,
+    namespace: config.TEMPORAL_NAMESPACE,
+    taskQueue: config.HARU_TASK_QUEUE,
+    store: opts.store,
+    supervisorToken: config.HARU_SUPERVISOR_TOKEN,
+    workflowBundle: config.HARU_WORKFLOW_BUNDLE
+      ? { codePath: path.resolve(opts.cwd, config.HARU_WORKFLOW_BUNDLE) }
+      : undefined,
+    metrics,
+  });
+  const done = worker.run();
+  closers.push({
+    what: 'the worker',
+    fn: async () => {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await done.catch(() => undefined);
+    },
+  });
+  const metricsServer = http.createServer((req, res) => {
+    if (req.method !== 'GET' || req.url !== '/metrics') return void res.writeHead(404).end();
+    metrics.registry.metrics().then(
+      (text) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text),
+      () => res.writeHead(500).end(),
+    );
+  });
+  await listenLocal(metricsServer, config.HARU_WORKER_METRICS_PORT);
+  closers.push({ what: 'the worker metrics endpoint', fn: () => closeServer(metricsServer) });
+
+  const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+  await ensureMonitor(client, opts.fleetId, config.HARU_TASK_QUEUE);
+  // A pause signalled in an earlier run survives in the monitor's state: the dev stack starts with it on.
+  await client.workflow.getHandle(monitorWorkflowId(opts.fleetId)).signal(resumeAutoFailoverSignal);
+  return { done };
+}
