@@ -76,6 +76,8 @@ export function monitorActivities(policy: FleetPolicy | null, checkpointMs: numb
   return proxyActivities<Activities>({
     startToCloseTimeout: ms(checkpointMs + 60_000),
     heartbeatTimeout: ms(Math.max(5_000, 4 * intervalMs)),
+    // A woken watch is waited for until it has stopped: two poll loops must never count one failure twice.
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     retry: { ...retry, maximumInterval: '10s' },
   });
 }

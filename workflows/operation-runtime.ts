@@ -114,8 +114,9 @@ export function createOperationRuntime(opts: OperationRuntimeOptions) {
         throw new StepFailure(step, { code: 'Aborted', message: abortReason }, true);
       }
       progress = stepStarted(progress, step, now());
-      await record(step, 'started', `${step} started`);
       try {
+        // Inside the try: an operation closed under us (OperationClosed) fails the step like any other error.
+        await record(step, 'started', `${step} started`);
         const result = await abortable(fn);
         const attempt = (result as { attempt?: unknown } | undefined)?.attempt;
         progress = stepSucceeded(progress, step, now(), typeof attempt === 'number' ? attempt : undefined);

@@ -29,7 +29,8 @@ afterAll(async () => {
   await connection?.close();
 });
 
-const policy = fastPolicy();
+// Staleness is not under test here: a loaded machine must not make a scripted heartbeat look old.
+const policy = fastPolicy({ heartbeatStaleMs: 600_000 });
 const domain = (over: Partial<DomainView>): DomainView => ({
   id: STUB.active,
   slug: 'a',
@@ -71,14 +72,15 @@ function monitorHarness() {
   const fleetId = crypto.randomUUID();
   let world = observation(fleetId);
   let version = 0;
+  // A watch returns once the world changed since the last answer (also a change made between two watches).
+  let returned = 0;
   const watches: WatchFleetInput[] = [];
   const cancelledWatches: number[] = [];
   const stubs = stubActivities({
     async watchFleet(input) {
       watches.push(input);
       const n = watches.length;
-      const seen = version;
-      while (!input.isImmediate && version === seen) {
+      while (!input.isImmediate && version === returned) {
         Context.current().heartbeat({ waiting: true });
         try {
           await Context.current().sleep(25);
@@ -87,6 +89,7 @@ function monitorHarness() {
           throw err;
         }
       }
+      returned = version;
       return { ...world, observedAt: new Date().toISOString() };
     },
   });

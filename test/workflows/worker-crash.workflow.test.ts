@@ -3,6 +3,7 @@
  * promotion is waking models; a second worker process picks the promotion up and commits exactly once.
  */
 import type { Client } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
 import type { NativeConnection } from '@temporalio/worker';
 import { startOperationWorkflow } from '../../workers/start';
 import { monitorWorkflowId, progressQuery } from '../../workflows/definitions';
@@ -11,6 +12,7 @@ import { connectTestServer, eventually, uniqueTaskQueue } from './support/tempor
 import { startWorkerProcess, type WorkerProcess } from './support/worker-process';
 
 jest.setTimeout(240_000);
+const { PendingActivityState } = temporal.api.enums.v1;
 
 let connection: NativeConnection;
 let client: Client;
@@ -49,18 +51,22 @@ it('3. a worker SIGKILLed while waking models: a new worker resumes the promotio
     requestedBy: 'test',
   });
   await startOperationWorkflow(client, operation, taskQueue);
+  const handle = client.workflow.getHandle(operation.workflowId);
   await eventually(
-    'the promotion to be waking models',
-    async () => (await store.operations.get(operation.id))?.step === 'wakeModels',
+    'the first worker to be running wakeModels',
+    async () =>
+      (await handle.describe()).raw.pendingActivities?.some(
+        (a) => a.activityType?.name === 'wakeModels' && a.state === PendingActivityState.PENDING_ACTIVITY_STATE_STARTED,
+      ),
     120_000,
   );
+  expect((await store.operations.get(operation.id))?.step).toBe('wakeModels');
 
   first.child.kill('SIGKILL');
   expect(await first.exited).toEqual({ code: null, signal: 'SIGKILL' });
 
   const second = await startWorkerProcess({ databaseUrl: fleet.db.url, taskQueue });
   workers.push(second);
-  const handle = client.workflow.getHandle(operation.workflowId);
   expect(await handle.result()).toMatchObject({ state: 'succeeded' });
 
   const after = (await store.fleets.snapshot(fleet.fleetId))!;
