@@ -2,16 +2,20 @@
  * The pure parts of `haru dev`: its environment, the layout it generates, the port plan and busy-port
  * message, the process registry that cleans up after a crashed run, and the banner's commands.
  */
+import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { renderBanner, type BannerInfo } from '../../cli/dev/banner';
+import { manageChild, signalGroup } from '../../cli/dev/children';
 import { loadDevConfig } from '../../cli/dev/config';
+import { simDomainArgs, simDomainEnv } from '../../cli/dev/domains';
 import { buildDevLayout, simulatorPorts } from '../../cli/dev/layout';
 import { assertPortsFree, duplicatePorts, planPorts, PortInUseError } from '../../cli/dev/ports';
 import { createDevRegistry, type ProcessOps } from '../../cli/dev/registry';
 import { ConfigError } from '../../schemas/env';
 import { fleetLayoutSchema } from '../../schemas/layout';
+import { descendants, stillRunning, until } from './support';
 
 const ROOT = path.resolve(__dirname, '../..');
 const devLayout = () =>
@@ -229,5 +233,51 @@ describe('the banner', () => {
     expect(text).toContain(`-H "authorization: Bearer $HARU_API_TOKEN"`);
     expect(text).toContain('HARU_URL=http://127.0.0.1:9000 node bin/haru.js fleet watch dev --next');
     expect(text).not.toMatch(/Bearer [A-Za-z0-9]{8,}/);
+  });
+});
+
+describe('simulated domain processes', () => {
+  it('never pass the control plane’s secrets or the API’s port to a simulated domain', () => {
+    const env = simDomainEnv(
+      {
+        PATH: '/bin',
+        HARU_API_TOKEN: 'secret',
+        DATABASE_URL: 'postgres://u:p@h/db',
+        PORT: '8700',
+        HARU_SUPERVISOR_TOKEN: 's',
+      },
+      '/state',
+    );
+    expect(env).toEqual({ PATH: '/bin', HARU_SUPERVISOR_TOKEN: 's', HARU_STATE_DIR: '/state' });
+  });
+
+  it('start a standby with --standby, each in its own state directory', () => {
+    expect(simDomainArgs('/s/dev/layout.json', 'west', '/s', true)).toEqual([
+      'sim',
+      'domain',
+      '--layout',
+      '/s/dev/layout.json',
+      '--domain',
+      'west',
+      '--state-dir',
+      '/s/sim/west',
+      '--standby',
+    ]);
+    expect(simDomainArgs('/s/dev/layout.json', 'east', '/s', false)).not.toContain('--standby');
+  });
+
+  it('stop as a whole process group, grandchildren included, with SIGKILL after the grace', async () => {
+    // A leader that ignores SIGTERM, with a grandchild that ignores it too: only the group SIGKILL ends them.
+    const child = spawn('sh', ['-c', 'trap "" TERM; sh -c "trap \\"\\" TERM; sleep 300" & wait'], {
+      detached: true,
+      stdio: 'ignore',
+    });
+    const managed = manageChild('stubborn', child);
+    await until('the grandchild', () => (descendants(managed.pid).length > 0 ? true : undefined), 10_000, 20);
+    const tree = [managed.pid, ...descendants(managed.pid)];
+    await managed.stop(300);
+    expect(await managed.exited).toEqual({ code: null, signal: 'SIGKILL' });
+    expect(stillRunning(tree)).toEqual([]);
+    expect(signalGroup(managed.pid, 0)).toBe(false);
   });
 });

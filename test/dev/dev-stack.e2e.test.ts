@@ -35,8 +35,12 @@ describe('haru dev, end to end', () => {
   let dev: DevProcess;
   let apiUrl: string;
   let openai: OpenAI;
-  const cli = (args: string[]) =>
-    run(process.execPath, [HARU, ...args], { cwd: ROOT, env: { ...env, HARU_URL: apiUrl }, timeout: 120_000 }).then(
+  const cli = (args: string[], extra: NodeJS.ProcessEnv = {}) =>
+    run(process.execPath, [HARU, ...args], {
+      cwd: ROOT,
+      env: { ...env, HARU_URL: apiUrl, ...extra },
+      timeout: 120_000,
+    }).then(
       (r) => ({ code: 0, ...r }),
       (err: { code: number; stdout: string; stderr: string }) => ({
         code: err.code,
@@ -46,6 +50,18 @@ describe('haru dev, end to end', () => {
     );
   const routeIntent = async (): Promise<RouteIntent> =>
     routeIntentSchema.parse(await (await fetch(`${apiUrl}/v1/fleets/dev/route-intent`)).json());
+  /** The banner's command under `# <heading>`, continuation lines joined: what a user copies. */
+  const bannerBlock = (heading: RegExp): string => {
+    const lines = dev.stdout().split('\n');
+    const at = lines.findIndex((l) => heading.test(l));
+    if (at < 0) throw new Error(`banner has no ${heading}:\n${dev.stdout()}`);
+    const block: string[] = [];
+    for (let i = at + 1; lines[i]?.trim(); i++) {
+      block.push(lines[i]!.trim().replace(/\\$/, '').trim());
+      if (!lines[i]!.trim().endsWith('\\')) break;
+    }
+    return block.join(' ');
+  };
   /** The banner's command under `# <heading>`: what a user copies. */
   const bannerCommand = (heading: RegExp): string => {
     const lines = dev.stdout().split('\n');
@@ -104,6 +120,11 @@ describe('haru dev, end to end', () => {
     expect(data.choices[0]?.message.content).toEqual(expect.any(String));
     expect(data.choices[0]!.message.content!.length).toBeGreaterThan(0);
     expect(response.headers.get('x-haru-domain')).toBe('east');
+
+    // And the banner's curl line, as printed.
+    const curl = await run('sh', ['-c', `${bannerBlock(/# 1\. chat/)} -i`], { cwd: ROOT, env });
+    expect(curl.stdout).toMatch(/^HTTP\/1\.1 200/);
+    expect(curl.stdout).toMatch(/"model":"qwen-0\.5b"/);
   });
 
   it('fails over when the active domain is killed the way the banner says', async () => {
@@ -287,26 +308,54 @@ describe('haru dev, end to end', () => {
     expect(processesMentioning(stateDir)).toEqual([]);
   });
 
-  it('reuses its state on the next start: the same fleet, route and history', async () => {
+  it('reuses its state on the next start (now on fresh ports and with an API token): the same fleet, route and history', async () => {
     const routeBefore = { revision: 3, active: 'west' }; // failover, promote back, failover
+    // Fresh ports (the old ones may have been taken meanwhile): the layout's URLs are updated in place.
+    const token = 'e2e-token-0123456789abcdef';
+    env = { ...(await devEnv(stateDir)), HARU_API_TOKEN: token };
+    apiUrl = `http://127.0.0.1:${env.PORT}`;
     dev = spawnDev(env);
-    await until(
-      'the restarted stack to print its banner',
-      () => {
-        if (dev.child.exitCode !== null) throw new Error(`exited:\n${dev.stdout()}\n${dev.stderr()}`);
-        return dev.stdout().includes('Ctrl-C stops everything') ? true : undefined;
-      },
-      240_000,
+    const exited = dev.exited.then(({ code, signal }) => {
+      throw new Error(`haru dev exited during restart (${signal ?? code}):\n${dev.stdout()}\n${dev.stderr()}`);
+    });
+    await Promise.race([
+      exited,
+      until(
+        'the restarted stack to print its banner',
+        () => (dev.stdout().includes('Ctrl-C stops') ? true : undefined),
+        240_000,
+      ),
+    ]);
+    exited.catch(() => undefined);
+    expect(dev.stdout()).toMatch(/fleet dev: 0 created, \d+ updated/);
+    expect(dev.stdout()).not.toContain(token); // sent by reference ($HARU_API_TOKEN), never printed
+
+    const authorized = { authorization: `Bearer ${token}` };
+    const intent = routeIntentSchema.parse(
+      await (await fetch(`${apiUrl}/v1/fleets/dev/route-intent`, { headers: authorized })).json(),
     );
-    expect(dev.stdout()).toMatch(/fleet dev: 0 created/);
-    const intent = await routeIntent();
     expect({ revision: intent.revision, active: intent.activeDomain?.slug }).toEqual(routeBefore);
-    const { response } = await openai.chat.completions
+
+    // The banner's curl line, as printed, with the token from the environment.
+    const chat = await run('sh', ['-c', `${bannerBlock(/# 1\. chat/)} -i`], { cwd: ROOT, env });
+    expect(chat.stdout).toMatch(/^HTTP\/1\.1 200/);
+    expect(chat.stdout).toMatch(/^x-haru-domain: west\r?$/m);
+
+    const withToken = new OpenAI({ baseURL: `${apiUrl}/v1`, apiKey: token, maxRetries: 0 });
+    const { response } = await withToken.chat.completions
       .create({ model: 'llama-70b', messages: [{ role: 'user', content: 'Back again' }] })
       .withResponse();
     expect(response.headers.get('x-haru-domain')).toBe('west');
-    const history = (await (await fetch(`${apiUrl}/v1/fleets/dev/operations`)).json()) as { operations: unknown[] };
+    const history = (await (await fetch(`${apiUrl}/v1/fleets/dev/operations`, { headers: authorized })).json()) as {
+      operations: unknown[];
+    };
     expect(history.operations).toHaveLength(3);
+
+    // The CLI sends HARU_API_TOKEN; without it the API's refusal is printed as code and message.
+    expect((await cli(['fleet', 'status', 'dev', '--json'])).code).toBe(0);
+    const refused = await cli(['fleet', 'list'], { HARU_API_TOKEN: '' });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr.trim()).toMatch(/^haru: unauthorized: /);
 
     const tree = descendants(dev.child.pid!);
     dev.child.kill('SIGTERM');
