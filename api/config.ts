@@ -12,9 +12,9 @@ export const apiConfigSchema = z.object({
   PORT: blankable(portSchema.default(8700)),
   /** Bind address. Unset: 0.0.0.0 with a token, 127.0.0.1 without one (a token-less API never leaves loopback). */
   HOST: blankable(z.string().min(1).optional()),
-  /** Shared Postgres (`postgres://…`); unset means the embedded PGlite under HARU_DATA_DIR. */
+  /** Shared Postgres (`postgres://…`); unset means the embedded PGlite under HARU_STATE_DIR. */
   DATABASE_URL: blankable(z.url({ protocol: /^postgres(ql)?$/ }).optional()),
-  HARU_DATA_DIR: blankable(z.string().min(1).default('.haru')),
+  HARU_STATE_DIR: blankable(z.string().min(1).default('.haru')),
   TEMPORAL_ADDRESS: blankable(z.string().min(1).default('localhost:7233')),
   TEMPORAL_NAMESPACE: blankable(z.string().min(1).default('default')),
   HARU_TASK_QUEUE: blankable(z.string().min(1).default('haru')),

@@ -51,7 +51,7 @@ export async function startApi(env: NodeJS.ProcessEnv = process.env): Promise<Ru
   const host = bindHost(config, logger, (text) => process.stderr.write(text));
   const database = await createDatabase({
     databaseUrl: config.DATABASE_URL,
-    dataDir: path.resolve(config.HARU_DATA_DIR, 'pgdata'),
+    dataDir: path.resolve(config.HARU_STATE_DIR, 'pgdata'),
   });
   await migrate(database);
   // Lazy: the API (and chat) must come up and keep serving while Temporal is down.

@@ -8,7 +8,7 @@ describe('loadWorkerConfig', () => {
       TEMPORAL_NAMESPACE: 'default',
       HARU_TASK_QUEUE: 'haru',
       HARU_WORKER_METRICS_PORT: 9464,
-      HARU_DATA_DIR: '.haru',
+      HARU_STATE_DIR: '.haru',
       LOG_LEVEL: 'info',
     });
   });

@@ -8,9 +8,9 @@ export const workerConfigSchema = z.object({
   TEMPORAL_ADDRESS: blankable(z.string().min(1).default('localhost:7233')),
   TEMPORAL_NAMESPACE: blankable(z.string().min(1).default('default')),
   HARU_TASK_QUEUE: blankable(z.string().min(1).default('haru')),
-  /** Shared Postgres (`postgres://…`); unset means the embedded PGlite under HARU_DATA_DIR (single process only). */
+  /** Shared Postgres (`postgres://…`); unset means the embedded PGlite under HARU_STATE_DIR (single process only). */
   DATABASE_URL: blankable(z.url({ protocol: /^postgres(ql)?$/ }).optional()),
-  HARU_DATA_DIR: blankable(z.string().min(1).default('.haru')),
+  HARU_STATE_DIR: blankable(z.string().min(1).default('.haru')),
   /** Bearer token sent to every supervisor; unset sends none (supervisors then listen on loopback only). */
   HARU_SUPERVISOR_TOKEN: blankable(z.string().min(1).optional()),
   /** Prometheus metrics (`GET /metrics`); 0 picks a free port. */

@@ -37,7 +37,7 @@ export async function startWorker(env: NodeJS.ProcessEnv = process.env): Promise
   Runtime.install({ logger, shutdownSignals: [] });
   const database = await createDatabase({
     databaseUrl: config.DATABASE_URL,
-    dataDir: path.resolve(config.HARU_DATA_DIR, 'pgdata'),
+    dataDir: path.resolve(config.HARU_STATE_DIR, 'pgdata'),
   });
   const cleanups: (() => Promise<void>)[] = [() => database.close()];
   const cleanup = async () => {

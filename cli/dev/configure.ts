@@ -51,7 +51,7 @@ export function configureDevStack(env: NodeJS.ProcessEnv, cwd: string, projectRo
     TEMPORAL_NAMESPACE: e.TEMPORAL_NAMESPACE,
     HARU_TASK_QUEUE: e.HARU_TASK_QUEUE,
     DATABASE_URL: e.DATABASE_URL ?? '',
-    HARU_DATA_DIR: config.stateDir,
+    HARU_STATE_DIR: config.stateDir,
     LOG_LEVEL: e.LOG_LEVEL,
   };
   const layout = buildDevLayout(readLayout(config.layoutFile), {

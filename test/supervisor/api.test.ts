@@ -367,7 +367,9 @@ describe('supervisor API: training and GPU memory', () => {
 
     const held = await waitFor('trainer VRAM', async () => {
       const report = gpuMemoryReportSchema.parse((await call('GET', '/v1/gpu/memory')).json);
-      return report.gpus[0]!.processes.some((p) => p.pid === pid) && report;
+      // The per-GPU and per-process queries are two nvidia-smi calls: wait for a report in which both saw the trainer.
+      const gpu = report.gpus[0]!;
+      return gpu.processes.some((p) => p.pid === pid) && gpu.usedMiB >= 30_000 && report;
     });
     expect(held.gpus[0]).toMatchObject({
       index: 0,
