@@ -1,65 +1,68 @@
-import { and, asc, eq, inArray, or, type SQL } from 'drizzle-orm';
+import { asc, eq, or, type SQL, sql } from 'drizzle-orm';
 import { IN_FLIGHT_OPERATION_STATES } from '../../schemas/enums';
 import type { FleetSnapshot } from '../../schemas/entities';
-import { domains, fleets, operations, slots } from '../schema';
+import { type DomainRow, fleets, type OperationRow, type SlotRow } from '../schema';
 import { toDomain, toFleet, toOperation, toSlot } from './mappers';
 import { commitRouting, type CommitRoutingInput, type CommitRoutingResult } from './routing';
 import { isUuid, type RepoDeps } from './support';
 
 export type FleetRepo = ReturnType<typeof createFleetRepo>;
 
+/** The outer query's fleet id, always table-qualified (a bare `id` would bind to the subquery's own row). */
+const outerFleetId = sql.raw('"fleets"."id"');
+
+/** A row as `to_jsonb` renders it: snake_case keys, timestamps as ISO strings. */
+type JsonRow = Record<string, unknown>;
+
+/** Renames a `to_jsonb` row's top-level keys to the drizzle row's camelCase fields (values are kept). */
+const camelRow = (row: JsonRow): JsonRow =>
+  Object.fromEntries(
+    Object.entries(row).map(([k, v]) => [k.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase()), v]),
+  );
+
 /** Fleets: snapshots (everything to route, decide and display, read in one consistent view) and routing. */
 export function createFleetRepo(deps: RepoDeps) {
   const { db } = deps;
 
-  const snapshots = (where: SQL | undefined): Promise<FleetSnapshot[]> =>
-    // Repeatable read: fleet, domains, slots and the in-flight operation come from one snapshot.
-    db.transaction(
-      async (tx) => {
-        const fleetRows = await tx.select().from(fleets).where(where).orderBy(asc(fleets.slug));
-        if (fleetRows.length === 0) return [];
-        const fleetIds = fleetRows.map((f) => f.id);
-        const domainRows = await tx
-          .select()
-          .from(domains)
-          .where(inArray(domains.fleetId, fleetIds))
-          .orderBy(asc(domains.slug));
-        const slotRows = domainRows.length
-          ? await tx
-              .select()
-              .from(slots)
-              .where(
-                inArray(
-                  slots.domainId,
-                  domainRows.map((d) => d.id),
-                ),
-              )
-              .orderBy(asc(slots.gpuIndex), asc(slots.kind))
-          : [];
-        const opRows = await tx
-          .select()
-          .from(operations)
-          .where(
-            and(inArray(operations.fleetId, fleetIds), inArray(operations.state, [...IN_FLIGHT_OPERATION_STATES])),
-          );
-        return fleetRows.map((row) => {
-          const fleet = toFleet(row);
-          const op = opRows.find((o) => o.fleetId === fleet.id);
-          return {
-            ...fleet,
-            domains: domainRows
-              .filter((d) => d.fleetId === fleet.id)
-              .map((d) => ({
-                ...toDomain(d),
-                slots: slotRows.filter((s) => s.domainId === d.id).map(toSlot),
-                isActive: d.id === fleet.activeDomainId,
-              })),
-            inFlightOperation: op ? toOperation(op) : null,
-          };
-        });
-      },
-      { isolationLevel: 'repeatable read', accessMode: 'read only' },
-    );
+  const snapshots = async (where: SQL | undefined): Promise<FleetSnapshot[]> => {
+    // One statement, so fleet, domains, slots and the in-flight operation come from one MVCC snapshot
+    // without a transaction: postgres.js crashes the process when a query runs on a reserved
+    // (transaction) connection whose server went away (porsager/postgres#1208), which a Postgres
+    // restart or failover does to every open transaction (test/chaos/postgres-restart.test.ts).
+    const rows = await db
+      .select({
+        fleet: fleets,
+        domains: sql<JsonRow[]>`coalesce((
+          select json_agg(to_jsonb(d) || jsonb_build_object('slots', coalesce((
+            select json_agg(s order by s.gpu_index, s.kind) from slots s where s.domain_id = d.id
+          ), '[]'::json)) order by d.slug)
+          from domains d where d.fleet_id = ${outerFleetId}
+        ), '[]'::json)`,
+        operation: sql<JsonRow | null>`(
+          select to_jsonb(o) from operations o
+          where o.fleet_id = ${outerFleetId} and o.state in (${sql.join(
+            IN_FLIGHT_OPERATION_STATES.map((state) => sql`${state}`),
+            sql`, `,
+          )})
+          limit 1
+        )`,
+      })
+      .from(fleets)
+      .where(where)
+      .orderBy(asc(fleets.slug));
+    return rows.map((row) => {
+      const fleet = toFleet(row.fleet);
+      return {
+        ...fleet,
+        domains: row.domains.map((d) => ({
+          ...toDomain(camelRow(d) as DomainRow),
+          slots: (d.slots as JsonRow[]).map((s) => toSlot(camelRow(s) as SlotRow)),
+          isActive: d.id === fleet.activeDomainId,
+        })),
+        inFlightOperation: row.operation ? toOperation(camelRow(row.operation) as OperationRow) : null,
+      };
+    });
+  };
 
   return {
     /** Every fleet's snapshot, by slug. */
