@@ -95,3 +95,23 @@ export async function startWorkerProcess(opts: WorkerProcessOptions): Promise<Wo
     },
   };
 }
+
+/**
+ * A promise that rejects (with the worker's log tail) if the worker process exits before `dispose()` is
+ * called; race a wait against it so a crashed worker fails the test at once instead of timing it out.
+ */
+export function crashWatch(worker: WorkerProcess): { crashed: Promise<never>; dispose(): void } {
+  let isDisposed = false;
+  const crashed = worker.exited.then(() => {
+    if (isDisposed) return new Promise<never>(() => undefined);
+    const log = readFileSync(worker.logFile, 'utf8').slice(-3_000);
+    throw new Error(`the haru worker process (pid ${worker.pid}) exited unexpectedly:\n${log}`);
+  });
+  crashed.catch(() => undefined);
+  return {
+    crashed,
+    dispose() {
+      isDisposed = true;
+    },
+  };
+}

@@ -1,0 +1,78 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Client, Connection } from '@temporalio/client';
+import { type ApiApp, createApp } from '../../../api/app';
+import { type ApiConfig, defaultApiConfig } from '../../../api/config';
+import { silentLogger } from '../../../api/logger';
+import { createTemporalOrchestrator } from '../../../api/orchestrator';
+import { createDatabase } from '../../../db/client';
+import { createStore } from '../../../db/store';
+
+/** Haru's API on 127.0.0.1:0 with a database pool of its own, as a separate `haru api` process would have. */
+export interface ChaosApi {
+  url: string;
+  api: ApiApp;
+  close(): Promise<void>;
+}
+
+export async function startChaosApi(opts: {
+  databaseUrl: string;
+  temporalAddress: string;
+  taskQueue: string;
+  config?: Partial<ApiConfig>;
+}): Promise<ChaosApi> {
+  const config = defaultApiConfig({ HARU_TASK_QUEUE: opts.taskQueue, HARU_RECONCILE_WAIT_MS: 0, ...opts.config });
+  const database = await createDatabase({ databaseUrl: opts.databaseUrl, max: 5 });
+  const connection = Connection.lazy({ address: opts.temporalAddress, connectTimeout: 2_000 });
+  const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+  const orchestrator = createTemporalOrchestrator({
+    client,
+    connection,
+    taskQueue: config.HARU_TASK_QUEUE,
+    timeoutMs: config.HARU_TEMPORAL_TIMEOUT_MS,
+    queryTimeoutMs: 1_000,
+  });
+  const api = createApp({ store: createStore(database), database, orchestrator, config, logger: silentLogger });
+  await api.start();
+  const server = http.createServer(api.app);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    api,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await api.close();
+      await orchestrator.drain();
+      await connection.close();
+      await database.close();
+    },
+  };
+}
+
+/** One small chat completion through the proxy: status, the domain that served it and the routing header. */
+export async function proxiedCompletion(
+  apiUrl: string,
+  fleet: string,
+  model: string,
+): Promise<{ status: number; domain: string | null; routing: string | null; content: string }> {
+  const res = await fetch(`${apiUrl}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-haru-fleet': fleet },
+    body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 }),
+  });
+  const text = await res.text();
+  let content = '';
+  try {
+    content =
+      (JSON.parse(text) as { choices?: { message?: { content?: string } }[] }).choices?.[0]?.message?.content ?? '';
+  } catch {
+    // not JSON: an error page
+  }
+  return {
+    status: res.status,
+    domain: res.headers.get('x-haru-domain'),
+    routing: res.headers.get('x-haru-routing'),
+    content,
+  };
+}
