@@ -7,35 +7,16 @@ export const REPO_ROOT = path.resolve(__dirname, '../..');
 export const TRAINER = path.join(REPO_ROOT, 'sim/trainer.js');
 export const FAKE_NVIDIA_SMI = path.join(REPO_ROOT, 'sim/bin/nvidia-smi');
 
-/** The truthy part of T (what `waitFor` resolves with). */
-export type Truthy<T> = Exclude<T, false | null | undefined | 0 | ''>;
+import { eventually, type Truthy } from '../support/eventually';
 
-/**
- * Polls `condition` until it returns a truthy value (returned) or `timeoutMs` passes (throws with `what`).
- * This is how tests wait for processes: never a fixed sleep.
- */
-export async function waitFor<T>(
+export type { Truthy };
+
+/** Polls `condition` until it returns a truthy value (returned) or `timeoutMs` passes: never a fixed sleep. */
+export const waitFor = <T>(
   what: string,
   condition: () => T | Promise<T>,
   { timeoutMs = 30_000, intervalMs = 25 } = {},
-): Promise<Truthy<T>> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await condition();
-      if (value) return value as Truthy<T>;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(
-        `timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${String(last)})` : ''}`,
-      );
-    }
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
-}
+): Promise<Truthy<T>> => eventually(what, condition, timeoutMs, intervalMs);
 
 /** A fresh temporary directory; `cleanup()` removes every one made so far. */
 export function tempDirs() {

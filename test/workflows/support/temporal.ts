@@ -31,27 +31,4 @@ export async function connectTestServer(): Promise<{ connection: NativeConnectio
 /** A task queue no other test uses. */
 export const uniqueTaskQueue = (name: string): string => `${name}-${randomUUID().slice(0, 8)}`;
 
-/** Polls `check` until it returns a truthy value or `timeoutMs` passes (then throws naming `what`). */
-export async function eventually<T>(
-  what: string,
-  check: () => Promise<T | null | undefined | false> | T | null | undefined | false,
-  timeoutMs = 30_000,
-  intervalMs = 50,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value) return value;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(
-        `timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${String(last)})` : ''}`,
-      );
-    }
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
-}
+export { eventually } from '../../support/eventually';
