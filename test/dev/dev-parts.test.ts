@@ -23,7 +23,7 @@ const devLayout = () =>
 
 describe('haru dev configuration', () => {
   it('defaults every port and path, counting blank variables as unset', () => {
-    const config = loadDevConfig({ PORT: '', HARU_STATE_DIR: ' ', TEMPORAL_ADDRESS: '' }, '/work', ROOT);
+    const config = loadDevConfig({ PORT: '', HARU_STATE_DIR: ' ', TEMPORAL_ADDRESS: '' }, '/srv/app', ROOT);
     expect(config.env).toMatchObject({
       PORT: 8700,
       HARU_TEMPORAL_PORT: 7233,
@@ -33,14 +33,14 @@ describe('haru dev configuration', () => {
       TEMPORAL_NAMESPACE: 'default',
       HARU_TASK_QUEUE: 'haru',
     });
-    expect(config.stateDir).toBe('/work/.haru');
+    expect(config.stateDir).toBe('/srv/app/.haru');
     expect(config.layoutFile).toBe(path.join(ROOT, 'examples/dev.layout.json'));
     expect(config.startsTemporal).toBe(true);
     expect(config.temporalAddress).toBe('127.0.0.1:7233');
   });
 
   it('uses a given Temporal server instead of starting one', () => {
-    const config = loadDevConfig({ TEMPORAL_ADDRESS: 'temporal.internal:7233' }, '/work', ROOT);
+    const config = loadDevConfig({ TEMPORAL_ADDRESS: 'temporal.internal:7233' }, '/srv/app', ROOT);
     expect(config.startsTemporal).toBe(false);
     expect(config.temporalAddress).toBe('temporal.internal:7233');
   });
@@ -97,7 +97,7 @@ describe('the dev layout', () => {
 });
 
 describe('the port plan', () => {
-  const config = loadDevConfig({}, '/work', ROOT);
+  const config = loadDevConfig({}, '/srv/app', ROOT);
   const layout = buildDevLayout(devLayout(), { portOffset: 0, stateDir: '/s' });
 
   it('lists the API, Temporal, its UI, the worker metrics and every simulated port, each with its variable', () => {
