@@ -5,6 +5,7 @@ import { type ApiApp, createApp } from '../../../api/app';
 import { type ApiConfig, defaultApiConfig } from '../../../api/config';
 import { silentLogger } from '../../../api/logger';
 import { createTemporalOrchestrator } from '../../../api/orchestrator';
+import { createTemporalProvisioningStarter } from '../../../api/routes/provisioning';
 import { createDatabase } from '../../../db/client';
 import { createStore } from '../../../db/store';
 
@@ -32,7 +33,20 @@ export async function startChaosApi(opts: {
     timeoutMs: config.HARU_TEMPORAL_TIMEOUT_MS,
     queryTimeoutMs: 1_000,
   });
-  const api = createApp({ store: createStore(database), database, orchestrator, config, logger: silentLogger });
+  // Composed as api/main.ts composes it (provisioning included), minus the process concerns.
+  const api = createApp({
+    store: createStore(database),
+    database,
+    orchestrator,
+    config,
+    logger: silentLogger,
+    provisioning: createTemporalProvisioningStarter({
+      client,
+      connection,
+      taskQueue: config.HARU_TASK_QUEUE,
+      timeoutMs: config.HARU_TEMPORAL_TIMEOUT_MS,
+    }),
+  });
   await api.start();
   const server = http.createServer(api.app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
