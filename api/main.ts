@@ -5,16 +5,12 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
 import { createDatabase } from '../db/client';
 import { migrate } from '../db/migrate';
-import { createStore } from '../db/store';
-import { createApp } from './app';
+import { composeApi } from './compose';
 import { type ApiConfig, loadApiConfig } from './config';
 import { createJsonLogger, type Logger } from './logger';
 import { createApiMetrics } from './metrics';
-import { createTemporalOrchestrator } from './orchestrator';
-import { createTemporalProvisioningStarter } from './routes/provisioning';
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
 
@@ -54,30 +50,8 @@ export async function startApi(env: NodeJS.ProcessEnv = process.env): Promise<Ru
     dataDir: path.resolve(config.HARU_STATE_DIR, 'pgdata'),
   });
   await migrate(database);
-  // Lazy: the API (and chat) must come up and keep serving while Temporal is down.
-  const connection = Connection.lazy({ address: config.TEMPORAL_ADDRESS });
-  const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
-  const orchestrator = createTemporalOrchestrator({
-    client,
-    connection,
-    taskQueue: config.HARU_TASK_QUEUE,
-    timeoutMs: config.HARU_TEMPORAL_TIMEOUT_MS,
-  });
-  const api = createApp({
-    store: createStore(database),
-    database,
-    orchestrator,
-    config,
-    logger,
-    metrics: createApiMetrics({ withDefaults: true }),
-    provisioning: createTemporalProvisioningStarter({
-      client,
-      connection,
-      taskQueue: config.HARU_TASK_QUEUE,
-      timeoutMs: config.HARU_TEMPORAL_TIMEOUT_MS,
-    }),
-  });
-  await api.start();
+  const composed = await composeApi({ database, config, logger, metrics: createApiMetrics({ withDefaults: true }) });
+  const { api } = composed;
   const server = http.createServer(api.app);
   // Streams may be quiet for long; only the request itself is bounded by Node's requestTimeout.
   server.keepAliveTimeout = 65_000;
@@ -98,9 +72,7 @@ export async function startApi(env: NodeJS.ProcessEnv = process.env): Promise<Ru
           server.close(() => resolve());
           server.closeIdleConnections();
         });
-        await api.close();
-        await orchestrator.drain();
-        await connection.close();
+        await composed.close();
         await database.close();
         logger.info('api stopped');
       })();

@@ -1,13 +1,10 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Client, Connection } from '@temporalio/client';
-import { type ApiApp, createApp } from '../../../api/app';
+import type { ApiApp } from '../../../api/app';
+import { composeApi } from '../../../api/compose';
 import { type ApiConfig, defaultApiConfig } from '../../../api/config';
 import { silentLogger } from '../../../api/logger';
-import { createTemporalOrchestrator } from '../../../api/orchestrator';
-import { createTemporalProvisioningStarter } from '../../../api/routes/provisioning';
 import { createDatabase } from '../../../db/client';
-import { createStore } from '../../../db/store';
 
 /** Haru's API on 127.0.0.1:0 with a database pool of its own, as a separate `haru api` process would have. */
 export interface ChaosApi {
@@ -24,30 +21,15 @@ export async function startChaosApi(opts: {
 }): Promise<ChaosApi> {
   const config = defaultApiConfig({ HARU_TASK_QUEUE: opts.taskQueue, HARU_RECONCILE_WAIT_MS: 0, ...opts.config });
   const database = await createDatabase({ databaseUrl: opts.databaseUrl, max: 5 });
-  const connection = Connection.lazy({ address: opts.temporalAddress, connectTimeout: 2_000 });
-  const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
-  const orchestrator = createTemporalOrchestrator({
-    client,
-    connection,
-    taskQueue: config.HARU_TASK_QUEUE,
-    timeoutMs: config.HARU_TEMPORAL_TIMEOUT_MS,
+  // Composed as api/main.ts composes it (provisioning included), minus the process concerns.
+  const composed = await composeApi({
+    database,
+    config: { ...config, TEMPORAL_ADDRESS: opts.temporalAddress },
+    logger: silentLogger,
+    connectTimeoutMs: 2_000,
     queryTimeoutMs: 1_000,
   });
-  // Composed as api/main.ts composes it (provisioning included), minus the process concerns.
-  const api = createApp({
-    store: createStore(database),
-    database,
-    orchestrator,
-    config,
-    logger: silentLogger,
-    provisioning: createTemporalProvisioningStarter({
-      client,
-      connection,
-      taskQueue: config.HARU_TASK_QUEUE,
-      timeoutMs: config.HARU_TEMPORAL_TIMEOUT_MS,
-    }),
-  });
-  await api.start();
+  const { api } = composed;
   const server = http.createServer(api.app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
@@ -56,9 +38,7 @@ export async function startChaosApi(opts: {
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      await api.close();
-      await orchestrator.drain();
-      await connection.close();
+      await composed.close();
       await database.close();
     },
   };
