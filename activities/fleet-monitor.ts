@@ -41,6 +41,23 @@ export interface FleetObservation {
  * `isDecisionDue`), on `isImmediate`, or at the checkpoint, so the workflow's history does not grow per
  * poll. Heartbeats after every round; cancellation ends it (the workflow cancels it for `checkNow`).
  */
+/**
+ * Staleness counts only time this watch has been looking: a heartbeat older than the watch's start is
+ * dated to the start. After a control-plane outage (worker down, Postgres restored) the stored heartbeats
+ * are old through no fault of the domains, and one slow first poll must not fail over a healthy active.
+ * A domain that really stopped answering still fails by `failureThreshold` (every poll has a timeout).
+ */
+export function heardSince(fleet: FleetView, watchStartedAtMs: number): FleetView {
+  const since = new Date(watchStartedAtMs).toISOString();
+  return {
+    ...fleet,
+    domains: fleet.domains.map((d) => {
+      const heard = d.lastSeenAt ?? d.stateChangedAt;
+      return Date.parse(heard) >= watchStartedAtMs ? d : { ...d, lastSeenAt: since };
+    }),
+  };
+}
+
 export function createFleetMonitorActivities(deps: ActivityDeps) {
   const { store, supervisor } = deps;
 
@@ -111,7 +128,7 @@ export function createFleetMonitorActivities(deps: ActivityDeps) {
       for (let polls = 1; ; polls += 1) {
         const roundStart = deps.now().getTime();
         const snapshot = await pollOnce(input.fleetId);
-        const fleet = toFleetView(snapshot);
+        const fleet = heardSince(toFleetView(snapshot), startedAt);
         const now = deps.now();
         const isDue = isDecisionDue(fleet, snapshot.policy, now, input);
         const isCheckpoint = now.getTime() - startedAt >= input.checkpointMs;
