@@ -1,0 +1,363 @@
+/**
+ * Proxy benchmark: the same OpenAI requests sent straight to a fake vLLM, through Haru's proxy (`haru api`),
+ * and through nginx as a reverse proxy, all on loopback, with autocannon as the load generator. Small
+ * non-streaming chat completions and SSE streams; throughput, p50/p99 latency, and the ratios Haru/direct
+ * and Haru/nginx. Installs Debian's nginx with apt-get when it is missing.
+ *
+ *   npm run bench:proxy -- [--connections 16] [--duration 10] [--rounds 3]
+ *
+ * Two loads per target and kind: `--connections` concurrent connections (throughput, loaded latency) and a
+ * single connection (unloaded latency: the proxy's added latency is p50 Haru minus p50 direct there).
+ */
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
+import autocannon from 'autocannon';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { createTestDatabase, seedLayout } from '../db/testing';
+import { freePort } from '../test/support/ports';
+import { childPids, cpuMs } from './support/cpu';
+import { startHaruProcess } from './support/processes';
+import { printTable, writeResult } from './support/report';
+import { until } from './support/stack';
+import { fmt, median } from './support/stats';
+
+const { values: args } = parseArgs({
+  options: {
+    connections: { type: 'string', default: '16' },
+    duration: { type: 'string', default: '10' },
+    rounds: { type: 'string', default: '3' },
+    'stream-tokens': { type: 'string', default: '16' },
+    /** Write a V8 CPU profile of the Haru API process here (json load through Haru only). */
+    'profile-dir': { type: 'string' },
+  },
+});
+const CONNECTIONS = Number(args.connections);
+const DURATION_S = Number(args.duration);
+const ROUNDS = Number(args.rounds);
+const STREAM_TOKENS = Number(args['stream-tokens']);
+const REPO_ROOT = path.resolve(__dirname, '..');
+const MODEL = 'bench-model';
+
+type Target = 'direct' | 'haru' | 'nginx';
+type Kind = 'json' | 'sse';
+
+type Sample = { target: Target; kind: Kind } & Awaited<ReturnType<typeof load>>;
+
+const bodies: Record<Kind, string> = {
+  json: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'hello' }], max_tokens: 4 }),
+  sse: JSON.stringify({
+    model: MODEL,
+    messages: [{ role: 'user', content: 'hello' }],
+    max_tokens: STREAM_TOKENS,
+    stream: true,
+  }),
+};
+
+/** The processes on a request's path whose CPU time is counted per request. */
+interface Pids {
+  upstream: number;
+  proxy: number[];
+}
+
+/**
+ * Runs autocannon (in this process, which does nothing else meanwhile) and counts the CPU time the load
+ * generator, the proxy and the upstream spent per request: on a machine with few cores that, not the
+ * network, is what bounds throughput.
+ */
+async function load(url: string, kind: Kind, connections: number, durationS: number, pids: Pids) {
+  const before = { self: process.cpuUsage(), upstream: cpuMs(pids.upstream), proxy: pids.proxy.map(cpuMs) };
+  const r = await autocannon({
+    url,
+    connections,
+    duration: durationS,
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: bodies[kind],
+  });
+  const self = process.cpuUsage(before.self);
+  const total = r.requests.total || 1;
+  const proxyMs = pids.proxy.reduce((n, pid, i) => n + cpuMs(pid) - before.proxy[i]!, 0);
+  return {
+    connections,
+    rps: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    /** autocannon's percentiles are whole milliseconds; the mean keeps the fraction. */
+    mean: r.latency.mean,
+    errors: r.errors + r.timeouts,
+    non2xx: r.non2xx,
+    cpuPerRequestMs: {
+      loadGenerator: (self.user + self.system) / 1000 / total,
+      proxy: pids.proxy.length ? proxyMs / total : 0,
+      upstream: (cpuMs(pids.upstream) - before.upstream) / total,
+    },
+  };
+}
+
+/** Debian's nginx: installed with apt-get when `nginx` is not on the machine. */
+function ensureNginx(): string {
+  for (const bin of ['/usr/sbin/nginx', '/usr/bin/nginx']) if (existsSync(bin)) return bin;
+  process.stdout.write('nginx not found: installing Debian nginx with apt-get\n');
+  const apt = (...a: string[]) =>
+    execFileSync('apt-get', a, { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+  try {
+    apt('install', '-y', '--no-install-recommends', 'nginx');
+  } catch {
+    apt('update');
+    apt('install', '-y', '--no-install-recommends', 'nginx');
+  }
+  for (const bin of ['/usr/sbin/nginx', '/usr/bin/nginx']) if (existsSync(bin)) return bin;
+  throw new Error('apt-get install nginx did not provide an nginx binary');
+}
+
+/** nginx as a plain reverse proxy: one worker (Haru's API is one process), keep-alive upstream, no buffering. */
+function startNginx(dir: string, port: number, upstreamPort: number): ChildProcess {
+  mkdirSync(path.join(dir, 'logs'), { recursive: true });
+  const conf = path.join(dir, 'nginx.conf');
+  writeFileSync(
+    conf,
+    `worker_processes 1;
+daemon off;
+pid ${dir}/nginx.pid;
+error_log ${dir}/logs/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/body;
+  proxy_temp_path ${dir}/proxy;
+  fastcgi_temp_path ${dir}/fastcgi;
+  uwsgi_temp_path ${dir}/uwsgi;
+  scgi_temp_path ${dir}/scgi;
+  upstream vllm { server 127.0.0.1:${upstreamPort}; keepalive 64; }
+  server {
+    listen 127.0.0.1:${port};
+    location / {
+      proxy_pass http://vllm;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+      proxy_request_buffering off;
+    }
+  }
+}
+`,
+  );
+  return spawn(ensureNginx(), ['-p', dir, '-c', conf, '-e', path.join(dir, 'logs', 'error.log')], { stdio: 'ignore' });
+}
+
+const answers = async (url: string, body: string) => {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+  await res.text();
+  return res.ok;
+};
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'haru-bench-proxy-'));
+  const children: ChildProcess[] = [];
+  const db = await createTestDatabase();
+  const stops: (() => Promise<unknown>)[] = [() => db.drop()];
+  try {
+    // The upstream: one fake vLLM process, generation as fast as its timers allow.
+    const vllmPort = await freePort();
+    const vllm = spawn(
+      process.execPath,
+      [
+        '-r',
+        require.resolve('tsx/cjs'),
+        path.join(REPO_ROOT, 'sim/vllm/main.ts'),
+        '--model',
+        MODEL,
+        '--port',
+        String(vllmPort),
+        '--tokens-per-second',
+        '1000000',
+      ],
+      { cwd: REPO_ROOT, stdio: 'ignore' },
+    );
+    children.push(vllm);
+    const direct = `http://127.0.0.1:${vllmPort}/v1/chat/completions`;
+    await until('the fake vLLM', () => answers(direct, bodies.json), 60_000, 100);
+
+    // Haru: `haru api` over Postgres with a fleet whose active domain serves the model from that fake vLLM.
+    const slug = `bench-proxy-${process.pid}`;
+    const domain = (name: string) => ({
+      slug: name,
+      supervisorUrl: 'http://127.0.0.1:9',
+      slots: [
+        {
+          kind: 'inference' as const,
+          gpuIndex: 0,
+          models: [{ name: MODEL, servingUrl: `http://127.0.0.1:${vllmPort}/v1` }],
+        },
+        { kind: 'training' as const, gpuIndex: 0, command: ['true'], checkpointDir: path.join(dir, name) },
+      ],
+    });
+    const { fleetId } = await seedLayout(db.store, {
+      fleet: { slug, activeDomain: 'east', policy: { autoFailover: false } },
+      domains: [domain('east'), domain('west')],
+    });
+    for (const d of (await db.store.fleets.snapshot(fleetId))!.domains)
+      await db.store.domains.transition(d.id, 'ready');
+    const apiPort = await freePort();
+    const api = await startHaruProcess(
+      'api',
+      {
+        PORT: String(apiPort),
+        DATABASE_URL: db.url,
+        TEMPORAL_ADDRESS: '127.0.0.1:7233', // the proxy path never calls Temporal while the active serves
+        HARU_DEFAULT_FLEET: slug,
+        LOG_LEVEL: 'info',
+      },
+      'api listening',
+      { nodeArgs: args['profile-dir'] ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(args['profile-dir'])}`] : [] },
+    );
+    stops.push(() => api.stop());
+    const haru = `http://127.0.0.1:${apiPort}/v1/chat/completions`;
+    await until('the Haru proxy', () => answers(haru, bodies.json), 60_000, 100);
+
+    if (args['profile-dir']) {
+      const s = await load(haru, 'json', CONNECTIONS, DURATION_S, { upstream: vllm.pid!, proxy: [api.pid] });
+      process.stdout.write(`profiled json haru c=${CONNECTIONS}: ${fmt(s.rps)} req/s, p50 ${s.p50} ms\n`);
+      await api.stop(); // the profile is written when the process exits
+      return;
+    }
+    const nginxPort = await freePort();
+    const nginx = startNginx(path.join(dir, 'nginx'), nginxPort, vllmPort);
+    children.push(nginx);
+    const viaNginx = `http://127.0.0.1:${nginxPort}/v1/chat/completions`;
+    await until('nginx', () => answers(viaNginx, bodies.json), 60_000, 100);
+
+    const urls: Record<Target, string> = { direct, haru, nginx: viaNginx };
+    await until('nginx workers', () => childPids(nginx.pid!).length > 0);
+    const pids: Record<Target, Pids> = {
+      direct: { upstream: vllm.pid!, proxy: [] },
+      haru: { upstream: vllm.pid!, proxy: [api.pid] },
+      nginx: { upstream: vllm.pid!, proxy: childPids(nginx.pid!) },
+    };
+    const samples: Sample[] = [];
+    for (const kind of ['json', 'sse'] as Kind[]) {
+      for (const target of Object.keys(urls) as Target[]) await load(urls[target], kind, CONNECTIONS, 2, pids[target]); // warm-up
+      // Rounds interleave the targets so a load change on the machine hits all three alike.
+      for (let round = 1; round <= ROUNDS; round += 1) {
+        for (const target of Object.keys(urls) as Target[]) {
+          for (const connections of [CONNECTIONS, 1]) {
+            const s = { target, kind, ...(await load(urls[target], kind, connections, DURATION_S, pids[target])) };
+            samples.push(s);
+            process.stdout.write(
+              `${kind} ${target} c=${connections} round ${round}: ${fmt(s.rps)} req/s, p50 ${s.p50} ms, p99 ${s.p99} ms` +
+                `${s.errors || s.non2xx ? `, errors ${s.errors}, non-2xx ${s.non2xx}` : ''}\n`,
+            );
+          }
+        }
+      }
+    }
+
+    const med = (target: Target, kind: Kind, connections: number, f: (s: Sample) => number) =>
+      median(samples.filter((s) => s.target === target && s.kind === kind && s.connections === connections).map(f));
+    const rows: (string | number)[][] = [];
+    const summary: Record<string, unknown> = {};
+    for (const kind of ['json', 'sse'] as Kind[]) {
+      for (const target of Object.keys(urls) as Target[]) {
+        const figures = {
+          rps: med(target, kind, CONNECTIONS, (s) => s.rps),
+          p50: med(target, kind, CONNECTIONS, (s) => s.p50),
+          p99: med(target, kind, CONNECTIONS, (s) => s.p99),
+          p50Single: med(target, kind, 1, (s) => s.p50),
+          meanSingle: med(target, kind, 1, (s) => s.mean),
+          p99Single: med(target, kind, 1, (s) => s.p99),
+          errors: samples
+            .filter((s) => s.target === target && s.kind === kind)
+            .reduce((n, s) => n + s.errors + s.non2xx, 0),
+          cpuPerRequestMs: {
+            loadGenerator: med(target, kind, CONNECTIONS, (s) => s.cpuPerRequestMs.loadGenerator),
+            proxy: med(target, kind, CONNECTIONS, (s) => s.cpuPerRequestMs.proxy),
+            upstream: med(target, kind, CONNECTIONS, (s) => s.cpuPerRequestMs.upstream),
+          },
+        };
+        summary[`${kind}/${target}`] = figures;
+        rows.push([
+          `${kind} ${target}`,
+          fmt(figures.rps),
+          fmt(figures.p50, 1),
+          fmt(figures.p99, 1),
+          fmt(figures.p50Single, 1),
+          fmt(figures.p99Single, 1),
+          figures.errors,
+          fmt(figures.cpuPerRequestMs.loadGenerator, 3),
+          fmt(figures.cpuPerRequestMs.proxy, 3),
+          fmt(figures.cpuPerRequestMs.upstream, 3),
+          // What the machine's cores could carry if every process on the path were CPU-bound.
+          fmt(
+            (os.cpus().length /
+              (figures.cpuPerRequestMs.loadGenerator! +
+                figures.cpuPerRequestMs.proxy! +
+                figures.cpuPerRequestMs.upstream!)) *
+              1000,
+          ),
+        ]);
+      }
+      const get = (t: Target, k: string) => (summary[`${kind}/${t}`] as Record<string, number>)[k]!;
+      const ratios = {
+        throughputHaruOverDirect: get('haru', 'rps') / get('direct', 'rps'),
+        throughputHaruOverNginx: get('haru', 'rps') / get('nginx', 'rps'),
+        addedP50SingleMs: get('haru', 'p50Single') - get('direct', 'p50Single'),
+        addedMeanSingleMs: get('haru', 'meanSingle') - get('direct', 'meanSingle'),
+        nginxAddedMeanSingleMs: get('nginx', 'meanSingle') - get('direct', 'meanSingle'),
+        addedP50LoadedMs: get('haru', 'p50') - get('direct', 'p50'),
+        nginxAddedP50SingleMs: get('nginx', 'p50Single') - get('direct', 'p50Single'),
+      };
+      summary[`${kind}/ratios`] = ratios;
+      rows.push([
+        `${kind} Haru/direct, Haru/nginx (rps)`,
+        `${fmt(ratios.throughputHaruOverDirect, 2)}, ${fmt(ratios.throughputHaruOverNginx, 2)}`,
+        `+${fmt(ratios.addedP50LoadedMs, 1)}`,
+        '',
+        `+${fmt(ratios.addedP50SingleMs, 1)}`,
+        `mean +${fmt(ratios.addedMeanSingleMs, 2)}`,
+        '',
+        '',
+        '',
+        '',
+        '',
+      ]);
+    }
+    printTable(
+      `proxy: ${ROUNDS} rounds x ${DURATION_S} s, medians; loaded = ${CONNECTIONS} connections, single = 1 connection (latency ms)`,
+      [
+        'target',
+        'req/s',
+        'p50',
+        'p99',
+        'p50 single',
+        'p99 single',
+        'errors',
+        'cpu/req gen',
+        'cpu/req proxy',
+        'cpu/req vllm',
+        'cpu bound req/s',
+      ],
+      rows,
+    );
+    const file = writeResult('proxy', {
+      options: { connections: CONNECTIONS, durationS: DURATION_S, rounds: ROUNDS, streamTokens: STREAM_TOKENS },
+      nginx: spawnSync(ensureNginx(), ['-v'], { encoding: 'utf8' }).stderr.trim(),
+      summary,
+      samples,
+    });
+    process.stdout.write(`\nwritten: ${path.relative(process.cwd(), file)}\n`);
+  } finally {
+    for (const stop of stops.reverse()) await stop().catch(() => undefined);
+    for (const child of children) child.kill('SIGTERM');
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(`bench:proxy failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,288 @@
+/**
+ * Scale benchmark: 1, 10 and 100 fleets, each with two simulated domains at zero delay, all promoting at
+ * once on one `haru worker` process (which also runs every fleet's monitor, as in production). Reports wall
+ * time, promotions per second, p50/p99 promotion time (request -> routing committed, and -> workflow done
+ * including the old active's demotion) and the worker's peak memory.
+ *
+ *   npm run bench:scale -- [--fleets 1,10,100] [--without-monitors]
+ *
+ * The simulated domains of all fleets live in this process (bench/support/sim-host.ts); trainers are real
+ * processes. The worker, Temporal and Postgres are separate processes.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { Client, Connection } from '@temporalio/client';
+import { createTestDatabase, seedLayout } from '../db/testing';
+import { fleetLayoutSchema, type FleetLayout } from '../schemas/layout';
+import { SIM_TRAINER } from '../sim/domain';
+import { freePort } from '../test/support/ports';
+import { startOperationWorkflow } from '../workers/start';
+import { monitorWorkflowId, progressQuery } from '../workflows/definitions';
+import { cpuMs } from './support/cpu';
+import { printTimeline } from './support/history';
+import { startHaruProcess } from './support/processes';
+import { printTable, writeResult } from './support/report';
+import { startSimHost } from './support/sim-host';
+import { startBenchTemporal, writeWorkflowBundle } from './support/stack';
+import { fmt, percentile } from './support/stats';
+
+const { values: args } = parseArgs({
+  options: {
+    fleets: { type: 'string', default: '1,10,100' },
+    'without-monitors': { type: 'boolean', default: false },
+    /** Write a V8 CPU profile of the worker process here. */
+    'profile-dir': { type: 'string' },
+    /** Print the Temporal history of the slowest promotion of each size. */
+    timeline: { type: 'boolean', default: false },
+  },
+});
+const FLEET_COUNTS = args.fleets.split(',').map(Number);
+const IDLE_SAMPLE_MS = 10_000;
+
+interface ScaleFigures {
+  fleets: number;
+  wallMs: number;
+  promotionsPerSecond: number;
+  toCommitMs: { p50: number | null; p99: number | null; max: number | null };
+  toDoneMs: { p50: number | null; p99: number | null; max: number | null };
+  failed: number;
+  workerRssBeforeMiB: number | null;
+  workerPeakRssMiB: number | null;
+  /** The worker's CPU use before the promotions (monitors polling), in % of one core. */
+  workerIdleCpuPercent: number;
+  /** CPU time per promotion (everything else on the machine counts too: Postgres, trainers, other jobs). */
+  cpuPerPromotionMs: { worker: number; temporalServer: number | null; simHostAndBench: number };
+  monitors: boolean;
+}
+
+/** A free port not handed out before in this process (the OS may offer a just-released port twice). */
+const handedOut = new Set<number>();
+async function uniquePort(): Promise<number> {
+  for (;;) {
+    const port = await freePort();
+    if (!handedOut.has(port)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+}
+
+async function layouts(count: number, stateDir: string, run: string): Promise<FleetLayout[]> {
+  const out: FleetLayout[] = [];
+  for (let i = 0; i < count; i += 1) {
+    const domain = async (slug: string) => ({
+      slug,
+      supervisorUrl: `http://127.0.0.1:${await uniquePort()}`,
+      slots: [
+        {
+          kind: 'inference' as const,
+          gpuIndex: 0,
+          models: [{ name: 'scale-model', servingUrl: `http://127.0.0.1:${await uniquePort()}/v1` }],
+        },
+        {
+          kind: 'training' as const,
+          gpuIndex: 0,
+          command: ['node', SIM_TRAINER],
+          checkpointDir: path.join(stateDir, `f${i}`, slug, 'checkpoints'),
+        },
+      ],
+    });
+    out.push(
+      fleetLayoutSchema.parse({
+        // Monitors watch but never promote on their own: the benchmark starts every promotion itself.
+        fleet: { slug: `scale-${run}-${i}`, activeDomain: 'east', policy: { autoFailover: false } },
+        domains: [await domain('east'), await domain('west')],
+      }),
+    );
+  }
+  return out;
+}
+
+async function oneScale(
+  count: number,
+  temporal: { address: string; pid: number | null },
+  client: Client,
+  bundle: string,
+): Promise<ScaleFigures> {
+  const address = temporal.address;
+  const run = `${process.pid}-${count}`;
+  const stateDir = mkdtempSync(path.join(os.tmpdir(), 'haru-bench-scale-'));
+  const db = await createTestDatabase({ max: 10 });
+  const cleanups: (() => Promise<unknown>)[] = [() => db.drop()];
+  try {
+    const fleetLayouts = await layouts(count, stateDir, run);
+    const host = await startSimHost({ layouts: fleetLayouts, stateDir, standby: (_f, d) => d === 'west' });
+    cleanups.push(() => host.stop());
+    const fleets = [];
+    for (const layout of fleetLayouts) {
+      const { fleetId } = await seedLayout(db.store, layout);
+      const snapshot = (await db.store.fleets.snapshot(fleetId))!;
+      // Ready from the start (the monitors would get there with their first look; at 100 fleets on two cores
+      // that first look alone takes minutes, which is not what this benchmark measures).
+      for (const d of snapshot.domains) await db.store.domains.transition(d.id, 'ready');
+      fleets.push({ fleetId, westId: snapshot.domains.find((d) => d.slug === 'west')!.id });
+    }
+    const taskQueue = `bench-scale-${run}`;
+    const worker = await startHaruProcess(
+      'worker',
+      {
+        DATABASE_URL: db.url,
+        TEMPORAL_ADDRESS: address,
+        HARU_TASK_QUEUE: taskQueue,
+        HARU_WORKFLOW_BUNDLE: bundle,
+        HARU_WORKER_METRICS_PORT: '0',
+        HARU_WORKER_METRICS_HOST: '127.0.0.1',
+        LOG_LEVEL: 'info',
+      },
+      'worker running',
+      { nodeArgs: args['profile-dir'] ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(args['profile-dir'])}`] : [] },
+    );
+    cleanups.push(() => worker.stop());
+    const monitors = fleets.map((f) => client.workflow.getHandle(monitorWorkflowId(f.fleetId)));
+    cleanups.push(() => Promise.all(monitors.map((m) => m.terminate('bench over').catch(() => undefined))));
+    if (args['without-monitors']) await Promise.all(monitors.map((m) => m.terminate('benchmark without monitors')));
+    const rssBefore = worker.peakRssMiB();
+    // What the worker spends while idle: with monitors, that is their polling.
+    const idleFrom = cpuMs(worker.pid);
+    await new Promise((r) => setTimeout(r, IDLE_SAMPLE_MS));
+    const idleCpuShare = (cpuMs(worker.pid) - idleFrom) / IDLE_SAMPLE_MS;
+
+    const cpuBefore = {
+      worker: cpuMs(worker.pid),
+      temporal: temporal.pid ? cpuMs(temporal.pid) : 0,
+      host: process.cpuUsage(),
+    };
+    const startedAt = Date.now();
+    const results = await Promise.all(
+      fleets.map(async ({ fleetId, westId }) => {
+        const requestedAt = Date.now();
+        const { operation } = await db.store.operations.create({
+          fleetId,
+          kind: 'promote',
+          targetDomainId: westId,
+          reason: 'scale benchmark',
+          requestedBy: 'bench',
+        });
+        await startOperationWorkflow(client, operation, taskQueue);
+        const handle = client.workflow.getHandle(operation.workflowId);
+        const ok = await handle.result().then(
+          () => true,
+          () => false,
+        );
+        const doneAt = Date.now();
+        const progress = await handle.query(progressQuery).catch(() => null);
+        const commit = progress?.steps.find((s) => s.step === 'commitRouting')?.finishedAt;
+        return {
+          ok,
+          toDoneMs: doneAt - requestedAt,
+          toCommitMs: commit ? Date.parse(commit) - requestedAt : null,
+          doneAt,
+          requestedAt,
+          handle,
+        };
+      }),
+    );
+    const wallMs = Math.max(...results.map((r) => r.doneAt)) - startedAt;
+    const hostCpu = process.cpuUsage(cpuBefore.host);
+    const cpuPerPromotionMs = {
+      worker: (cpuMs(worker.pid) - cpuBefore.worker) / count,
+      temporalServer: temporal.pid ? (cpuMs(temporal.pid) - cpuBefore.temporal) / count : null,
+      simHostAndBench: (hostCpu.user + hostCpu.system) / 1000 / count,
+    };
+    if (args.timeline) {
+      const slowest = results.reduce((a, b) => ((b.toCommitMs ?? 0) > (a.toCommitMs ?? 0) ? b : a));
+      printTimeline(
+        await slowest.handle.fetchHistory(),
+        slowest.requestedAt,
+        `slowest of ${count} (ms after its request)`,
+      );
+    }
+    const commits = results.map((r) => r.toCommitMs).filter((v): v is number => v !== null);
+    const done = results.map((r) => r.toDoneMs);
+    return {
+      fleets: count,
+      wallMs,
+      promotionsPerSecond: (results.filter((r) => r.ok).length / wallMs) * 1000,
+      toCommitMs: { p50: percentile(commits, 50), p99: percentile(commits, 99), max: percentile(commits, 100) },
+      toDoneMs: { p50: percentile(done, 50), p99: percentile(done, 99), max: percentile(done, 100) },
+      failed: results.filter((r) => !r.ok).length,
+      workerRssBeforeMiB: rssBefore,
+      workerPeakRssMiB: worker.peakRssMiB(),
+      workerIdleCpuPercent: idleCpuShare * 100,
+      cpuPerPromotionMs,
+      monitors: !args['without-monitors'],
+    };
+  } finally {
+    for (const fn of cleanups.reverse()) await fn().catch(() => undefined);
+    rmSync(stateDir, { recursive: true, force: true });
+  }
+}
+
+async function main(): Promise<void> {
+  const temporal = await startBenchTemporal(process.env.TEMPORAL_ADDRESS || undefined);
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'haru-bench-'));
+  const bundle = await writeWorkflowBundle(path.join(dir, 'workflow-bundle.js'));
+  const connection = await Connection.connect({ address: temporal.address });
+  const client = new Client({ connection });
+  const all: ScaleFigures[] = [];
+  try {
+    for (const count of FLEET_COUNTS) {
+      const f = await oneScale(count, temporal, client, bundle);
+      all.push(f);
+      process.stdout.write(
+        `${count} fleets: wall ${f.wallMs} ms, ${fmt(f.promotionsPerSecond, 1)} promotions/s, ` +
+          `commit p50 ${f.toCommitMs.p50} p99 ${f.toCommitMs.p99} ms, worker peak ${fmt(f.workerPeakRssMiB)} MiB, failed ${f.failed}\n`,
+      );
+    }
+  } finally {
+    await connection.close();
+    await temporal.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  printTable(
+    `scale: every fleet promotes at once on one worker (${args['without-monitors'] ? 'monitors stopped' : 'monitors running'}); ms unless noted`,
+    [
+      'fleets',
+      'wall',
+      'promotions/s',
+      'commit p50',
+      'commit p99',
+      'done p50',
+      'done p99',
+      'failed',
+      'worker RSS before MiB',
+      'worker peak MiB',
+    ],
+    all.map((f) => [
+      f.fleets,
+      fmt(f.wallMs),
+      fmt(f.promotionsPerSecond, 1),
+      fmt(f.toCommitMs.p50),
+      fmt(f.toCommitMs.p99),
+      fmt(f.toDoneMs.p50),
+      fmt(f.toDoneMs.p99),
+      f.failed,
+      fmt(f.workerIdleCpuPercent),
+      fmt(f.workerRssBeforeMiB),
+      fmt(f.workerPeakRssMiB),
+      fmt(f.cpuPerPromotionMs.worker),
+      fmt(f.cpuPerPromotionMs.temporalServer),
+      fmt(f.cpuPerPromotionMs.simHostAndBench),
+    ]),
+  );
+  const file = writeResult('scale', {
+    options: { fleets: FLEET_COUNTS, monitors: !args['without-monitors'] },
+    results: all,
+  });
+  process.stdout.write(`\nwritten: ${path.relative(process.cwd(), file)}\n`);
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(`bench:scale failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  },
+);
