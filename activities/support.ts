@@ -33,19 +33,24 @@ export const modelNamesOf = (slots: readonly InferenceSlot[]): string[] =>
 export type WaitCheck<T> =
   { done: true; value: T } | { done: false; waitingFor: string; details?: Record<string, unknown> };
 
+/** The first re-check of `waitUntil`; the pause then doubles up to the interval. */
+export const FIRST_RECHECK_MS = 20;
+
 /**
- * Re-runs `check` every `intervalMs` until it reports done, heartbeating `{ waitingFor, ...details }`
- * after every look so the workflow's timeout failure says what never happened. Ends only by success,
- * by an error from `check`, or by cancellation (the step budget expiring or an abort), which rejects
- * with the activity's CancelledFailure.
+ * Re-runs `check` until it reports done, heartbeating `{ waitingFor, ...details }` after every look so
+ * the workflow's timeout failure says what never happened. The pause starts at FIRST_RECHECK_MS and
+ * doubles up to `intervalMs`: most effects land milliseconds after the request (a trainer exits on
+ * SIGTERM), and a fixed interval would add up to `intervalMs` to every step (docs/performance.md).
+ * Ends only by success, by an error from `check`, or by cancellation (the step budget expiring or an
+ * abort), which rejects with the activity's CancelledFailure.
  */
 export async function waitUntil<T>(check: () => Promise<WaitCheck<T>>, intervalMs: number): Promise<T> {
   const ctx = Context.current();
-  for (;;) {
+  for (let pauseMs = Math.min(FIRST_RECHECK_MS, intervalMs); ; pauseMs = Math.min(pauseMs * 2, intervalMs)) {
     const result = await check();
     if (result.done) return result.value;
     ctx.heartbeat({ waitingFor: result.waitingFor, ...result.details });
-    await ctx.sleep(intervalMs);
+    await ctx.sleep(pauseMs);
   }
 }
 
