@@ -252,8 +252,12 @@ async function main(): Promise<void> {
       'done p50',
       'done p99',
       'failed',
+      'worker idle CPU %',
       'worker RSS before MiB',
       'worker peak MiB',
+      'CPU ms/promotion: worker',
+      'temporal',
+      'sim host',
     ],
     all.map((f) => [
       f.fleets,
