@@ -48,6 +48,8 @@ interface ScaleFigures {
   toCommitMs: { p50: number | null; p99: number | null; max: number | null };
   toDoneMs: { p50: number | null; p99: number | null; max: number | null };
   failed: number;
+  /** `step: code: message` of every failed promotion. */
+  failures: string[];
   workerRssBeforeMiB: number | null;
   workerPeakRssMiB: number | null;
   /** The worker's CPU use before the promotions (monitors polling), in % of one core. */
@@ -172,6 +174,7 @@ async function oneScale(
           () => false,
         );
         const doneAt = Date.now();
+        const error = ok ? null : ((await db.store.operations.get(operation.id))?.error ?? null);
         const progress = await handle.query(progressQuery).catch(() => null);
         const commit = progress?.steps.find((s) => s.step === 'commitRouting')?.finishedAt;
         return {
@@ -181,6 +184,7 @@ async function oneScale(
           doneAt,
           requestedAt,
           handle,
+          error,
         };
       }),
     );
@@ -208,6 +212,7 @@ async function oneScale(
       toCommitMs: { p50: percentile(commits, 50), p99: percentile(commits, 99), max: percentile(commits, 100) },
       toDoneMs: { p50: percentile(done, 50), p99: percentile(done, 99), max: percentile(done, 100) },
       failed: results.filter((r) => !r.ok).length,
+      failures: results.flatMap((r) => (r.error ? [`${r.error.step}: ${r.error.code}: ${r.error.message}`] : [])),
       workerRssBeforeMiB: rssBefore,
       workerPeakRssMiB: worker.peakRssMiB(),
       workerIdleCpuPercent: idleCpuShare * 100,
