@@ -4,13 +4,18 @@
  * non-streaming chat completions and SSE streams; throughput, p50/p99 latency, and the ratios Haru/direct
  * and Haru/nginx. Installs Debian's nginx with apt-get when it is missing.
  *
- *   npm run bench:proxy -- [--connections 16] [--duration 10] [--rounds 3]
+ *   npm run bench:proxy -- [--connections 16] [--duration 10] [--rounds 3] [--probe-requests 500]
  *
  * Two loads per target and kind: `--connections` concurrent connections (throughput, loaded latency) and a
- * single connection (unloaded latency: the proxy's added latency is p50 Haru minus p50 direct there).
+ * single connection (unloaded latency). Latency figures come from every response's own time (autocannon's
+ * `response` event, a float in ms), not from autocannon's histogram, which stores whole milliseconds. Then
+ * a sequential probe: one keep-alive undici connection per target, the targets taking turns request by
+ * request (so a load change on the machine hits all alike), each timed with `process.hrtime.bigint()` from
+ * the request to the last body byte. The proxy's added latency is Haru minus direct in that probe.
  */
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import autocannon from 'autocannon';
+import { Client } from 'undici';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -21,13 +26,15 @@ import { childPids, cpuMs } from './support/cpu';
 import { startHaruProcess } from './support/processes';
 import { printTable, writeResult } from './support/report';
 import { until } from './support/stack';
-import { fmt, median } from './support/stats';
+import { fmt, median, percentile } from './support/stats';
 
 const { values: args } = parseArgs({
   options: {
     connections: { type: 'string', default: '16' },
     duration: { type: 'string', default: '10' },
     rounds: { type: 'string', default: '3' },
+    /** Sequential requests per target and round in the probe. */
+    'probe-requests': { type: 'string', default: '500' },
     'stream-tokens': { type: 'string', default: '16' },
     /** Write a V8 CPU profile of the Haru API process here (json load through Haru only). */
     'profile-dir': { type: 'string' },
@@ -37,6 +44,7 @@ const CONNECTIONS = Number(args.connections);
 const DURATION_S = Number(args.duration);
 const ROUNDS = Number(args.rounds);
 const STREAM_TOKENS = Number(args['stream-tokens']);
+const PROBE_REQUESTS = Number(args['probe-requests']);
 const REPO_ROOT = path.resolve(__dirname, '..');
 const MODEL = 'bench-model';
 
@@ -44,6 +52,9 @@ type Target = 'direct' | 'haru' | 'nginx';
 type Kind = 'json' | 'sse';
 
 type Sample = { target: Target; kind: Kind } & Awaited<ReturnType<typeof load>>;
+type ProbeSample = { kind: Kind; round: number } & Awaited<ReturnType<typeof probe>>;
+
+const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : null);
 
 const bodies: Record<Kind, string> = {
   json: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'hello' }], max_tokens: 4 }),
@@ -68,7 +79,7 @@ interface Pids {
  */
 async function load(url: string, kind: Kind, connections: number, durationS: number, pids: Pids) {
   const before = { self: process.cpuUsage(), upstream: cpuMs(pids.upstream), proxy: pids.proxy.map(cpuMs) };
-  const r = await autocannon({
+  const run = autocannon({
     url,
     connections,
     duration: durationS,
@@ -76,16 +87,23 @@ async function load(url: string, kind: Kind, connections: number, durationS: num
     headers: { 'content-type': 'application/json' },
     body: bodies[kind],
   });
+  // Each 2xx response's time in ms with the fraction (autocannon's histogram truncates to whole ms).
+  const times: number[] = [];
+  run.on('response', (_client: unknown, status: number, _bytes: number, ms: number) => {
+    if (status >= 200 && status < 300) times.push(ms);
+  });
+  const r = await run;
   const self = process.cpuUsage(before.self);
   const total = r.requests.total || 1;
   const proxyMs = pids.proxy.reduce((n, pid, i) => n + cpuMs(pid) - before.proxy[i]!, 0);
   return {
     connections,
     rps: r.requests.average,
-    p50: r.latency.p50,
-    p99: r.latency.p99,
-    /** autocannon's percentiles are whole milliseconds; the mean keeps the fraction. */
-    mean: r.latency.mean,
+    p50: percentile(times, 50),
+    p99: percentile(times, 99),
+    mean: mean(times),
+    /** autocannon's own figures, from a histogram of whole milliseconds (kept for comparison). */
+    autocannon: { p50: r.latency.p50, p99: r.latency.p99, mean: r.latency.mean },
     errors: r.errors + r.timeouts,
     non2xx: r.non2xx,
     cpuPerRequestMs: {
@@ -93,6 +111,58 @@ async function load(url: string, kind: Kind, connections: number, durationS: num
       proxy: pids.proxy.length ? proxyMs / total : 0,
       upstream: (cpuMs(pids.upstream) - before.upstream) / total,
     },
+  };
+}
+
+/**
+ * Sequential requests, one keep-alive connection per target, the targets taking turns: each request timed
+ * with `process.hrtime.bigint()` from sending to the last body byte (ms with the fraction). The added
+ * latency is the median of the per-turn differences (proxy minus direct) and the difference of the means.
+ */
+async function probe(urls: Record<Target, string>, kind: Kind, requests: number) {
+  const clients = Object.fromEntries(
+    (Object.keys(urls) as Target[]).map((t) => [t, new Client(new URL(urls[t]).origin, { pipelining: 1 })]),
+  ) as Record<Target, Client>;
+  const times = { direct: [], haru: [], nginx: [] } as Record<Target, number[]>;
+  const once = async (target: Target) => {
+    const started = process.hrtime.bigint();
+    const res = await clients[target].request({
+      path: new URL(urls[target]).pathname,
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: bodies[kind],
+    });
+    for await (const _chunk of res.body); // to the last byte
+    const ms = Number(process.hrtime.bigint() - started) / 1e6;
+    if (res.statusCode !== 200) throw new Error(`probe ${target}: HTTP ${res.statusCode}`);
+    return ms;
+  };
+  try {
+    for (const t of Object.keys(urls) as Target[]) for (let i = 0; i < 20; i += 1) await once(t); // warm-up
+    for (let i = 0; i < requests; i += 1) {
+      // Rotate the order so no target always follows the same one.
+      const order = (Object.keys(urls) as Target[]).map((_, j, all) => all[(i + j) % all.length]!);
+      for (const t of order) times[t].push(await once(t));
+    }
+  } finally {
+    await Promise.all(Object.values(clients).map((c) => c.close()));
+  }
+  const stats = (t: Target) => ({
+    p50: percentile(times[t], 50),
+    p99: percentile(times[t], 99),
+    mean: mean(times[t]),
+  });
+  const added = (t: Target) => ({
+    p50OfDifferences: median(times[t].map((ms, i) => ms - times.direct[i]!)),
+    differenceOfP50: stats(t).p50! - stats('direct').p50!,
+    differenceOfMeans: stats(t).mean! - stats('direct').mean!,
+  });
+  return {
+    requests,
+    direct: stats('direct'),
+    haru: stats('haru'),
+    nginx: stats('nginx'),
+    addedMs: { haru: added('haru'), nginx: added('nginx') },
   };
 }
 
@@ -237,6 +307,7 @@ async function main(): Promise<void> {
       nginx: { upstream: vllm.pid!, proxy: childPids(nginx.pid!) },
     };
     const samples: Sample[] = [];
+    const probes: ProbeSample[] = [];
     for (const kind of ['json', 'sse'] as Kind[]) {
       for (const target of Object.keys(urls) as Target[]) await load(urls[target], kind, CONNECTIONS, 2, pids[target]); // warm-up
       // Rounds interleave the targets so a load change on the machine hits all three alike.
@@ -246,16 +317,27 @@ async function main(): Promise<void> {
             const s = { target, kind, ...(await load(urls[target], kind, connections, DURATION_S, pids[target])) };
             samples.push(s);
             process.stdout.write(
-              `${kind} ${target} c=${connections} round ${round}: ${fmt(s.rps)} req/s, p50 ${s.p50} ms, p99 ${s.p99} ms` +
+              `${kind} ${target} c=${connections} round ${round}: ${fmt(s.rps)} req/s, ` +
+                `p50 ${fmt(s.p50, 2)} ms, p99 ${fmt(s.p99, 2)} ms, mean ${fmt(s.mean, 2)} ms` +
                 `${s.errors || s.non2xx ? `, errors ${s.errors}, non-2xx ${s.non2xx}` : ''}\n`,
             );
           }
         }
+        const p = { kind, round, ...(await probe(urls, kind, PROBE_REQUESTS)) };
+        probes.push(p);
+        process.stdout.write(
+          `${kind} probe round ${round} (${PROBE_REQUESTS} sequential each, p50 ms): direct ${fmt(p.direct.p50, 2)}, ` +
+            `haru ${fmt(p.haru.p50, 2)}, nginx ${fmt(p.nginx.p50, 2)}; added p50 haru ` +
+            `${fmt(p.addedMs.haru.p50OfDifferences, 2)}, nginx ${fmt(p.addedMs.nginx.p50OfDifferences, 2)}; ` +
+            `load average ${os.loadavg()[0]!.toFixed(2)}\n`,
+        );
       }
     }
 
-    const med = (target: Target, kind: Kind, connections: number, f: (s: Sample) => number) =>
+    const med = (target: Target, kind: Kind, connections: number, f: (s: Sample) => number | null) =>
       median(samples.filter((s) => s.target === target && s.kind === kind && s.connections === connections).map(f));
+    const medProbe = (kind: Kind, f: (p: ProbeSample) => number | null) =>
+      median(probes.filter((p) => p.kind === kind).map(f));
     const rows: (string | number)[][] = [];
     const summary: Record<string, unknown> = {};
     for (const kind of ['json', 'sse'] as Kind[]) {
@@ -267,6 +349,8 @@ async function main(): Promise<void> {
           p50Single: med(target, kind, 1, (s) => s.p50),
           meanSingle: med(target, kind, 1, (s) => s.mean),
           p99Single: med(target, kind, 1, (s) => s.p99),
+          probeP50: medProbe(kind, (p) => p[target].p50),
+          probeMean: medProbe(kind, (p) => p[target].mean),
           errors: samples
             .filter((s) => s.target === target && s.kind === kind)
             .reduce((n, s) => n + s.errors + s.non2xx, 0),
@@ -280,10 +364,12 @@ async function main(): Promise<void> {
         rows.push([
           `${kind} ${target}`,
           fmt(figures.rps),
-          fmt(figures.p50, 1),
-          fmt(figures.p99, 1),
-          fmt(figures.p50Single, 1),
-          fmt(figures.p99Single, 1),
+          fmt(figures.p50, 2),
+          fmt(figures.p99, 2),
+          fmt(figures.p50Single, 2),
+          fmt(figures.meanSingle, 2),
+          fmt(figures.probeP50, 2),
+          fmt(figures.probeMean, 2),
           figures.errors,
           fmt(figures.cpuPerRequestMs.loadGenerator, 3),
           fmt(figures.cpuPerRequestMs.proxy, 3),
@@ -302,20 +388,43 @@ async function main(): Promise<void> {
       const ratios = {
         throughputHaruOverDirect: get('haru', 'rps') / get('direct', 'rps'),
         throughputHaruOverNginx: get('haru', 'rps') / get('nginx', 'rps'),
+        addedP50LoadedMs: get('haru', 'p50') - get('direct', 'p50'),
         addedP50SingleMs: get('haru', 'p50Single') - get('direct', 'p50Single'),
         addedMeanSingleMs: get('haru', 'meanSingle') - get('direct', 'meanSingle'),
-        nginxAddedMeanSingleMs: get('nginx', 'meanSingle') - get('direct', 'meanSingle'),
-        addedP50LoadedMs: get('haru', 'p50') - get('direct', 'p50'),
         nginxAddedP50SingleMs: get('nginx', 'p50Single') - get('direct', 'p50Single'),
+        nginxAddedMeanSingleMs: get('nginx', 'meanSingle') - get('direct', 'meanSingle'),
+        /** The probe's median of per-turn differences (Haru minus direct), median over rounds. */
+        addedProbeP50Ms: medProbe(kind, (p) => p.addedMs.haru.p50OfDifferences),
+        addedProbeMeanMs: medProbe(kind, (p) => p.addedMs.haru.differenceOfMeans),
+        nginxAddedProbeP50Ms: medProbe(kind, (p) => p.addedMs.nginx.p50OfDifferences),
+        nginxAddedProbeMeanMs: medProbe(kind, (p) => p.addedMs.nginx.differenceOfMeans),
       };
       summary[`${kind}/ratios`] = ratios;
+      const plus = (v: number | null) => `${v !== null && v >= 0 ? '+' : ''}${fmt(v, 2)}`;
       rows.push([
         `${kind} Haru/direct, Haru/nginx (rps)`,
         `${fmt(ratios.throughputHaruOverDirect, 2)}, ${fmt(ratios.throughputHaruOverNginx, 2)}`,
-        `+${fmt(ratios.addedP50LoadedMs, 1)}`,
+        plus(ratios.addedP50LoadedMs),
         '',
-        `+${fmt(ratios.addedP50SingleMs, 1)}`,
-        `mean +${fmt(ratios.addedMeanSingleMs, 2)}`,
+        plus(ratios.addedP50SingleMs),
+        plus(ratios.addedMeanSingleMs),
+        plus(ratios.addedProbeP50Ms),
+        plus(ratios.addedProbeMeanMs),
+        '',
+        '',
+        '',
+        '',
+        '',
+      ]);
+      rows.push([
+        `${kind} nginx added (ms)`,
+        '',
+        '',
+        '',
+        plus(ratios.nginxAddedP50SingleMs),
+        plus(ratios.nginxAddedMeanSingleMs),
+        plus(ratios.nginxAddedProbeP50Ms),
+        plus(ratios.nginxAddedProbeMeanMs),
         '',
         '',
         '',
@@ -324,14 +433,18 @@ async function main(): Promise<void> {
       ]);
     }
     printTable(
-      `proxy: ${ROUNDS} rounds x ${DURATION_S} s, medians; loaded = ${CONNECTIONS} connections, single = 1 connection (latency ms)`,
+      `proxy: ${ROUNDS} rounds x ${DURATION_S} s, medians; loaded = ${CONNECTIONS} connections, single = 1 connection, ` +
+        `probe = ${PROBE_REQUESTS} sequential requests per target and round (latency ms; added = Haru minus direct, ` +
+        `probe p50 column = median of per-request differences)`,
       [
         'target',
         'req/s',
         'p50',
         'p99',
         'p50 single',
-        'p99 single',
+        'mean single',
+        'probe p50',
+        'probe mean',
         'errors',
         'cpu/req gen',
         'cpu/req proxy',
@@ -341,10 +454,17 @@ async function main(): Promise<void> {
       rows,
     );
     const file = writeResult('proxy', {
-      options: { connections: CONNECTIONS, durationS: DURATION_S, rounds: ROUNDS, streamTokens: STREAM_TOKENS },
+      options: {
+        connections: CONNECTIONS,
+        durationS: DURATION_S,
+        rounds: ROUNDS,
+        streamTokens: STREAM_TOKENS,
+        probeRequests: PROBE_REQUESTS,
+      },
       nginx: spawnSync(ensureNginx(), ['-v'], { encoding: 'utf8' }).stderr.trim(),
       summary,
       samples,
+      probes,
     });
     process.stdout.write(`\nwritten: ${path.relative(process.cwd(), file)}\n`);
   } finally {

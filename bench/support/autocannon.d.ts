@@ -27,6 +27,13 @@ declare module 'autocannon' {
     non2xx: number;
     duration: number;
   }
-  function autocannon(options: Options): Promise<Result>;
+  /** The run: a promise of the result and an emitter of `response` (client, status, bytes, time in ms). */
+  interface Instance extends Promise<Result> {
+    on(
+      event: 'response',
+      listener: (client: unknown, statusCode: number, resBytes: number, responseTimeMs: number) => void,
+    ): this;
+  }
+  function autocannon(options: Options): Instance;
   export default autocannon;
 }
