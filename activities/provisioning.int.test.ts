@@ -278,6 +278,52 @@ describe('finishProvisioning', () => {
     });
     expect(await stateOf(f.ids.west!)).toBe('stopping');
   });
+
+  it('keeps a teardown that starts while a failed launch is being recorded: the row stays stopping', async () => {
+    const f = await fleet();
+    const teardown = setup().acts;
+    // A store whose every read of the domain lets a teardown land right after it: a finish that read
+    // the state and then wrote would overwrite the teardown's `stopping`.
+    let tornDown = false;
+    const store = {
+      ...tdb.store,
+      domains: {
+        ...tdb.store.domains,
+        async get(id: string) {
+          const row = await tdb.store.domains.get(id);
+          if (!tornDown && id === f.ids.west) {
+            tornDown = true;
+            await run(teardown.beginTeardown, { domainId: id });
+          }
+          return row;
+        },
+      },
+    };
+    const acts = createProvisioningActivities({
+      store,
+      supervisor: new FakeHost().client,
+      now: () => new Date(),
+      pollIntervalMs: 5,
+    });
+    await run(acts.finishProvisioning, {
+      domainId: f.ids.west!,
+      outcome: 'failed',
+      reason: 'launch: ResourcesUnavailableError',
+    });
+    // Whichever came first, the teardown's `stopping` is what the row says now.
+    if (!tornDown) await run(teardown.beginTeardown, { domainId: f.ids.west! });
+    expect(await stateOf(f.ids.west!)).toBe('stopping');
+    // The teardown ends it; a late failed finish of the provisioning changes nothing.
+    expect(await run(acts.finishTeardown, { domainId: f.ids.west!, outcome: 'stopped' })).toEqual({
+      state: 'stopped',
+      changed: true,
+    });
+    expect(await run(acts.finishProvisioning, { domainId: f.ids.west!, outcome: 'failed', reason: 'late' })).toEqual({
+      state: 'stopped',
+      changed: false,
+    });
+    expect(await stateOf(f.ids.west!)).toBe('stopped');
+  });
 });
 
 describe('teardown activities', () => {

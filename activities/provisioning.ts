@@ -91,10 +91,21 @@ export function createProvisioningActivities(deps: ActivityDeps) {
     await store.events.append({ fleetId: domain.fleetId, domainId: domain.id, type, message, data });
   }
 
-  /** Moves the domain to `to` unless it is already there; a lost race re-reads and accepts `to` only. */
-  async function moveTo(domain: Domain, to: DomainState, lastError?: string | null): Promise<Domain> {
+  /**
+   * Moves the domain `from` one of the expected states to `to` (one guarded UPDATE), unless it is already
+   * at `to`; a lost race re-reads and accepts `to` only.
+   */
+  async function moveTo(
+    domain: Domain,
+    to: DomainState,
+    from: readonly DomainState[],
+    lastError?: string | null,
+  ): Promise<Domain> {
     if (domain.state === to) return domain;
-    const moved = await store.domains.transition(domain.id, to, lastError === undefined ? {} : { lastError });
+    const moved = await store.domains.transition(domain.id, to, {
+      from,
+      ...(lastError === undefined ? {} : { lastError }),
+    });
     if (moved) return moved;
     const now = await store.domains.get(domain.id);
     if (now?.state === to) return now;
@@ -150,7 +161,7 @@ export function createProvisioningActivities(deps: ActivityDeps) {
         throw invalidTarget(`domain ${domain.slug} is ${domain.state}: tear it down before provisioning it again`);
       }
       if (domain.state === 'stopping') throw invalidTarget(`domain ${domain.slug} is being torn down`);
-      const moved = await moveTo(domain, 'provisioning', null);
+      const moved = await moveTo(domain, 'provisioning', ['failed', 'stopped'], null);
       if (moved !== domain) {
         await event(domain, 'domain.provisioning', `domain ${domain.slug}: ${domain.state} -> provisioning`, {
           from: domain.state,
@@ -243,18 +254,18 @@ export function createProvisioningActivities(deps: ActivityDeps) {
       outcome: 'ready' | 'failed';
       reason?: string;
     }): Promise<{ state: DomainState; changed: boolean }> {
-      const domain = await store.domains.get(input.domainId);
-      if (!domain) throw invalidTarget(`domain ${input.domainId} does not exist`);
-      // TODO(#7): a from-guarded store transition would close the window between this read and the write.
-      if (domain.state !== 'provisioning') return { state: domain.state, changed: false };
       const to = input.outcome;
-      const moved = await store.domains.transition(domain.id, to, {
+      // Only from `provisioning`, in the UPDATE itself: a teardown that took over keeps its `stopping`.
+      const moved = await store.domains.transition(input.domainId, to, {
+        from: ['provisioning'],
         lastError: to === 'failed' ? (input.reason ?? 'provisioning failed') : null,
       });
       if (!moved) {
-        const now = await store.domains.get(domain.id);
-        return { state: now?.state ?? domain.state, changed: false };
+        const now = await store.domains.get(input.domainId);
+        if (!now) throw invalidTarget(`domain ${input.domainId} does not exist`);
+        return { state: now.state, changed: false };
       }
+      const domain = moved;
       if (to === 'ready') {
         // The polls that failed while the host was launching say nothing about it now: it just answered.
         await store.domains.recordPoll(domain.id, { ok: true, at: deps.now() });
@@ -294,7 +305,7 @@ export function createProvisioningActivities(deps: ActivityDeps) {
       }
       if (domain.state === 'stopped') return { ...target, state: 'stopped', wasServing: false };
       const wasServing = domain.state === 'ready' || domain.state === 'degraded';
-      const moved = await moveTo(domain, 'stopping');
+      const moved = await moveTo(domain, 'stopping', ['provisioning', 'ready', 'degraded', 'failed']);
       if (moved !== domain) {
         await event(domain, 'domain.teardown', `domain ${domain.slug}: ${domain.state} -> stopping`, {
           from: domain.state,
@@ -334,13 +345,16 @@ export function createProvisioningActivities(deps: ActivityDeps) {
       outcome: 'stopped' | 'failed';
       reason?: string;
     }): Promise<{ state: DomainState; changed: boolean }> {
-      const domain = await store.domains.get(input.domainId);
-      if (!domain) throw invalidTarget(`domain ${input.domainId} does not exist`);
-      if (domain.state !== 'stopping') return { state: domain.state, changed: false };
-      const moved = await store.domains.transition(domain.id, input.outcome, {
+      // Only from `stopping`, in the UPDATE itself.
+      const domain = await store.domains.transition(input.domainId, input.outcome, {
+        from: ['stopping'],
         lastError: input.outcome === 'failed' ? (input.reason ?? 'teardown failed') : null,
       });
-      if (!moved) return { state: (await store.domains.get(domain.id))?.state ?? domain.state, changed: false };
+      if (!domain) {
+        const now = await store.domains.get(input.domainId);
+        if (!now) throw invalidTarget(`domain ${input.domainId} does not exist`);
+        return { state: now.state, changed: false };
+      }
       const message =
         input.outcome === 'stopped'
           ? `domain ${domain.slug}: stopping -> stopped`

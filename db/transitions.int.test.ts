@@ -1,6 +1,7 @@
 import { eq } from 'drizzle-orm';
 import {
   DOMAIN_STATES,
+  type DomainState,
   INFERENCE_SLOT_STATES,
   OPERATION_STATES,
   type OperationState,
@@ -59,6 +60,31 @@ describe('domain transitions', () => {
     const allowed = DOMAIN_TRANSITIONS[from].includes(to);
     expect(moved?.state ?? null).toBe(allowed ? to : null);
     expect((await t.store.domains.get(ids.domain))!.state).toBe(allowed ? to : from);
+  });
+
+  const otherPredecessors = (from: DomainState, to: DomainState) =>
+    DOMAIN_STATES.filter((s) => s !== from && DOMAIN_TRANSITIONS[s].includes(to));
+  it.each(pairs(DOMAIN_STATES).filter(([from, to]) => otherPredecessors(from, to).length > 0))(
+    '%s -> %s with `from` naming only other states leaves the row alone',
+    async (from, to) => {
+      await t.database.db.update(domains).set({ state: from }).where(eq(domains.id, ids.domain));
+      expect(await t.store.domains.transition(ids.domain, to, { from: otherPredecessors(from, to) })).toBeNull();
+      expect((await t.store.domains.get(ids.domain))!.state).toBe(from);
+    },
+  );
+
+  it('sets the supervisor URL only while the domain is in one of the given states', async () => {
+    await t.database.db.update(domains).set({ state: 'stopping' }).where(eq(domains.id, ids.domain));
+    const before = (await t.store.domains.get(ids.domain))!.supervisorUrl;
+    expect(
+      await t.store.domains.setSupervisorUrl(ids.domain, 'http://10.0.0.9:8701', { whileIn: ['provisioning'] }),
+    ).toBeNull();
+    expect((await t.store.domains.get(ids.domain))!.supervisorUrl).toBe(before);
+    await t.database.db.update(domains).set({ state: 'provisioning' }).where(eq(domains.id, ids.domain));
+    const moved = await t.store.domains.setSupervisorUrl(ids.domain, 'http://10.0.0.9:8701', {
+      whileIn: ['provisioning'],
+    });
+    expect(moved?.supervisorUrl).toBe('http://10.0.0.9:8701');
   });
 });
 
@@ -122,4 +148,5 @@ it('throws InvalidTransitionError before any SQL runs', async () => {
   await expect(store.slots.transition(some, 'serving', ['idle'])).rejects.toThrow(InvalidTransitionError);
   await expect(store.slots.transition(some, 'training', ['serving'])).rejects.toThrow(InvalidTransitionError);
   await expect(store.domains.transition(some, 'nowhere' as never)).rejects.toThrow(InvalidTransitionError);
+  await expect(store.domains.transition(some, 'ready', { from: ['stopped'] })).rejects.toThrow(InvalidTransitionError);
 });

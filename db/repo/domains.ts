@@ -33,18 +33,20 @@ export function createDomainRepo({ db, now }: RepoDeps) {
     },
 
     /**
-     * Moves the domain to `to` with one guarded UPDATE (`state IN predecessorsOf(to)`). Returns the
-     * updated domain, or null when it does not exist or its state has no edge to `to` (a lost race).
-     * `lastError` is written when given (null clears it). Throws InvalidTransitionError, before any SQL,
-     * when `to` has no predecessor at all.
+     * Moves the domain to `to` with one guarded UPDATE (`state IN predecessorsOf(to)`, narrowed to `from`
+     * when given: the states this caller expects the domain to be in). Returns the updated domain, or null
+     * when it does not exist or its state is not one of the allowed predecessors (a lost race). `lastError`
+     * is written when given (null clears it). Throws InvalidTransitionError, before any SQL, when `to` has
+     * no predecessor at all or none of `from` has an edge to `to`.
      */
     async transition(
       domainId: string,
       to: DomainState,
-      opts: { lastError?: string | null } = {},
+      opts: { lastError?: string | null; from?: readonly DomainState[] } = {},
     ): Promise<Domain | null> {
-      const from = predecessorsOf(DOMAIN_TRANSITIONS, to);
-      if (from.length === 0) throw new InvalidTransitionError('domain', '*', to);
+      const all = predecessorsOf(DOMAIN_TRANSITIONS, to);
+      const from = opts.from ? all.filter((s) => opts.from!.includes(s)) : all;
+      if (from.length === 0) throw new InvalidTransitionError('domain', opts.from?.join('|') ?? '*', to);
       if (!isUuid(domainId)) return null;
       const at = now();
       const [row] = await db
@@ -56,6 +58,25 @@ export function createDomainRepo({ db, now }: RepoDeps) {
           ...(opts.lastError !== undefined ? { lastError: opts.lastError } : {}),
         })
         .where(and(eq(domains.id, domainId), inArray(domains.state, from)))
+        .returning();
+      return row ? toDomain(row) : null;
+    },
+
+    /**
+     * Points the domain at the supervisor address its provider reported, with one UPDATE guarded by the
+     * domain's state (`whileIn`: the provisioning that learned the address must still own the domain).
+     * Returns the updated domain, or null when it does not exist or is in another state.
+     */
+    async setSupervisorUrl(
+      domainId: string,
+      supervisorUrl: string,
+      opts: { whileIn: readonly DomainState[] },
+    ): Promise<Domain | null> {
+      if (!isUuid(domainId) || opts.whileIn.length === 0) return null;
+      const [row] = await db
+        .update(domains)
+        .set({ supervisorUrl, updatedAt: now() })
+        .where(and(eq(domains.id, domainId), inArray(domains.state, [...opts.whileIn])))
         .returning();
       return row ? toDomain(row) : null;
     },
