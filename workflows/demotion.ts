@@ -4,6 +4,7 @@ import type { FleetPolicy } from '../schemas/policy';
 import { controlActivities, stepActivities } from './activity-options';
 import type { DemotionInput, DemotionResult } from './definitions';
 import { describeFailure } from './failure-info';
+import { stepMessages } from './logic/step-messages';
 import { planDemotion } from './logic/step-plan';
 import { createOperationRuntime, type OperationRuntime, StepFailure } from './operation-runtime';
 
@@ -91,23 +92,18 @@ async function standDown(
   fleetId: string,
   domainId: string,
 ): Promise<boolean> {
-  const drain = await op.run(
+  const drain = await op.step(
     'drain',
-    () => steps.drainDomain({ domainId, timeoutMs: policy.drainTimeoutMs }),
-    (r) =>
-      r.drained ? 'drained: no running requests' : `drain budget spent with ${r.runningRequests} requests running`,
+    (journal) => steps.drainDomain({ domainId, timeoutMs: policy.drainTimeoutMs, journal }),
+    stepMessages.drainDomain,
   );
-  await op.run(
+  await op.step(
     'sleepModels',
-    () => steps.sleepModels({ fleetId, domainId }),
-    (r) => `models asleep: ${r.models.join(', ')}`,
+    (journal) => steps.sleepModels({ fleetId, domainId, journal }),
+    stepMessages.sleepModels,
   );
   if (!op.isStepSkipped('startTraining')) {
-    await op.run(
-      'startTraining',
-      () => steps.startTraining({ domainId }),
-      (r) => `training running (${r.runs.map((x) => `GPU ${x.gpuIndex} pid ${x.pids[0]}`).join(', ')})`,
-    );
+    await op.step('startTraining', (journal) => steps.startTraining({ domainId, journal }), stepMessages.startTraining);
   }
   return drain.drained;
 }

@@ -1,6 +1,7 @@
-import { CancellationScope, condition, isCancellation, setHandler } from '@temporalio/workflow';
+import { CancellationScope, condition, isCancellation, patched, setHandler } from '@temporalio/workflow';
 import type { OperationProgress } from '../schemas/api';
 import type { Activities } from '../activities';
+import type { StepJournal } from '../activities/step-journal';
 import { abortSignal, progressQuery } from './definitions';
 import { describeFailure, type FailureInfo } from './failure-info';
 import { abortRequested, createProgress, stepFailed, stepStarted, stepSucceeded, withPhase } from './logic/progress';
@@ -27,6 +28,12 @@ export interface OperationRuntimeOptions {
 }
 
 /**
+ * Patch id: step activities record their own `started`/`succeeded` (one round trip per step instead of
+ * three). Executions recorded before it keep the workflow-side records when they replay.
+ */
+export const STEPS_RECORD_THEMSELVES = 'steps-record-themselves';
+
+/**
  * The bookkeeping every operation workflow shares: the `progress` query, the `abort` signal, and
  * `run(step, fn)`, which records the step (operation row + event), races it against an abort (only
  * while `isAbortable`), and turns any failure into a StepFailure. Must be created first thing in the
@@ -36,6 +43,8 @@ export function createOperationRuntime(opts: OperationRuntimeOptions) {
   let progress: OperationProgress = createProgress(opts.operationId ?? opts.domainId, opts.kind, []);
   let abortReason: string | null = null;
   let isAbortable = true;
+  // Decided once, before the first command: an execution either always or never lets steps record themselves.
+  const stepsRecordThemselves = patched(STEPS_RECORD_THEMSELVES);
   setHandler(progressQuery, () => progress);
   setHandler(abortSignal, (request) => {
     abortReason ??= request?.reason ?? 'abort requested';
@@ -76,6 +85,35 @@ export function createOperationRuntime(opts: OperationRuntimeOptions) {
 
   const now = () => new Date().toISOString();
 
+  async function execute<T>(
+    step: string,
+    fn: () => Promise<T>,
+    describe: (result: T) => string,
+    recordsItself: boolean,
+  ): Promise<T> {
+    if (isAbortable && abortReason !== null) {
+      throw new StepFailure(step, { code: 'Aborted', message: abortReason }, true);
+    }
+    progress = stepStarted(progress, step, now());
+    try {
+      // Inside the try: an operation closed under us (OperationClosed) fails the step like any other error.
+      if (!recordsItself) await record(step, 'started', `${step} started`);
+      const result = await abortable(fn);
+      const attempt = (result as { attempt?: unknown } | undefined)?.attempt;
+      progress = stepSucceeded(progress, step, now(), typeof attempt === 'number' ? attempt : undefined);
+      if (!recordsItself) {
+        await record(step, 'succeeded', describe(result), typeof attempt === 'number' ? { attempt } : {});
+      }
+      return result;
+    } catch (err) {
+      const isAbort = abortReason !== null && isCancellation(err);
+      const info: FailureInfo = isAbort ? { code: 'Aborted', message: abortReason! } : describeFailure(err);
+      progress = stepFailed(progress, step, now(), `${info.code}: ${info.message}`, info.attempts);
+      await record(step, 'failed', `${step} failed: ${info.message}`, { code: info.code });
+      throw new StepFailure(step, info, isAbort);
+    }
+  }
+
   return {
     get progress(): OperationProgress {
       return progress;
@@ -103,32 +141,30 @@ export function createOperationRuntime(opts: OperationRuntimeOptions) {
     /**
      * Runs one step: records it started, runs `fn` (abortable), records success with the attempt the
      * result reports, or records the failure and throws StepFailure. Throws StepFailure at once, without
-     * running `fn`, when an abort is already pending.
+     * running `fn`, when an abort is already pending. For work that is not one step activity (a
+     * compensation of several, a child workflow).
      */
-    async run<T>(
+    run<T>(step: string, fn: () => Promise<T>, describe: (result: T) => string = () => `${step} done`): Promise<T> {
+      return execute(step, fn, describe, false);
+    },
+    /**
+     * Runs one step activity that records its own `started` and `succeeded` (activities/step-journal.ts):
+     * `call` gets the journal to pass it. Executions from before that change record them here instead,
+     * with `describe`, so their histories replay. Failures are recorded here either way.
+     */
+    step<T>(
       step: string,
-      fn: () => Promise<T>,
-      describe: (result: T) => string = () => `${step} done`,
+      call: (journal: StepJournal | undefined) => Promise<T>,
+      describe: (result: T) => string,
     ): Promise<T> {
-      if (isAbortable && abortReason !== null) {
-        throw new StepFailure(step, { code: 'Aborted', message: abortReason }, true);
-      }
-      progress = stepStarted(progress, step, now());
-      try {
-        // Inside the try: an operation closed under us (OperationClosed) fails the step like any other error.
-        await record(step, 'started', `${step} started`);
-        const result = await abortable(fn);
-        const attempt = (result as { attempt?: unknown } | undefined)?.attempt;
-        progress = stepSucceeded(progress, step, now(), typeof attempt === 'number' ? attempt : undefined);
-        await record(step, 'succeeded', describe(result), typeof attempt === 'number' ? { attempt } : {});
-        return result;
-      } catch (err) {
-        const isAbort = abortReason !== null && isCancellation(err);
-        const info: FailureInfo = isAbort ? { code: 'Aborted', message: abortReason! } : describeFailure(err);
-        progress = stepFailed(progress, step, now(), `${info.code}: ${info.message}`, info.attempts);
-        await record(step, 'failed', `${step} failed: ${info.message}`, { code: info.code });
-        throw new StepFailure(step, info, isAbort);
-      }
+      if (!stepsRecordThemselves) return execute(step, () => call(undefined), describe, false);
+      const journal: StepJournal = {
+        fleetId: opts.fleetId,
+        operationId: opts.operationId,
+        domainId: opts.domainId,
+        step,
+      };
+      return execute(step, () => call(journal), describe, true);
     },
   };
 }

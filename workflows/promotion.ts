@@ -14,6 +14,7 @@ import { demotionWorkflow } from './demotion';
 import { demotionChildWorkflowId, searchAttributes, type PromotionInput, type PromotionResult } from './definitions';
 import { describeFailure } from './failure-info';
 import { startedSteps } from './logic/progress';
+import { stepMessages } from './logic/step-messages';
 import { compensationFor, planPromotion, type PromotionStep } from './logic/step-plan';
 import { createOperationRuntime, type OperationRuntime, StepFailure } from './operation-runtime';
 
@@ -55,10 +56,17 @@ export async function promotionWorkflow(input: PromotionInput): Promise<Promotio
   try {
     await prepareTarget(op, steps, policy, targetDomainId);
     op.closeAbortWindow();
-    commit = await op.run(
+    commit = await op.step(
       'commitRouting',
-      () => steps.commitRouting({ fleetId, operationId, expectedActiveDomainId: begin.fromDomainId, targetDomainId }),
-      (r) => `routing committed at revision ${r.routeRevision}`,
+      (journal) =>
+        steps.commitRouting({
+          fleetId,
+          operationId,
+          expectedActiveDomainId: begin.fromDomainId,
+          targetDomainId,
+          journal,
+        }),
+      stepMessages.commitRouting,
     );
   } catch (err) {
     if (!(err instanceof StepFailure)) throw err;
@@ -105,39 +113,36 @@ async function beginOrFail(input: PromotionInput, op: OperationRuntime): Promise
 async function prepareTarget(op: OperationRuntime, steps: Steps, policy: FleetPolicy, domainId: string): Promise<void> {
   let trainerPids: number[] = [];
   if (!op.isStepSkipped('stopTraining')) {
-    const stopped = await op.run(
+    const stopped = await op.step(
       'stopTraining',
-      () => steps.stopTraining({ domainId, graceMs: policy.trainingStopGraceMs }),
-      (r) => `training stopped (trainer pids ${r.trainerPids.join(', ') || 'none'})`,
+      (journal) => steps.stopTraining({ domainId, graceMs: policy.trainingStopGraceMs, journal }),
+      stepMessages.stopTraining,
     );
     trainerPids = stopped.trainerPids;
   }
   if (!op.isStepSkipped('verifyGpuReleased')) {
-    await op.run(
+    await op.step(
       'verifyGpuReleased',
-      () => steps.verifyGpuReleased({ domainId, trainerPids, maxUsedRatio: policy.maxUsedRatioForWake }),
-      (r) =>
-        `GPU memory released (${r.gpus.map((g) => `GPU ${g.index}: ${g.usedMiB}/${g.totalMiB ?? '?'} MiB`).join(', ')})`,
+      (journal) =>
+        steps.verifyGpuReleased({ domainId, trainerPids, maxUsedRatio: policy.maxUsedRatioForWake, journal }),
+      stepMessages.verifyGpuReleased,
     );
   }
   if (!op.isStepSkipped('wakeModels')) {
-    await op.run(
-      'wakeModels',
-      () => steps.wakeModels({ domainId }),
-      (r) => `models awake: ${r.models.join(', ')}`,
-    );
+    await op.step('wakeModels', (journal) => steps.wakeModels({ domainId, journal }), stepMessages.wakeModels);
   }
   if (!op.isStepSkipped('probeModels')) {
-    await op.run(
+    await op.step(
       'probeModels',
-      () =>
+      (journal) =>
         steps.probeModels({
           domainId,
           prompt: policy.probe.prompt,
           maxTokens: policy.probe.maxTokens,
           timeoutMs: probeRequestTimeoutMs(policy),
+          journal,
         }),
-      (r) => `every model answered (${r.results.map((x) => `${x.model} ${x.latencyMs} ms`).join(', ')})`,
+      stepMessages.probeModels,
     );
   }
 }

@@ -135,6 +135,18 @@ it('1. promotes the standby: routing flips once, new active serves, old active a
       expect.arrayContaining([`${step}:started`, `${step}:succeeded`]),
     );
   }
+  // Each step records its own progress: up to the commit, one activity per step and nothing else.
+  const scheduled = ((await handle.fetchHistory()).events ?? []).flatMap(
+    (e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? [],
+  );
+  expect(scheduled.slice(0, scheduled.indexOf('commitRouting') + 1)).toEqual([
+    'beginOperation',
+    'stopTraining',
+    'verifyGpuReleased',
+    'wakeModels',
+    'probeModels',
+    'commitRouting',
+  ]);
   await replayAndRecord(client, handle, 'promotion');
 });
 

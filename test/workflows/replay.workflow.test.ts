@@ -1,6 +1,7 @@
 /**
  * Recorded histories of real runs (test 1's promotion, test 4's auto-failover promotion and its monitor)
- * replay with the current workflow code. A change to the commands a workflow issues fails here: put it
+ * replay with the current workflow code, and so do those recorded before the step activities recorded
+ * their own progress (`*-before-steps-recorded-themselves.json`: the workflows' unpatched path). A change to the commands a workflow issues fails here: put it
  * behind `patched()` or re-record deliberately with HARU_RECORD_HISTORIES=1 (see test/workflows/histories/).
  */
 import { readdirSync, readFileSync } from 'node:fs';
@@ -14,8 +15,14 @@ const fixtures = readdirSync(HISTORIES_DIR).filter((f) => f.endsWith('.json'));
 
 beforeAll(() => quietRuntime());
 
-it('has the recorded histories of a promotion, an auto-failover and a monitor', () => {
-  expect(fixtures.sort()).toEqual(['auto-failover-promotion.json', 'fleet-monitor.json', 'promotion.json']);
+it('has the recorded histories of a promotion, an auto-failover and a monitor, from before and after steps recorded themselves', () => {
+  expect(fixtures.sort()).toEqual([
+    'auto-failover-promotion-before-steps-recorded-themselves.json',
+    'auto-failover-promotion.json',
+    'fleet-monitor.json',
+    'promotion-before-steps-recorded-themselves.json',
+    'promotion.json',
+  ]);
 });
 
 it.each(fixtures)('%s replays without a nondeterminism error', async (file) => {

@@ -1,4 +1,5 @@
 import type { Activities } from '../../../activities';
+import type { StepJournal } from '../../../activities/step-journal';
 import { defaultFleetPolicy, type FleetPolicy } from '../../../schemas/policy';
 
 /** Fixed ids for workflow tests with stub activities. */
@@ -27,8 +28,9 @@ export const fastPolicy = (over: Partial<FleetPolicy> = {}): FleetPolicy => ({
 });
 
 /**
- * Stub activities typed `Activities`: each records its name (and step events as `step:<name>:<status>`)
- * in `calls` and answers like a healthy fleet, unless overridden.
+ * Stub activities typed `Activities`: each records its name (and step events as `step:<name>:<status>`,
+ * whether the workflow records them or a journaled step does) in `calls` and answers like a healthy
+ * fleet, unless overridden.
  */
 export function stubActivities(overrides: Partial<Activities> = {}, policy: FleetPolicy = fastPolicy()) {
   const calls: string[] = [];
@@ -107,7 +109,12 @@ export function stubActivities(overrides: Partial<Activities> = {}, policy: Flee
       name,
       async (...args: unknown[]) => {
         if (name !== 'recordStep') calls.push(name);
-        return (fn as (...a: unknown[]) => Promise<unknown>)(...args);
+        // A journaled step records its own progress, as activities/step-journal.ts does.
+        const journal = (args[0] as { journal?: StepJournal } | undefined)?.journal;
+        if (journal) calls.push(`step:${journal.step}:started`);
+        const result = await (fn as (...a: unknown[]) => Promise<unknown>)(...args);
+        if (journal) calls.push(`step:${journal.step}:succeeded`);
+        return result;
       },
     ]),
   ) as unknown as Activities;

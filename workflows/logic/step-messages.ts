@@ -1,0 +1,27 @@
+/**
+ * The message each step records when it succeeds (the `operation.step` event). Shared by the step
+ * activities, which record their own progress, and by the workflows' path for histories recorded before
+ * they did (see `STEPS_RECORD_THEMSELVES` in workflows/operation-runtime.ts). Pure: safe in both places.
+ */
+export const stepMessages = {
+  stopTraining: (r: { trainerPids: readonly number[] }) =>
+    `training stopped (trainer pids ${r.trainerPids.join(', ') || 'none'})`,
+  verifyGpuReleased: (r: { gpus: readonly { index: number; usedMiB: number; totalMiB: number | null }[] }) =>
+    `GPU memory released (${r.gpus.map((g) => `GPU ${g.index}: ${g.usedMiB}/${g.totalMiB ?? '?'} MiB`).join(', ')})`,
+  wakeModels: (r: { models: readonly string[] }) => `models awake: ${r.models.join(', ')}`,
+  probeModels: (r: { results: readonly { model: string; latencyMs: number }[] }) =>
+    `every model answered (${r.results.map((x) => `${x.model} ${x.latencyMs} ms`).join(', ')})`,
+  commitRouting: (r: { routeRevision: number }) => `routing committed at revision ${r.routeRevision}`,
+  drainDomain: (r: { drained: boolean; runningRequests: number }) =>
+    r.drained ? 'drained: no running requests' : `drain budget spent with ${r.runningRequests} requests running`,
+  sleepModels: (r: { models: readonly string[] }) => `models asleep: ${r.models.join(', ')}`,
+  startTraining: (r: { runs: readonly { gpuIndex: number; pids: readonly number[] }[] }) =>
+    `training running (${r.runs.map((x) => `GPU ${x.gpuIndex} pid ${x.pids[0]}`).join(', ')})`,
+} as const;
+
+/** The step activities that can record their own progress. */
+export type JournaledActivity = keyof typeof stepMessages;
+
+/** Message of a step that starts; later attempts (Temporal retries inside the step budget) say which. */
+export const stepStartedMessage = (step: string, attempt: number): string =>
+  attempt <= 1 ? `${step} started` : `${step} started (attempt ${attempt})`;
