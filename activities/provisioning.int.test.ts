@@ -1,4 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
+import { eq } from 'drizzle-orm';
+import { domains as domainsTable } from '../db/schema';
 import { createTestDatabase, seedLayout, type TestDatabase } from '../db/testing';
 import { SkyCommandError } from '../drivers/errors';
 import type { SkyCli } from '../drivers/sky';
@@ -11,7 +13,13 @@ import { createProvisioningActivities } from './provisioning';
 
 /** An in-memory `sky`: records every call and answers from what the test set. */
 class FakeSkyCli implements SkyCli {
-  calls: { method: string; name: string; yaml?: string; secrets?: Readonly<Record<string, string>> }[] = [];
+  calls: {
+    method: string;
+    name: string;
+    yaml?: string;
+    secrets?: Readonly<Record<string, string>>;
+    port?: number;
+  }[] = [];
   cluster: SkyCluster | null = null;
   service: SkyService | null = null;
   /** Thrown by the next call of the named method. */
@@ -35,6 +43,10 @@ class FakeSkyCli implements SkyCli {
     this.take('serveUp', input.name, { yaml: input.yaml, secrets: input.secrets });
   status: SkyCli['status'] = async (name) => (this.take('status', name), this.cluster);
   serveStatus: SkyCli['serveStatus'] = async (name) => (this.take('serveStatus', name), this.service);
+  /** What `endpoint` / `serveEndpoint` answer. */
+  reportedEndpoint: string | null = 'http://10.1.2.3:8701';
+  endpoint: SkyCli['endpoint'] = async (name, port) => (this.take('endpoint', name, { port }), this.reportedEndpoint);
+  serveEndpoint: SkyCli['serveEndpoint'] = async (name) => (this.take('serveEndpoint', name), this.reportedEndpoint);
   stop: SkyCli['stop'] = async (name) => (this.take('stop', name), 'stopped');
   down: SkyCli['down'] = async (name) => (this.take('down', name), this.cluster ? 'down' : 'not_found');
   serveDown: SkyCli['serveDown'] = async (name) => (this.take('serveDown', name), 'down');
@@ -244,6 +256,55 @@ describe('awaitSupervisor', () => {
     const failure = await failureOf(run(acts.awaitSupervisor, { domainId: f.ids.west!, skyCheckEveryMs: 0 }));
     expect(failure.type).toBe(FailureType.Unauthorized);
     expect(sky.calls.map((c) => c.method)).toEqual(['status']);
+  });
+});
+
+describe('resolveSupervisorUrl', () => {
+  it('stores the address sky reports for the supervisor port while provisioning, with an event', async () => {
+    const f = await fleet();
+    const { acts, sky } = setup();
+    const result = await run(acts.resolveSupervisorUrl, { domainId: f.ids.west! });
+    expect(result).toMatchObject({ supervisorUrl: 'http://10.1.2.3:8701', source: 'sky' });
+    expect(sky.calls).toEqual([{ method: 'endpoint', name: `haru-${f.slug}-west`, port: 21 }]);
+    expect((await tdb.store.domains.get(f.ids.west!))!.supervisorUrl).toBe('http://10.1.2.3:8701');
+    const events = await tdb.store.events.list(f.fleetId);
+    expect(events.map((e) => e.type)).toContain('domain.supervisor_url');
+
+    const served = await run(acts.resolveSupervisorUrl, { domainId: f.ids.serve! });
+    expect(served.source).toBe('sky');
+    expect(sky.calls.at(-1)).toEqual({ method: 'serveEndpoint', name: `haru-${f.slug}-serve` });
+  });
+
+  it('keeps a pinned URL without asking sky, and leaves the row alone once a teardown took over', async () => {
+    const f = await fleet({ west: 'stopping' });
+    const { acts, sky } = setup();
+    const pinned = await tdb.store.domains.get(f.ids.serve!);
+    await tdb.database.db
+      .update(domainsTable)
+      .set({ launch: { ...pinned!.launch!, pinSupervisorUrl: true } })
+      .where(eq(domainsTable.id, f.ids.serve!));
+    expect(await run(acts.resolveSupervisorUrl, { domainId: f.ids.serve! })).toMatchObject({
+      supervisorUrl: 'http://127.0.0.1:22',
+      source: 'layout',
+    });
+    expect(sky.calls).toEqual([]);
+
+    const conflict = await failureOf(run(acts.resolveSupervisorUrl, { domainId: f.ids.west! }));
+    expect(conflict.type).toBe(FailureType.StateConflict);
+    expect((await tdb.store.domains.get(f.ids.west!))!.supervisorUrl).toBe('http://127.0.0.1:21');
+  });
+
+  it('fails non-retryably when the cluster is gone and retryably when sky fails', async () => {
+    const f = await fleet();
+    const { acts, sky } = setup();
+    sky.reportedEndpoint = null;
+    expect((await failureOf(run(acts.resolveSupervisorUrl, { domainId: f.ids.west! }))).type).toBe(
+      FailureType.LaunchFailed,
+    );
+    sky.failures.set('endpoint', new SkyCommandError(['sky', 'status'], 'exit', 1, 'ApiServerConnectionError'));
+    const failed = await failureOf(run(acts.resolveSupervisorUrl, { domainId: f.ids.west! }));
+    expect(failed.type).toBe(FailureType.SkyCommandFailed);
+    expect(failed.nonRetryable).toBe(false);
   });
 });
 

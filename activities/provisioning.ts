@@ -3,7 +3,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { SkyCommandError } from '../drivers/errors';
 import type { SkyCli } from '../drivers/sky';
 import { stripAnsi } from '../drivers/sky-output';
-import { renderDomainYaml, RenderError, skyNameFor } from '../drivers/sky-yaml';
+import { renderDomainYaml, RenderError, skyNameFor, urlPort } from '../drivers/sky-yaml';
 import type { Domain, FleetSnapshot } from '../schemas/entities';
 import type { DomainState, Provider } from '../schemas/enums';
 import { FailureType } from '../schemas/failures';
@@ -200,6 +200,58 @@ export function createProvisioningActivities(deps: ActivityDeps) {
       }
       log.info('domain launched', { domainId: domain.id, skyName, provider: domain.provider });
       return { attempt: currentAttempt(), skyName, provider: domain.provider };
+    },
+
+    /**
+     * Points the domain at the address SkyPilot exposes its supervisor on, unless the launch spec pins the
+     * layout's URL (`pinSupervisorUrl`). skypilot: `sky status --endpoint PORT CLUSTER` for the supervisor
+     * URL's port; skyserve: `sky serve status --endpoint SERVICE` when the load balancer serves the
+     * supervisor's port (otherwise the layout's URL stays). The row is written only while the domain is
+     * still `provisioning` (non-retryable StateConflict otherwise: a teardown took over). A failing or
+     * unreadable `sky` answer is retryable SkyCommandFailed; a cluster or service that is gone is
+     * non-retryable LaunchFailed.
+     */
+    async resolveSupervisorUrl(input: {
+      domainId: string;
+    }): Promise<{ attempt: number; supervisorUrl: string; source: 'layout' | 'sky' }> {
+      const { domain, fleet } = await loadProvisionable(input.domainId);
+      const keep = { attempt: currentAttempt(), supervisorUrl: domain.supervisorUrl, source: 'layout' as const };
+      if (!domain.launch || domain.launch.pinSupervisorUrl) return keep;
+      const port = urlPort(domain.supervisorUrl);
+      if (domain.provider === 'skyserve' && (domain.launch.service?.port ?? port) !== port) return keep;
+      const sky = requireSky();
+      const skyName = skyNameFor(fleet.slug, domain.slug);
+      let reported: string | null;
+      try {
+        reported =
+          domain.provider === 'skyserve'
+            ? await sky.serveEndpoint(skyName, { signal: cancellation() })
+            : await sky.endpoint(skyName, port, { signal: cancellation() });
+      } catch (err) {
+        throw skyFailure(err, FailureType.SkyCommandFailed, true);
+      }
+      if (!reported) {
+        throw ApplicationFailure.nonRetryable(
+          `${domain.provider === 'skyserve' ? 'service' : 'cluster'} ${skyName} is gone right after its launch`,
+          FailureType.LaunchFailed,
+        );
+      }
+      const result = { attempt: currentAttempt(), supervisorUrl: reported, source: 'sky' as const };
+      if (reported === domain.supervisorUrl) return result;
+      const moved = await store.domains.setSupervisorUrl(domain.id, reported, { whileIn: ['provisioning'] });
+      if (!moved) {
+        const now = await store.domains.get(domain.id);
+        throw ApplicationFailure.nonRetryable(
+          `domain ${domain.slug} is ${now?.state ?? 'gone'}, not provisioning: its supervisor URL was left alone`,
+          FailureType.StateConflict,
+        );
+      }
+      log.info('supervisor address from sky', { domainId: domain.id, from: domain.supervisorUrl, to: reported });
+      await event(domain, 'domain.supervisor_url', `domain ${domain.slug}: supervisor at ${reported} (from sky)`, {
+        from: domain.supervisorUrl,
+        to: reported,
+      });
+      return result;
     },
 
     /**

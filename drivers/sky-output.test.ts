@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import {
+  parseEndpoint,
   parseServeStatus,
   parseStatusJson,
   parseStatusTable,
@@ -109,6 +110,23 @@ describe('sky serve status', () => {
 
   it('refuses anything else', () => {
     expect(() => parseServeStatus('Error: connection refused\n', 'x')).toThrow(UnparseableOutputError);
+  });
+});
+
+describe('endpoints (sky status --endpoint, sky serve status --endpoint)', () => {
+  it('reads host:port as an http URL and keeps a URL the CLI prints with its scheme', () => {
+    expect(parseEndpoint('35.223.97.21:8701\n')).toBe('http://35.223.97.21:8701');
+    expect(parseEndpoint('\u001b[0m10.0.0.7:8701\u001b[0m\n')).toBe('http://10.0.0.7:8701');
+    expect(parseEndpoint('http://44.201.118.77:30001\n')).toBe('http://44.201.118.77:30001');
+    expect(parseEndpoint('Hint: something\nhttp://ingress.example.com/skypilot/haru-p-a/8701\n')).toBe(
+      'http://ingress.example.com/skypilot/haru-p-a/8701',
+    );
+  });
+
+  it('refuses output that is not an endpoint', () => {
+    for (const text of ['', '-\n', 'No existing clusters.\n', 'just-a-host\n']) {
+      expect(() => parseEndpoint(text)).toThrow(UnparseableOutputError);
+    }
   });
 });
 

@@ -219,3 +219,29 @@ export function saysNotFound(output: string, name: string): boolean {
     new RegExp(`(Cluster|Service) ${quoted} does not exist`).test(text)
   );
 }
+
+/**
+ * The endpoint `sky status --endpoint PORT NAME` or `sky serve status --endpoint NAME` prints, as a URL:
+ * `host:port` (a cloud VM's opened port, SkyServe's load balancer) becomes `http://host:port`; an
+ * `http(s)://…` line (a Kubernetes ingress) is taken as it is. The endpoint is the last non-empty line
+ * (a hint or a spinner line may come before it). Throws UnparseableOutputError for anything else.
+ */
+export function parseEndpoint(stdout: string): string {
+  const line =
+    stripAnsi(stdout)
+      .split('\n')
+      .map((l) => l.trim())
+      .filter(Boolean)
+      .at(-1) ?? '';
+  const candidate = /^https?:\/\//.test(line) ? line : `http://${line}`;
+  let url: URL;
+  try {
+    url = new URL(candidate);
+  } catch {
+    throw new UnparseableOutputError(`no endpoint in sky output: "${line.slice(0, 200)}"`);
+  }
+  if (!url.hostname || /\s/.test(line) || (!url.port && !/^https?:\/\//.test(line))) {
+    throw new UnparseableOutputError(`no endpoint in sky output: "${line.slice(0, 200)}"`);
+  }
+  return candidate;
+}

@@ -120,6 +120,8 @@ describe('argv', () => {
       '/tmp/s.yaml',
     ]);
     expect(skyArgs.serveStatus('haru-p-a')).toEqual(['serve', 'status', 'haru-p-a']);
+    expect(skyArgs.endpoint('haru-p-a', 8701)).toEqual(['status', '--endpoint', '8701', 'haru-p-a']);
+    expect(skyArgs.serveEndpoint('haru-p-a')).toEqual(['serve', 'status', '--endpoint', 'haru-p-a']);
     expect(skyArgs.serveDown('haru-p-a')).toEqual(['serve', 'down', 'haru-p-a', '--yes']);
   });
 
@@ -266,6 +268,18 @@ describe('status, stop and down', () => {
     expect(await fake.sky.status('haru-t-east')).toBeNull();
   });
 
+  it('reads where a cluster exposes a port, null for an unknown cluster, and fails for a port it does not expose', async () => {
+    await fake.sky.launch({ name: 'haru-t-east', yaml: TASK });
+    expect(await fake.sky.endpoint('haru-t-east', 8701)).toBe('http://127.0.0.1:8701');
+    expect(fake.calls().at(-1)!.argv).toEqual(skyArgs.endpoint('haru-t-east', 8701));
+    expect(await fake.sky.endpoint('haru-t-nowhere', 8701)).toBeNull();
+    const closed = (await fake.sky.endpoint('haru-t-east', 9999).catch((e: unknown) => e)) as SkyCommandError;
+    expect(closed).toBeInstanceOf(SkyCommandError);
+    expect(closed.stderr).toContain('Port 9999 is not exposed');
+    await fake.sky.stop('haru-t-east');
+    await expect(fake.sky.endpoint('haru-t-east', 8701)).rejects.toBeInstanceOf(SkyCommandError);
+  });
+
   it('does not take a failing down for a missing cluster', async () => {
     await fake.sky.launch({ name: 'haru-t-east', yaml: TASK });
     fake.script({
@@ -289,6 +303,8 @@ describe('SkyServe', () => {
       replicas: { ready: 1, total: 1 },
       replicaList: [{ id: 1, status: 'READY' }],
     });
+    expect(await fake.sky.serveEndpoint('haru-t-east')).toBe('http://127.0.0.1:8701');
+    expect(await fake.sky.serveEndpoint('haru-t-nowhere')).toBeNull();
     expect(await fake.sky.serveDown('haru-t-east')).toBe('down');
     expect(await fake.sky.serveStatus('haru-t-east')).toBeNull();
     expect(await fake.sky.serveDown('haru-t-east')).toBe('not_found');

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { capTail, SkyCommandError } from './errors';
 import type { Exec, ExecResult } from './exec';
 import {
+  parseEndpoint,
   parseServeStatus,
   parseStatusJson,
   parseStatusTable,
@@ -74,6 +75,11 @@ export interface SkyCli {
   launch(input: SkyLaunchInput, opts?: SkyCallOptions): Promise<void>;
   /** `sky status [--refresh] NAME`; null when no such cluster. */
   status(cluster: string, opts?: SkyCallOptions & { refresh?: boolean }): Promise<SkyCluster | null>;
+  /**
+   * `sky status --endpoint PORT NAME`: the address (as an http URL) at which the cluster's head exposes
+   * `port`; null when no such cluster.
+   */
+  endpoint(cluster: string, port: number, opts?: SkyCallOptions): Promise<string | null>;
   /** `sky stop NAME --yes`. */
   stop(cluster: string, opts?: SkyCallOptions): Promise<'stopped' | 'not_found'>;
   /** `sky down NAME --yes`: terminates the cluster. */
@@ -82,6 +88,8 @@ export interface SkyCli {
   serveUp(input: SkyLaunchInput, opts?: SkyCallOptions): Promise<void>;
   /** `sky serve status NAME`; null when no such service. */
   serveStatus(service: string, opts?: SkyCallOptions): Promise<SkyService | null>;
+  /** `sky serve status --endpoint NAME`: the service's load-balancer address (as an http URL); null when no such service. */
+  serveEndpoint(service: string, opts?: SkyCallOptions): Promise<string | null>;
   /** `sky serve down NAME --yes`. */
   serveDown(service: string, opts?: SkyCallOptions): Promise<'down' | 'not_found'>;
 }
@@ -106,6 +114,7 @@ export const skyArgs = {
     ...(opts.json ? ['-o', 'json'] : []),
     cluster,
   ],
+  endpoint: (cluster: string, port: number) => ['status', '--endpoint', String(port), cluster],
   stop: (cluster: string) => ['stop', cluster, '--yes'],
   down: (cluster: string) => ['down', cluster, '--yes'],
   serveUp: (service: string, yamlPath: string, secretNames: readonly string[] = []) => [
@@ -118,6 +127,7 @@ export const skyArgs = {
     yamlPath,
   ],
   serveStatus: (service: string) => ['serve', 'status', service],
+  serveEndpoint: (service: string) => ['serve', 'status', '--endpoint', service],
   serveDown: (service: string) => ['serve', 'down', service, '--yes'],
 } as const;
 
@@ -220,6 +230,14 @@ export function createSkyCli(options: SkyCliOptions): SkyCli {
     }
   }
 
+  /** An endpoint query: the printed address as a URL, null for an unknown cluster or service. */
+  async function endpointOf(args: string[], name: string, opts: SkyCallOptions | undefined): Promise<string | null> {
+    const result = await run(args, timeouts.statusMs, opts);
+    if (saysNotFound(`${result.stdout}\n${result.stderr}`, name)) return null;
+    if (result.exitCode !== 0) throw failed([bin, ...args], result);
+    return parsed(args, result, () => parseEndpoint(result.stdout));
+  }
+
   return {
     launch: (input, opts) => launchLike('launch', input, opts),
     serveUp: (input, opts) => launchLike('serveUp', input, opts),
@@ -246,6 +264,9 @@ export function createSkyCli(options: SkyCliOptions): SkyCli {
       }
       return parsed(args, result, () => parseServeStatus(result.stdout, service));
     },
+
+    endpoint: (cluster, port, opts) => endpointOf(skyArgs.endpoint(cluster, port), cluster, opts),
+    serveEndpoint: (service, opts) => endpointOf(skyArgs.serveEndpoint(service), service, opts),
 
     stop: (cluster, opts) => removal(skyArgs.stop(cluster), cluster, timeouts.stopMs, 'stopped' as const, opts),
     down: (cluster, opts) => removal(skyArgs.down(cluster), cluster, timeouts.downMs, 'down' as const, opts),

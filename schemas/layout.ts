@@ -75,6 +75,13 @@ export const launchSpecSchema = z.strictObject({
   ports: z.array(hostPortSchema).optional(),
   replicas: z.number().int().min(1).optional(),
   service: serveSpecSchema.optional(),
+  /**
+   * The domain's `supervisorUrl` is a stable name (DNS, a reserved IP) that reaches the launched host: keep
+   * it. Default (false): after each launch Haru asks SkyPilot where the supervisor's port is exposed
+   * (`sky status --endpoint PORT CLUSTER`; for skyserve `sky serve status --endpoint SERVICE`) and uses
+   * that address.
+   */
+  pinSupervisorUrl: z.boolean().optional(),
 });
 export type LaunchSpec = z.infer<typeof launchSpecSchema>;
 

@@ -4,6 +4,7 @@ import {
   CancellationScope,
   isCancellation,
   log,
+  patched,
   proxyActivities,
   type ActivityOptions,
 } from '@temporalio/workflow';
@@ -19,6 +20,9 @@ export const DEFAULT_LAUNCH_TIMEOUT_MS = 45 * 60_000;
 export const DEFAULT_READY_TIMEOUT_MS = 20 * 60_000;
 
 const ms = (n: number): string => `${n}ms`;
+
+/** Patch id of the step that reads the supervisor's address from SkyPilot after the launch. */
+export const SUPERVISOR_ENDPOINT_PATCH = 'provision-supervisor-endpoint';
 
 const retry = {
   initialInterval: '1s',
@@ -51,6 +55,12 @@ export function provisioningActivities(opts: { launchTimeoutMs: number; readyTim
       cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
       retry,
     }).awaitSupervisor,
+    // One short `sky status --endpoint`; a failing or unreadable answer (SkyCommandFailed) is asked again.
+    resolveSupervisorUrl: proxyActivities<Activities>({
+      startToCloseTimeout: '3m',
+      scheduleToCloseTimeout: '10m',
+      retry,
+    }).resolveSupervisorUrl,
     // `sky down` takes minutes; failures are retried (SkyCommandFailed) within this budget.
     destroyDomain: proxyActivities<Activities>({
       startToCloseTimeout: '15m',
@@ -63,7 +73,8 @@ export function provisioningActivities(opts: { launchTimeoutMs: number; readyTim
 
 /**
  * Brings a skypilot/skyserve domain up (DESIGN.md §4, `haru/<domainId>/provision`): `sky launch` (or
- * `sky serve up`) its rendered YAML, wait until its supervisor answers with every model of the layout,
+ * `sky serve up`) its rendered YAML, point the domain at the address SkyPilot exposes its supervisor on
+ * (unless the layout pins it), wait until its supervisor answers with every model of the layout,
  * put it on standby (models asleep, training started) unless it is the fleet's active, and mark it
  * `ready`. A failure at any step marks the domain `failed` with the step and reason, and fails the
  * workflow. A cancellation (a teardown taking over) leaves the domain's state to whoever cancelled.
@@ -91,6 +102,11 @@ export async function provisionDomainWorkflow(input: ProvisionDomainInput): Prom
       domainId,
       timeoutMs: input.launchTimeoutMs ?? DEFAULT_LAUNCH_TIMEOUT_MS,
     });
+    // Deployed after the first release: provisionings started before it go straight to the wait.
+    if (patched(SUPERVISOR_ENDPOINT_PATCH)) {
+      step = 'resolveSupervisorUrl';
+      await steps.resolveSupervisorUrl({ domainId });
+    }
     step = 'awaitSupervisor';
     await steps.awaitSupervisor({ domainId });
     if (standby) {

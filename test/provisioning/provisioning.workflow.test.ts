@@ -62,14 +62,16 @@ beforeAll(async () => {
   stateRoot = mkdtempSync(path.join(os.tmpdir(), 'haru-prov-'));
   const layoutFile = path.join(stateRoot, 'layout.json');
   fleetSlug = `prov-${process.pid}`;
-  const domain = async (slug: string, provider: 'skypilot' | 'skyserve', run: string | null) => {
+  // `west` and `south` name a host nobody can reach: only the address `sky` reports after the launch
+  // (where the simulated host really listens) gets Haru to their supervisors.
+  const domain = async (slug: string, provider: 'skypilot' | 'skyserve', run: string | null, host = '127.0.0.1') => {
     const [supervisorPort, vllmPort] = [await freePort(), await freePort()];
     supervisorUrls[slug] = `http://127.0.0.1:${supervisorPort}`;
     return {
       slug,
       provider,
       placement: { cloud: 'aws', region: 'us-east-1', accelerators: 'H100:1', useSpot: false },
-      supervisorUrl: supervisorUrls[slug],
+      supervisorUrl: `http://${host}:${supervisorPort}`,
       launch: { run: run ?? simRun(layoutFile, slug), envs: { HARU_SIM_NOTE: `domain ${slug}` } },
       slots: [
         { kind: 'inference', gpuIndex: 0, models: [{ name: MODEL, servingUrl: `http://127.0.0.1:${vllmPort}/v1` }] },
@@ -81,8 +83,8 @@ beforeAll(async () => {
     fleet: { slug: fleetSlug, activeDomain: 'east', policy: POLICY },
     domains: [
       await domain('east', 'skypilot', 'exec sleep 600'),
-      await domain('west', 'skypilot', null),
-      await domain('south', 'skyserve', null),
+      await domain('west', 'skypilot', null, 'west.invalid'),
+      await domain('south', 'skyserve', null, 'south.invalid'),
       await domain('north', 'skypilot', 'exec sleep 600'),
       await domain('spare', 'skypilot', 'exec sleep 600'),
     ],
@@ -172,6 +174,16 @@ describe('provisionDomainWorkflow', () => {
     expect(status.models.map((m) => [m.name, m.state])).toEqual([[MODEL, 'asleep']]);
     expect(status.training.map((t) => t.state)).toEqual(['running']);
 
+    // The supervisor's address came from `sky status --endpoint PORT CLUSTER`, not from the layout.
+    const port = new URL(supervisorUrls.west!).port;
+    expect(sky.calls().map((c) => c.argv)).toContainEqual([
+      'status',
+      '--endpoint',
+      port,
+      skyNameFor(fleetSlug, 'west'),
+    ]);
+    expect((await domainRow('west')).supervisorUrl).toBe(supervisorUrls.west);
+
     const [launch] = sky.calls().filter((c) => c.argv[0] === 'launch');
     expect(launch!.argv.slice(0, 7)).toEqual([
       'launch',
@@ -223,6 +235,13 @@ describe('provisionDomainWorkflow', () => {
     ]);
     expect(up!.yaml).toMatch(/service:\n {2}ports: \d+\n {2}readiness_probe:\n {4}path: \/healthz/);
     expect(await sky.cli.serveStatus(skyNameFor(fleetSlug, 'south'))).toMatchObject({ status: 'READY' });
+    expect(sky.calls().map((c) => c.argv)).toContainEqual([
+      'serve',
+      'status',
+      '--endpoint',
+      skyNameFor(fleetSlug, 'south'),
+    ]);
+    expect((await domainRow('south')).supervisorUrl).toBe(supervisorUrls.south);
 
     expect((await (await teardown('south')).result()).result).toBe('down');
     expect(sky.calls().some((c) => c.argv.join(' ') === `serve down ${skyNameFor(fleetSlug, 'south')} --yes`)).toBe(

@@ -101,7 +101,7 @@ export function stubActivities(overrides: Partial<Activities> = {}, policy: Flee
       throw new Error('watchFleet is not stubbed in this test');
     },
     // Provisioning (activities/provisioning.ts): tested in test/provisioning/ against the real activities.
-    ...notStubbed('beginProvisioning', 'launchDomain', 'awaitSupervisor', 'finishProvisioning'),
+    ...notStubbed('beginProvisioning', 'launchDomain', 'resolveSupervisorUrl', 'awaitSupervisor', 'finishProvisioning'),
     ...notStubbed('beginTeardown', 'destroyDomain', 'finishTeardown'),
   };
   const activities = Object.fromEntries(
