@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type Express, type RequestHandler } from 'express';
 import { bearerAuth } from './auth';
 import type { ApiConfig } from './config';
@@ -10,16 +11,19 @@ import { createForwarder, type Forwarder } from './proxy/forwarder';
 import { createHealthSignal } from './proxy/health-signal';
 import { createHoldQueue } from './proxy/hold-queue';
 import type { ProxyDeps } from './proxy/inference';
+import { leanInference } from './proxy/lean';
 import { createRoutingCache, ROUTE_CHANNEL, type RoutingCache } from './proxy/routing-cache';
 import type { RouteContext } from './routes/context';
 import { controlRoutes } from './routes/control';
 import { eventRoutes } from './routes/events';
 import { fleetRoutes } from './routes/fleets';
 import { healthRoutes } from './routes/health';
-import { inferenceRoutes } from './routes/inference';
+import { inferenceBodyReader, inferenceRoutes } from './routes/inference';
 import { operationRoutes } from './routes/operations';
 import { type ProvisioningStarter, provisioningRoutes } from './routes/provisioning';
 import type { ApiDatabase, ApiStore } from './store';
+
+type ExpressEntry = (req: IncomingMessage, res: ServerResponse, callback?: (err?: unknown) => void) => void;
 
 /** Control bodies are small JSON documents (DESIGN.md §5). */
 export const CONTROL_BODY_LIMIT_BYTES = 16 * 1024;
@@ -101,6 +105,16 @@ export function createApp(deps: ApiDeps): ApiApp {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  const auth = bearerAuth(config.HARU_API_TOKEN);
+  // The proxied POSTs skip Express entirely (api/proxy/lean.ts); everything else, and any other spelling
+  // of those paths, goes through the stack below. `app` stays the Express app callers mount.
+  const lean = leanInference({ deps: proxy, auth, readBody: inferenceBodyReader(config.HARU_CHAT_MAX_BODY_BYTES) });
+  // `app(req, res)` calls `app.handle`, an undocumented but stable Express 5 method (the entry of every request).
+  const entry = app as unknown as { handle: ExpressEntry };
+  const expressHandle = entry.handle.bind(app);
+  entry.handle = (req, res, callback) => {
+    if (!lean(req, res)) expressHandle(req, res, callback);
+  };
   app.use(requestMetrics(metrics));
   app.use(healthRoutes(ctx));
   app.get('/openapi.json', (_req, res) => {
@@ -109,7 +123,7 @@ export function createApp(deps: ApiDeps): ApiApp {
   app.get('/metrics', async (_req, res) => {
     res.set('content-type', metrics.registry.contentType).send(await metrics.registry.metrics());
   });
-  app.use('/v1', bearerAuth(config.HARU_API_TOKEN));
+  app.use('/v1', auth);
   app.use(inferenceRoutes(proxy, config.HARU_CHAT_MAX_BODY_BYTES));
   app.use('/v1/fleets', express.json({ limit: CONTROL_BODY_LIMIT_BYTES, type: () => true, strict: true }));
   app.use(fleetRoutes(ctx));

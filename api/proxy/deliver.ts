@@ -51,7 +51,7 @@ export async function deliver(
   extraHeaders: Record<string, string>,
 ): Promise<DeliveryResult> {
   if (!res.headersSent) {
-    res.writeHead(upstream.statusCode, { ...clientResponseHeaders(upstream.headers), ...extraHeaders });
+    res.writeHead(upstream.statusCode, clientResponseHeaders(upstream.headers, extraHeaders));
   } else if (upstream.statusCode >= 400) {
     const raw = await readSome(upstream).catch(() => Buffer.alloc(0));
     let parsed: unknown;

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { Agent, request } from 'undici';
+import { Agent, type Dispatcher, util } from 'undici';
 
 /** How one upstream attempt ended before anything was written to the client. */
 export type ForwardOutcome =
@@ -62,7 +62,166 @@ export function isConnectionFailure(err: unknown): boolean {
   return false;
 }
 
-const TIMEOUT = Symbol('headers-timeout');
+/** Why an upstream attempt was aborted by the forwarder itself. */
+class HeadersTimeout extends Error {}
+
+/** An upstream address split once per URL (undici's `request(url)` re-parses it every time). */
+const origins = new Map<string, { origin: string; path: string }>();
+function splitUrl(url: string): { origin: string; path: string } {
+  let hit = origins.get(url);
+  if (!hit) {
+    const u = new URL(url);
+    hit = { origin: u.origin, path: `${u.pathname}${u.search}` };
+    if (origins.size >= 1024) origins.clear();
+    origins.set(url, hit);
+  }
+  return hit;
+}
+
+/** Chunks queued before the upstream is paused (the client is slower than the upstream). */
+const QUEUE_HIGH_WATER = 16;
+
+/**
+ * One upstream exchange on undici's dispatch interface: no response stream object, no async resource,
+ * no AbortController of its own. Resolves `outcome` at the first body byte (or the end of an empty
+ * body); the rest of the body is a pull iterator that pauses the upstream when chunks pile up.
+ */
+class Exchange implements Dispatcher.DispatchHandler {
+  outcome: Promise<ForwardOutcome>;
+  private settle!: (o: ForwardOutcome) => void;
+  private fail!: (err: unknown) => void;
+  private settled = false;
+  private abortUpstream: ((reason: Error) => void) | null = null;
+  private reason: Error | null = null;
+  private resumeUpstream: (() => void) | null = null;
+  private paused = false;
+  private statusCode = 0;
+  private headers: IncomingHttpHeaders = {};
+  private readonly started = process.hrtime.bigint();
+  private ttfbSeconds = 0;
+  private readonly queue: Buffer[] = [];
+  private ended = false;
+  private error: unknown = null;
+  private waiter: { resolve: (r: IteratorResult<Buffer>) => void; reject: (err: unknown) => void } | null = null;
+  private readonly timer: NodeJS.Timeout;
+  private readonly onClientAbort = () => this.abort(new Error('client closed the request'));
+
+  constructor(
+    private readonly signal: AbortSignal,
+    headersTimeoutMs: number,
+  ) {
+    this.outcome = new Promise<ForwardOutcome>((resolve, reject) => {
+      this.settle = resolve;
+      this.fail = reject;
+    });
+    signal.addEventListener('abort', this.onClientAbort, { once: true });
+    this.timer = setTimeout(() => this.abort(new HeadersTimeout()), headersTimeoutMs);
+  }
+
+  private abort(reason: Error): void {
+    if (this.reason) return;
+    this.reason = reason;
+    this.abortUpstream?.(reason);
+  }
+
+  private cleanup(): void {
+    clearTimeout(this.timer);
+    this.signal.removeEventListener('abort', this.onClientAbort);
+  }
+
+  onConnect(abort: (err?: Error) => void): void {
+    this.abortUpstream = abort;
+    if (this.reason) abort(this.reason);
+  }
+
+  onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
+    if (statusCode < 200) return true;
+    clearTimeout(this.timer);
+    this.ttfbSeconds = Number(process.hrtime.bigint() - this.started) / 1e9;
+    this.statusCode = statusCode;
+    this.headers = util.parseHeaders(rawHeaders) as IncomingHttpHeaders;
+    this.resumeUpstream = resume;
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    if (!this.settled) {
+      this.respond(chunk);
+      return true;
+    }
+    if (this.waiter) {
+      const w = this.waiter;
+      this.waiter = null;
+      w.resolve({ done: false, value: chunk });
+      return true;
+    }
+    this.queue.push(chunk);
+    if (this.queue.length < QUEUE_HIGH_WATER) return true;
+    this.paused = true;
+    return false;
+  }
+
+  onComplete(): void {
+    this.cleanup();
+    this.ended = true;
+    if (!this.settled) return this.respond(null);
+    if (this.waiter && this.queue.length === 0) {
+      const w = this.waiter;
+      this.waiter = null;
+      w.resolve({ done: true, value: undefined });
+    }
+  }
+
+  onError(err: Error): void {
+    this.cleanup();
+    if (!this.settled) {
+      this.settled = true;
+      if (this.signal.aborted) return this.settle({ kind: 'aborted' });
+      if (this.reason instanceof HeadersTimeout) return this.settle({ kind: 'timeout' });
+      if (isConnectionFailure(err)) return this.settle({ kind: 'refused', error: err });
+      return this.fail(err);
+    }
+    this.error = err;
+    if (this.waiter) {
+      const w = this.waiter;
+      this.waiter = null;
+      w.reject(err);
+    }
+  }
+
+  private respond(first: Buffer | null): void {
+    this.settled = true;
+    // From here on only the client's abort (or the caller's `abort`) stops the upstream.
+    this.settle({
+      kind: 'response',
+      statusCode: this.statusCode,
+      headers: this.headers,
+      first,
+      rest: { next: () => this.next() },
+      ttfbSeconds: this.ttfbSeconds,
+      abort: () => {
+        this.cleanup();
+        if (!this.ended) this.abort(new Error('response abandoned'));
+      },
+    });
+  }
+
+  private next(): Promise<IteratorResult<Buffer>> {
+    const chunk = this.queue.shift();
+    if (chunk) {
+      if (this.paused && this.queue.length === 0) {
+        this.paused = false;
+        this.resumeUpstream?.();
+      }
+      return Promise.resolve({ done: false, value: chunk });
+    }
+    if (this.error) return Promise.reject(this.error);
+    if (this.ended) return Promise.resolve({ done: true, value: undefined });
+    return new Promise((resolve, reject) => {
+      this.waiter = { resolve, reject };
+    });
+  }
+}
 
 /**
  * The undici forwarder. Its Agent never times out on its own: the only bound is the caller's time to
@@ -77,49 +236,12 @@ export function createForwarder(opts: { connectTimeoutMs?: number } = {}): Forwa
     connect: { timeout: opts.connectTimeoutMs ?? 5_000 },
   });
 
-  async function send(req: ForwardRequest): Promise<ForwardOutcome> {
-    if (req.signal.aborted) return { kind: 'aborted' };
-    const ctrl = new AbortController();
-    const onClientAbort = () => ctrl.abort(req.signal.reason);
-    req.signal.addEventListener('abort', onClientAbort, { once: true });
-    const timer = setTimeout(() => ctrl.abort(TIMEOUT), req.headersTimeoutMs);
-    const started = process.hrtime.bigint();
-    const cleanup = () => {
-      clearTimeout(timer);
-      req.signal.removeEventListener('abort', onClientAbort);
-    };
-    try {
-      const res = await request(req.url, {
-        method: req.method,
-        headers: req.headers,
-        body: req.body ?? undefined,
-        signal: ctrl.signal,
-        dispatcher: agent,
-      });
-      clearTimeout(timer);
-      const ttfbSeconds = Number(process.hrtime.bigint() - started) / 1e9;
-      const rest = res.body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
-      const first = await rest.next();
-      // From here on only the client's abort stops the upstream; the listener stays until `abort` or the end.
-      return {
-        kind: 'response',
-        statusCode: res.statusCode,
-        headers: res.headers as IncomingHttpHeaders,
-        first: first.done ? null : Buffer.from(first.value),
-        rest,
-        ttfbSeconds,
-        abort: () => {
-          cleanup();
-          ctrl.abort();
-        },
-      };
-    } catch (err) {
-      cleanup();
-      if (req.signal.aborted) return { kind: 'aborted' };
-      if (ctrl.signal.aborted && ctrl.signal.reason === TIMEOUT) return { kind: 'timeout' };
-      if (isConnectionFailure(err)) return { kind: 'refused', error: err as Error };
-      throw err;
-    }
+  function send(req: ForwardRequest): Promise<ForwardOutcome> {
+    if (req.signal.aborted) return Promise.resolve({ kind: 'aborted' });
+    const exchange = new Exchange(req.signal, req.headersTimeoutMs);
+    const { origin, path } = splitUrl(req.url);
+    agent.dispatch({ origin, path, method: req.method, headers: req.headers, body: req.body ?? undefined }, exchange);
+    return exchange.outcome;
   }
 
   return {

@@ -15,13 +15,16 @@ const HOP_BY_HOP = new Set([
 // Never sent upstream: the client's credentials are for Haru, not for vLLM; the body length is recomputed.
 const NOT_UPSTREAM = new Set(['host', 'authorization', 'cookie', 'content-length', 'expect', 'accept-encoding']);
 
-const connectionListed = (headers: IncomingHttpHeaders): Set<string> =>
-  new Set(
-    String(headers.connection ?? '')
-      .split(',')
-      .map((h) => h.trim().toLowerCase())
-      .filter(Boolean),
-  );
+const NONE_LISTED: ReadonlySet<string> = new Set();
+const connectionListed = (headers: IncomingHttpHeaders): ReadonlySet<string> =>
+  headers.connection === undefined
+    ? NONE_LISTED
+    : new Set(
+        String(headers.connection)
+          .split(',')
+          .map((h) => h.trim().toLowerCase())
+          .filter(Boolean),
+      );
 
 /**
  * Headers forwarded to the upstream: the client's, minus hop-by-hop ones, `Authorization`, cookies,
@@ -39,8 +42,11 @@ export function upstreamRequestHeaders(client: IncomingHttpHeaders): Record<stri
   return out;
 }
 
-/** Headers passed back to the client: the upstream's, minus hop-by-hop ones and its length when re-framed. */
-export function clientResponseHeaders(upstream: IncomingHttpHeaders): Record<string, string | string[]> {
+/** Headers passed back to the client: the upstream's, minus hop-by-hop ones, then `extra` (Haru's own). */
+export function clientResponseHeaders(
+  upstream: IncomingHttpHeaders,
+  extra: Record<string, string> = {},
+): Record<string, string | string[]> {
   const listed = connectionListed(upstream);
   const out: Record<string, string | string[]> = {};
   for (const [name, value] of Object.entries(upstream)) {
@@ -48,5 +54,6 @@ export function clientResponseHeaders(upstream: IncomingHttpHeaders): Record<str
     if (value === undefined || HOP_BY_HOP.has(key) || listed.has(key)) continue;
     out[key] = value;
   }
+  for (const key in extra) out[key] = extra[key]!;
   return out;
 }

@@ -1,7 +1,8 @@
-import type { Request, RequestHandler, Response } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { RequestHandler } from 'express';
 import { HaruError } from '../../schemas/errors';
 import type { ApiConfig } from '../config';
-import { sendError, toHaruError } from '../errors';
+import { toHaruError } from '../errors';
 import type { Logger } from '../logger';
 import type { ApiMetrics } from '../metrics';
 import { deliver } from './deliver';
@@ -12,6 +13,7 @@ import { type HoldQueue, waitForRouteMove } from './hold-queue';
 import { type InferenceBody, readInferenceBody } from './inference-body';
 import { holdReason, type InferenceEndpoint, routeModel, upstreamUrl } from './route-table';
 import type { Routing, RoutingCache } from './routing-cache';
+import { sendErrorBody } from './respond';
 import { endSseWithError, startSse, writeSseComment } from './sse';
 
 /** Everything the proxy path needs; built once in createApp. */
@@ -34,8 +36,8 @@ export interface ProxyDeps {
 }
 
 /** The fleet a proxy request is for: `X-Haru-Fleet`, else HARU_DEFAULT_FLEET, else 400. */
-export function requestFleet(req: Request, defaultFleet: string | undefined): string {
-  const header = req.header('x-haru-fleet')?.trim();
+export function requestFleet(req: IncomingMessage, defaultFleet: string | undefined): string {
+  const header = req.headers['x-haru-fleet']?.toString().trim();
   const fleet = header || defaultFleet;
   if (!fleet) throw new HaruError('invalid_request', 'no fleet: send X-Haru-Fleet or set HARU_DEFAULT_FLEET');
   return fleet;
@@ -57,7 +59,7 @@ interface Hold {
   stopPings(): void;
 }
 
-function enterHold(deps: ProxyDeps, res: Response, body: InferenceBody): Hold | null {
+function enterHold(deps: ProxyDeps, res: ServerResponse, body: InferenceBody): Hold | null {
   const leaveQueue = deps.holdQueue.tryEnter();
   if (!leaveQueue) {
     deps.metrics.holdOutcomes.inc({ outcome: 'rejected' });
@@ -92,14 +94,14 @@ function enterHold(deps: ProxyDeps, res: Response, body: InferenceBody): Hold | 
 async function proxyOnce(
   deps: ProxyDeps,
   endpoint: InferenceEndpoint,
-  req: Request,
-  res: Response,
+  req: IncomingMessage,
+  res: ServerResponse,
+  raw: Buffer,
   body: InferenceBody,
   signal: AbortSignal,
 ): Promise<string> {
   const fleetRef = requestFleet(req, deps.config.HARU_DEFAULT_FLEET);
   const headers = upstreamRequestHeaders(req.headers);
-  const raw = req.body as Buffer;
   const deadline = deps.now().getTime() + deps.config.HARU_CHAT_HOLD_MS;
   let hold: Hold | null = null;
   let holdOutcome: 'moved' | 'timeout' | 'closed' | 'failed' = 'failed';
@@ -178,35 +180,48 @@ async function proxyOnce(
   }
 }
 
+/**
+ * One inference request whose body was read (a raw Buffer, or undefined when there was none): proxies it and
+ * answers errors in the envelope (or as a final SSE event once a stream started). Plain Node objects, so
+ * both the lean entry (api/proxy/lean.ts) and the Express route use it.
+ */
+export async function handleInference(
+  deps: ProxyDeps,
+  endpoint: InferenceEndpoint,
+  req: IncomingMessage,
+  res: ServerResponse,
+  rawBody: unknown,
+): Promise<void> {
+  const started = process.hrtime.bigint();
+  const ctrl = new AbortController();
+  // 'close' before the response finished means the client went away: stop the upstream too.
+  res.on('close', () => {
+    if (!res.writableFinished) ctrl.abort();
+  });
+  let outcome = 'ok';
+  try {
+    const body = readInferenceBody(rawBody);
+    outcome = await proxyOnce(deps, endpoint, req, res, rawBody as Buffer, body, ctrl.signal);
+  } catch (err) {
+    const error = toHaruError(err);
+    outcome = error.code;
+    if (error.code === 'internal_error') {
+      deps.logger.error('proxy request failed', {
+        endpoint,
+        error: err instanceof Error ? err.message : String(err),
+      });
+    }
+    if (!res.headersSent) sendErrorBody(res, error);
+    else if (res.getHeader('content-type')?.toString().startsWith('text/event-stream')) {
+      endSseWithError(res, error.toBody());
+    } else res.destroy();
+  } finally {
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    deps.metrics.proxyDuration.observe({ endpoint, outcome }, seconds);
+  }
+}
+
 /** Express handler for one inference endpoint. The body arrives as a raw Buffer (express.raw). */
 export function inferenceHandler(deps: ProxyDeps, endpoint: InferenceEndpoint): RequestHandler {
-  return async (req, res) => {
-    const started = process.hrtime.bigint();
-    const ctrl = new AbortController();
-    // 'close' before the response finished means the client went away: stop the upstream too.
-    res.on('close', () => {
-      if (!res.writableFinished) ctrl.abort();
-    });
-    let outcome = 'ok';
-    try {
-      const body = readInferenceBody(req.body);
-      outcome = await proxyOnce(deps, endpoint, req, res, body, ctrl.signal);
-    } catch (err) {
-      const error = toHaruError(err);
-      outcome = error.code;
-      if (error.code === 'internal_error') {
-        deps.logger.error('proxy request failed', {
-          endpoint,
-          error: err instanceof Error ? err.message : String(err),
-        });
-      }
-      if (!res.headersSent) sendError(res, error);
-      else if (res.getHeader('content-type')?.toString().startsWith('text/event-stream')) {
-        endSseWithError(res, error.toBody());
-      } else res.destroy();
-    } finally {
-      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      deps.metrics.proxyDuration.observe({ endpoint, outcome }, seconds);
-    }
-  };
+  return (req, res) => handleInference(deps, endpoint, req, res, req.body);
 }

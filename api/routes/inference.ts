@@ -1,7 +1,14 @@
-import express, { Router } from 'express';
+import express, { type RequestHandler, Router } from 'express';
 import { HaruError } from '../../schemas/errors';
 import { inferenceHandler, type ProxyDeps, requestFleet, routingHeaders } from '../proxy/inference';
 import { activeDomain, domainModels } from '../proxy/route-table';
+
+/**
+ * The proxy's body reader: the raw Buffer, byte for byte, capped at `maxBodyBytes` for both sized and chunked
+ * bodies. No inflate: the bytes forwarded are the bytes received (an encoded body is refused, not decoded).
+ */
+export const inferenceBodyReader = (maxBodyBytes: number): RequestHandler =>
+  express.raw({ type: () => true, limit: maxBodyBytes, inflate: false });
 
 /**
  * The OpenAI-compatible surface: three proxied POST endpoints and `GET /v1/models`. Bodies are read raw
@@ -9,8 +16,7 @@ import { activeDomain, domainModels } from '../proxy/route-table';
  */
 export function inferenceRoutes(deps: ProxyDeps, maxBodyBytes: number): Router {
   const router = Router();
-  // No inflate: the bytes forwarded are the bytes received (an encoded body is refused, not decoded).
-  const raw = express.raw({ type: () => true, limit: maxBodyBytes, inflate: false });
+  const raw = inferenceBodyReader(maxBodyBytes);
   router.post('/v1/chat/completions', raw, inferenceHandler(deps, 'chat/completions'));
   router.post('/v1/completions', raw, inferenceHandler(deps, 'completions'));
   router.post('/v1/embeddings', raw, inferenceHandler(deps, 'embeddings'));
