@@ -341,6 +341,25 @@ export function createProvisioningActivities(deps: ActivityDeps) {
     },
 
     /**
+     * Records, as a `domain.replacement` event, that the fleet monitor started a step of replacing a
+     * standby that stayed failed (`replaceFailedStandby`): its teardown, or the provisioning after it.
+     */
+    async recordStandbyReplacement(input: {
+      domainId: string;
+      step: 'teardown' | 'provision';
+      reason: string;
+    }): Promise<void> {
+      const domain = await store.domains.get(input.domainId);
+      if (!domain) throw invalidTarget(`domain ${input.domainId} does not exist`);
+      const what = input.step === 'teardown' ? 'tearing down the failed standby' : 'provisioning its replacement';
+      log.warn('replacing a failed standby', { domainId: domain.id, step: input.step, reason: input.reason });
+      await event(domain, 'domain.replacement', `domain ${domain.slug}: ${what} (${input.reason})`, {
+        step: input.step,
+        reason: input.reason,
+      });
+    },
+
+    /**
      * Starts tearing a domain down: moves it to `stopping` (or reports `stopped` when it already is).
      * Refuses (non-retryable InvalidTarget) the fleet's active domain, a static domain, and a domain an
      * in-flight operation targets.

@@ -88,7 +88,7 @@ export interface SkyCli {
   serveUp(input: SkyLaunchInput, opts?: SkyCallOptions): Promise<void>;
   /** `sky serve status NAME`; null when no such service. */
   serveStatus(service: string, opts?: SkyCallOptions): Promise<SkyService | null>;
-  /** `sky serve status --endpoint NAME`: the service's load-balancer address (as an http URL); null when no such service. */
+  /** `sky serve status --endpoint NAME`: the load balancer's address (an http URL); null when no such service. */
   serveEndpoint(service: string, opts?: SkyCallOptions): Promise<string | null>;
   /** `sky serve down NAME --yes`. */
   serveDown(service: string, opts?: SkyCallOptions): Promise<'down' | 'not_found'>;

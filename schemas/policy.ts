@@ -2,6 +2,14 @@ import { z } from 'zod';
 
 const ms = (defaultMs: number) => z.number().int().positive().default(defaultMs);
 
+/** `replaceFailedStandby` of a fleet policy; see {@link fleetPolicySchema}. */
+export const replaceFailedStandbySchema = z.strictObject({
+  enabled: z.boolean().default(false),
+  /** How long the monitor must have seen the standby failed before replacing it (default 5 min). */
+  graceMs: ms(300_000),
+});
+export type ReplaceFailedStandbyPolicy = z.infer<typeof replaceFailedStandbySchema>;
+
 /**
  * A fleet's failover policy. Every field is optional with a default; unknown keys are rejected so a
  * typo (`autoFailOver`) is an error, not a silently ignored setting. Durations are milliseconds.
@@ -36,6 +44,12 @@ export const fleetPolicySchema = z
     drainTimeoutMs: ms(30_000),
     sleepTimeoutMs: ms(60_000),
     startTrainingTimeoutMs: ms(30_000),
+    /**
+     * Replace a standby that stays failed: when a standby domain whose provider is skypilot or skyserve
+     * has been failed for `graceMs` as the fleet monitor saw it, the monitor tears it down and provisions
+     * it again. Off by default. Never the active domain; one replacement at a time per domain.
+     */
+    replaceFailedStandby: replaceFailedStandbySchema.prefault({}),
   })
   .refine((p) => p.heartbeatStaleMs > p.heartbeatIntervalMs, {
     message: 'heartbeatStaleMs must be greater than heartbeatIntervalMs',

@@ -3,6 +3,7 @@ import { defineQuery, defineSignal } from '@temporalio/workflow';
 import type { AbortRequest, OperationProgress } from '../schemas/api';
 import type { FleetHealth } from '../schemas/health';
 import type { FleetPolicy } from '../schemas/policy';
+import type { ReplacementState } from './logic/standby-replacement';
 
 /**
  * Names and shapes shared by the workflows and whoever starts, signals or queries them (API, worker,
@@ -76,6 +77,8 @@ export interface FleetMonitorInput {
   recentPromotions?: { domainId: string; at: string }[];
   /** How often the watch activity returns when nothing is due (default 60 s). */
   checkpointMs?: number;
+  /** Failed standbys seen and replacements under way (`replaceFailedStandby`), carried across continue-as-new. */
+  replacements?: ReplacementState;
 }
 
 /** The provisioning of a skypilot/skyserve domain: one at a time per domain. */

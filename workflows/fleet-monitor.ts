@@ -9,6 +9,7 @@ import {
   isCancellation,
   log,
   ParentClosePolicy,
+  patched,
   setHandler,
   startChild,
   workflowInfo,
@@ -27,8 +28,10 @@ import {
   healthQuery,
   operationWorkflowId,
   pauseAutoFailoverSignal,
+  provisionWorkflowId,
   resumeAutoFailoverSignal,
   searchAttributes,
+  teardownWorkflowId,
   type FleetMonitorInput,
 } from './definitions';
 import { demotionWorkflow } from './demotion';
@@ -42,22 +45,36 @@ import {
   promotionCooldownMs,
 } from './logic/monitor-decision';
 import { ageMs } from './logic/fleet-view';
+import {
+  emptyReplacementState,
+  planStandbyReplacements,
+  type ReplacementAction,
+  type ReplacementState,
+} from './logic/standby-replacement';
 import { promotionWorkflow } from './promotion';
+import { provisionDomainWorkflow } from './provision';
+import { teardownDomainWorkflow } from './teardown';
 
 const DEFAULT_CHECKPOINT_MS = 60_000;
+
+/** Patch id of `replaceFailedStandby`: the monitor starting teardowns and provisionings of failed standbys. */
+export const REPLACE_FAILED_STANDBY_PATCH = 'monitor-replace-failed-standby';
 
 /**
  * Watches one fleet for as long as it exists (`haru/<fleetId>/monitor`). A heartbeating activity polls
  * every supervisor and returns only when a decision is due; the workflow then decides with
  * `decideMonitorAction`: mark a failed active failed, and promote the best standby when auto-failover is
  * on, not paused and nothing else is in flight. It also starts pending operations whose workflow is
- * missing. Signals: `checkNow`, `pauseAutoFailover`, `resumeAutoFailover`; query: `health`.
+ * missing, and, with `replaceFailedStandby`, tears down and provisions again a managed standby that
+ * stayed failed (`planStandbyReplacements`). Signals: `checkNow`, `pauseAutoFailover`,
+ * `resumeAutoFailover`; query: `health`.
  */
 export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<void> {
   const { fleetId } = input;
   const checkpointMs = input.checkpointMs ?? DEFAULT_CHECKPOINT_MS;
   let isPaused = input.isAutoFailoverPaused ?? false;
   let recentPromotions = input.recentPromotions ?? [];
+  let replacements: ReplacementState = input.replacements ?? emptyReplacementState();
   // The first round polls at once so `health` is fresh right after a (re)start.
   let isWakeRequested = true;
   let health: FleetHealth | null = null;
@@ -71,6 +88,8 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
   while (!workflowInfo().continueAsNewSuggested) {
     const isImmediate = isWakeRequested;
     isWakeRequested = false;
+    // Failed standbys are timed from what this watch sees, never from before it started looking.
+    const watchStartedAt = new Date().toISOString();
     let observation: FleetObservation | null;
     try {
       observation = await watchUntilWoken(monitorActivities(policy, checkpointMs), () => isWakeRequested, {
@@ -115,6 +134,20 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
         observation.policy,
       );
     }
+    const planned = planStandbyReplacements(
+      observation.fleet,
+      observation.policy.replaceFailedStandby,
+      now,
+      watchStartedAt,
+      replacements,
+    );
+    // Histories from before the option replay without the patch: they never plan an action.
+    if (planned.actions.length === 0 || patched(REPLACE_FAILED_STANDBY_PATCH)) {
+      replacements = planned.state;
+      for (const action of planned.actions) {
+        await startReplacementStep(fleetId, action, () => void (isWakeRequested = true));
+      }
+    }
   }
   await condition(allHandlersFinished);
   await continueAsNew<typeof fleetMonitorWorkflow>({
@@ -122,6 +155,9 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
     isAutoFailoverPaused: isPaused,
     recentPromotions,
     checkpointMs: input.checkpointMs,
+    ...(Object.keys(replacements.failedSince).length + Object.keys(replacements.inFlight).length > 0
+      ? { replacements }
+      : {}),
   });
 }
 
@@ -221,5 +257,45 @@ async function startOperation(op: OperationRef, policy: FleetPolicy): Promise<vo
     }
   } catch (err) {
     if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+  }
+}
+
+/**
+ * Starts one step of replacing a failed standby as an abandoned child under the domain's own workflow id
+ * (`haru/<domainId>/teardown`, `haru/<domainId>/provision`): one already running (an operator's, or an
+ * earlier look's) is joined, not duplicated. Records a `domain.replacement` event first. `onDone` runs
+ * when the child ends, so the next step is planned at once rather than at the next checkpoint.
+ */
+async function startReplacementStep(fleetId: string, action: ReplacementAction, onDone: () => void): Promise<void> {
+  const reason = action.kind === 'teardown' ? action.reason : `standby ${action.slug} torn down: provisioning it again`;
+  await controlActivities().recordStandbyReplacement({ domainId: action.domainId, step: action.kind, reason });
+  const common = {
+    parentClosePolicy: ParentClosePolicy.ABANDON,
+    cancellationType: ChildWorkflowCancellationType.ABANDON,
+    workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+    typedSearchAttributes: [
+      { key: searchAttributes.fleet, value: fleetId },
+      { key: searchAttributes.domain, value: action.domainId },
+    ],
+    memo: { reason, requestedBy: 'monitor' },
+  };
+  try {
+    const child =
+      action.kind === 'teardown'
+        ? await startChild(teardownDomainWorkflow, {
+            ...common,
+            workflowId: teardownWorkflowId(action.domainId),
+            args: [{ domainId: action.domainId, mode: 'down' }],
+          })
+        : await startChild(provisionDomainWorkflow, {
+            ...common,
+            workflowId: provisionWorkflowId(action.domainId),
+            args: [{ domainId: action.domainId }],
+          });
+    void child.result().then(onDone, onDone);
+    log.warn('replacing a failed standby', { fleetId, domainId: action.domainId, step: action.kind });
+  } catch (err) {
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+    log.info('replacement step already running: joined', { fleetId, domainId: action.domainId, step: action.kind });
   }
 }

@@ -74,6 +74,7 @@ describe('toFleetView', () => {
           id: ID.a,
           slug: 'a',
           state: 'ready',
+          provider: 'static',
           stateChangedAt: T,
           lastSeenAt: T,
           consecutiveFailures: 0,

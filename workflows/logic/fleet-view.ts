@@ -1,4 +1,4 @@
-import type { DomainState, OperationKind, OperationState } from '../../schemas/enums';
+import type { DomainState, OperationKind, OperationState, Provider } from '../../schemas/enums';
 import type { FleetSnapshot } from '../../schemas/entities';
 
 /**
@@ -10,6 +10,8 @@ export interface DomainView {
   id: string;
   slug: string;
   state: DomainState;
+  /** Who manages its machines; absent in views recorded before it was added (read as unknown). */
+  provider?: Provider;
   /** ISO time of the last state change (the start of a degraded spell). */
   stateChangedAt: string;
   /** ISO time of the last successful supervisor poll; null when never seen. */
@@ -54,6 +56,7 @@ export function toFleetView(snapshot: FleetSnapshot): FleetView {
       id: d.id,
       slug: d.slug,
       state: d.state,
+      provider: d.provider,
       stateChangedAt: d.stateChangedAt,
       lastSeenAt: d.lastSeenAt,
       consecutiveFailures: d.consecutiveFailures,

@@ -102,7 +102,7 @@ export function stubActivities(overrides: Partial<Activities> = {}, policy: Flee
     },
     // Provisioning (activities/provisioning.ts): tested in test/provisioning/ against the real activities.
     ...notStubbed('beginProvisioning', 'launchDomain', 'resolveSupervisorUrl', 'awaitSupervisor', 'finishProvisioning'),
-    ...notStubbed('beginTeardown', 'destroyDomain', 'finishTeardown'),
+    ...notStubbed('beginTeardown', 'destroyDomain', 'finishTeardown', 'recordStandbyReplacement'),
   };
   const activities = Object.fromEntries(
     Object.entries({ ...base, ...overrides }).map(([name, fn]) => [
