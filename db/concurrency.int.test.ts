@@ -1,3 +1,4 @@
+import postgres from 'postgres';
 import { testLayout } from './fixtures';
 import { createTestDatabase, seedLayout, type TestDatabase } from './testing';
 
@@ -89,6 +90,43 @@ describe('commitRouting under concurrency', () => {
     );
     expect(results.filter((r) => r.outcome === 'committed')).toHaveLength(1);
     expect(await t.store.fleets.routeRevision(fleet.id)).toBe(1);
+  });
+});
+
+describe('commitRouting against a held fleet row', () => {
+  it('fails at once instead of queueing behind the lock (a queued commit could land after its step gave up), and commits once the row is free', async () => {
+    const fleet = await seedFleet();
+    const { operation } = await t.store.operations.create(request(fleet.id, fleet.west));
+    await t.store.operations.start(operation.id);
+    const input = {
+      fleetId: fleet.id,
+      operationId: operation.id,
+      expectedActiveDomainId: fleet.east,
+      targetDomainId: fleet.west,
+    };
+    const other = postgres(t.url, { max: 1, onnotice: () => {} });
+    try {
+      let release!: () => void;
+      let locked!: () => void;
+      const isLocked = new Promise<void>((resolve) => (locked = resolve));
+      const holder = other.begin(async (tx) => {
+        await tx`select id from fleets where id = ${fleet.id} for no key update`;
+        locked();
+        await new Promise<void>((resolve) => (release = resolve));
+      });
+      await isLocked;
+      await expect(t.store.fleets.commitRouting(input)).rejects.toMatchObject({
+        code: 'state_store_unavailable',
+        message: expect.stringMatching(/held by another transaction/),
+      });
+      expect(await t.store.fleets.routeRevision(fleet.id)).toBe(0);
+      expect(await t.store.operations.get(operation.id)).toMatchObject({ routingCommitted: false });
+      release();
+      await holder;
+      expect(await t.store.fleets.commitRouting(input)).toMatchObject({ outcome: 'committed', routeRevision: 1 });
+    } finally {
+      await other.end({ timeout: 5 });
+    }
   });
 });
 

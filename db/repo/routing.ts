@@ -25,6 +25,16 @@ export interface CommitRoutingResult {
   activeDomainId: string | null;
 }
 
+/** SQLSTATE of a NOWAIT lock that another transaction holds. */
+const LOCK_NOT_AVAILABLE = '55P03';
+
+/** The SQLSTATE of a failed query (drizzle wraps the driver's error as `cause`). */
+const pgCode = (err: unknown): string | undefined => {
+  const e = err as { code?: unknown; cause?: { code?: unknown } } | null;
+  const code = e?.cause?.code ?? e?.code;
+  return typeof code === 'string' ? code : undefined;
+};
+
 interface CommitRow {
   op_fleet_id: string;
   op_committed: boolean;
@@ -39,6 +49,11 @@ interface CommitRow {
  * the revision only if the pointer is still `expected` and the operation is running and uncommitted,
  * mark the operation committed with the revision, and pg_notify. The operation row lock is taken first,
  * so concurrent callers for one operation queue on it and see the committed row when they get it.
+ *
+ * The fleet row is locked NOWAIT: when another transaction holds it, the statement fails at once (55P03,
+ * retried by the activity within its budget) instead of queueing. A queued statement could outlive the
+ * step's budget and commit after the workflow had given up and put the target back to sleep: routing
+ * would then point at sleeping models.
  */
 export async function commitRouting({ db, now }: RepoDeps, input: CommitRoutingInput): Promise<CommitRoutingResult> {
   const { fleetId, operationId, expectedActiveDomainId: expected, targetDomainId: target } = input;
@@ -49,17 +64,23 @@ export async function commitRouting({ db, now }: RepoDeps, input: CommitRoutingI
     throw new HaruError('invalid_target', 'commitRouting: domain ids must be UUIDs');
   }
   const at = timestampParam(now());
-  const result = await db.execute(sql`
+  const result = await db
+    .execute(
+      sql`
     with op as (
       select id, fleet_id, kind, state, routing_committed, route_revision, target_domain_id
       from operations where id = ${operationId}::uuid
       for update
     ),
+    fleet_row as (
+      select id from fleets where id = ${fleetId}::uuid
+      for no key update nowait
+    ),
     moved as (
       update fleets f
       set active_domain_id = ${target}::uuid, route_revision = f.route_revision + 1, updated_at = ${at}
-      from op
-      where f.id = ${fleetId}::uuid
+      from op, fleet_row
+      where f.id = fleet_row.id
         and f.active_domain_id is not distinct from ${expected}::uuid
         and op.fleet_id = f.id
         and op.kind = 'promote'
@@ -85,7 +106,15 @@ export async function commitRouting({ db, now }: RepoDeps, input: CommitRoutingI
       moved.route_revision::text as new_revision, moved.active_domain_id::text as new_active,
       (select count(*) from notified) as notified, (select count(*) from marked) as marked
     from op left join moved on true
-  `);
+  `,
+    )
+    .catch((err: unknown) => {
+      if (pgCode(err) !== LOCK_NOT_AVAILABLE) throw err;
+      throw new HaruError(
+        'state_store_unavailable',
+        `fleet ${fleetId} is held by another transaction; routing not committed (retried)`,
+      );
+    });
   const [row] = rowsOf<CommitRow>(result);
   if (!row || row.op_fleet_id !== fleetId) {
     throw new HaruError('operation_not_found', `operation ${operationId} does not exist in fleet ${fleetId}`);
