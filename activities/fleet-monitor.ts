@@ -1,6 +1,6 @@
 import { Context, log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import type { DomainSnapshot, FleetSnapshot } from '../schemas/entities';
+import type { Domain, DomainSnapshot, FleetSnapshot } from '../schemas/entities';
 import type { DomainState } from '../schemas/enums';
 import { FailureType } from '../schemas/failures';
 import type { FleetPolicy } from '../schemas/policy';
@@ -61,7 +61,8 @@ export function heardSince(fleet: FleetView, watchStartedAtMs: number): FleetVie
 export function createFleetMonitorActivities(deps: ActivityDeps) {
   const { store, supervisor } = deps;
 
-  async function pollDomain(snapshot: FleetSnapshot, domain: DomainSnapshot, policy: FleetPolicy): Promise<void> {
+  /** Polls one domain and records what it saw; returns the domain's row as this poll left it. */
+  async function pollDomain(snapshot: FleetSnapshot, domain: DomainSnapshot, policy: FleetPolicy): Promise<Domain> {
     const isActive = domain.id === snapshot.activeDomainId;
     const op = snapshot.inFlightOperation;
     const isInOperation = op !== null && (op.targetDomainId === domain.id || op.fromDomainId === domain.id);
@@ -79,24 +80,31 @@ export function createFleetMonitorActivities(deps: ActivityDeps) {
       deps.metrics?.domainPolled({ fleet: snapshot.slug, domain: domain.slug, outcome: 'error' });
       const updated = await store.domains.recordPoll(domain.id, { ok: false, at, error: message });
       // The active's failure is the workflow's decision; a standby's is bookkeeping done here.
-      if (isActive || updated.state === 'failed') return;
+      if (isActive || updated.state === 'failed') return updated;
       const view = toFleetView({ ...snapshot, domains: [{ ...updated, slots: domain.slots, isActive }] }).domains[0]!;
       const assessment = assessDomain(view, policy, deps.now());
-      if (assessment.status === 'failed') await transition(snapshot, domain, 'failed', assessment.reasons.join(', '));
-      return;
+      if (assessment.status !== 'failed') return updated;
+      return (await transition(snapshot, domain, 'failed', assessment.reasons.join(', '))) ?? updated;
     }
     deps.metrics?.domainPolled({ fleet: snapshot.slug, domain: domain.slug, outcome: 'ok' });
-    await store.domains.recordPoll(domain.id, { ok: true, at });
+    const updated = await store.domains.recordPoll(domain.id, { ok: true, at });
     const observed = observeDomain(domain, isActive, status);
     const to = nextDomainState(domain.state, isActive, observed.state, domain.provider);
-    if (to) await transition(snapshot, domain, to, observed.problems.join('; ') || null);
-    if (isInOperation) return; // the operation's activities own these slots until it ends
+    const moved = to ? await transition(snapshot, domain, to, observed.problems.join('; ') || null) : null;
+    if (isInOperation) return moved ?? updated; // the operation's activities own these slots until it ends
     for (const change of observed.slotChanges) await store.slots.transition(change.slotId, change.to).catch(() => null);
+    return moved ?? updated;
   }
 
-  async function transition(snapshot: FleetSnapshot, domain: DomainSnapshot, to: DomainState, why: string | null) {
+  /** Moves the domain and records the event; returns the moved row, or null when the move lost a race. */
+  async function transition(
+    snapshot: FleetSnapshot,
+    domain: DomainSnapshot,
+    to: DomainState,
+    why: string | null,
+  ): Promise<Domain | null> {
     const moved = await store.domains.transition(domain.id, to, { lastError: why });
-    if (!moved) return;
+    if (!moved) return null;
     const line = `domain ${domain.slug}: ${domain.state} -> ${to}${why ? ` (${why})` : ''}`;
     if (to === 'ready') log.info('domain state changed', { domainId: domain.id, from: domain.state, to });
     else log.warn('domain state changed', { domainId: domain.id, from: domain.state, to, why });
@@ -107,17 +115,35 @@ export function createFleetMonitorActivities(deps: ActivityDeps) {
       message: line,
       data: { from: domain.state, to, reason: why },
     });
+    return moved;
   }
 
+  async function readSnapshot(fleetId: string): Promise<FleetSnapshot> {
+    const snapshot = await store.fleets.snapshot(fleetId);
+    if (!snapshot) throw ApplicationFailure.nonRetryable(`fleet ${fleetId} does not exist`, FailureType.InvalidTarget);
+    return snapshot;
+  }
+
+  /**
+   * One round: reads the fleet once, polls every domain at the same time, and returns that snapshot with
+   * each polled domain's row as its poll left it (heartbeat, failures, state). Reading the fleet a second
+   * time after the polls would only add what others wrote meanwhile; the next round's read sees that.
+   */
   async function pollOnce(fleetId: string): Promise<FleetSnapshot> {
-    const before = await store.fleets.snapshot(fleetId);
-    if (!before) throw ApplicationFailure.nonRetryable(`fleet ${fleetId} does not exist`, FailureType.InvalidTarget);
+    const before = await readSnapshot(fleetId);
+    const polled = new Map<string, Domain>();
     await Promise.all(
-      before.domains.filter((d) => d.state !== 'stopped').map((d) => pollDomain(before, d, before.policy)),
+      before.domains
+        .filter((d) => d.state !== 'stopped')
+        .map(async (d) => polled.set(d.id, await pollDomain(before, d, before.policy))),
     );
-    const after = await store.fleets.snapshot(fleetId);
-    if (!after) throw ApplicationFailure.nonRetryable(`fleet ${fleetId} does not exist`, FailureType.InvalidTarget);
-    return after;
+    return {
+      ...before,
+      domains: before.domains.map((d) => {
+        const row = polled.get(d.id);
+        return row ? { ...row, slots: d.slots, isActive: d.isActive } : d;
+      }),
+    };
   }
 
   return {
@@ -128,13 +154,20 @@ export function createFleetMonitorActivities(deps: ActivityDeps) {
       for (let polls = 1; ; polls += 1) {
         const roundStart = deps.now().getTime();
         const snapshot = await pollOnce(input.fleetId);
-        const fleet = heardSince(toFleetView(snapshot), startedAt);
-        const now = deps.now();
-        const isDue = isDecisionDue(fleet, snapshot.policy, now, input);
+        let fleet = heardSince(toFleetView(snapshot), startedAt);
+        let now = deps.now();
+        let isDue = isDecisionDue(fleet, snapshot.policy, now, input);
         const isCheckpoint = now.getTime() - startedAt >= input.checkpointMs;
         if (isDue || input.isImmediate || isCheckpoint) {
-          const reason = isDue ? 'decision_due' : input.isImmediate ? 'immediate' : 'checkpoint';
-          return { fleet, policy: snapshot.policy, observedAt: now.toISOString(), reason, polls };
+          // The workflow decides on the fleet as stored now, others' writes during this round included.
+          const latest = await readSnapshot(input.fleetId);
+          fleet = heardSince(toFleetView(latest), startedAt);
+          now = deps.now();
+          isDue = isDecisionDue(fleet, latest.policy, now, input);
+          if (isDue || input.isImmediate || isCheckpoint) {
+            const reason = isDue ? 'decision_due' : input.isImmediate ? 'immediate' : 'checkpoint';
+            return { fleet, policy: latest.policy, observedAt: now.toISOString(), reason, polls };
+          }
         }
         ctx.heartbeat({ polls, observedAt: now.toISOString() });
         await ctx.sleep(Math.max(0, snapshot.policy.heartbeatIntervalMs - (now.getTime() - roundStart)));

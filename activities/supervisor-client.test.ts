@@ -1,7 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
-import { fetch as undiciFetch } from 'undici';
 import { FailureType } from '../schemas/failures';
 import { freePort } from '../test/support/ports';
 import { createSupervisorClient, retryAfterMs } from './supervisor-client';
@@ -26,8 +25,7 @@ afterAll(async () => {
   await new Promise((r) => server.close(r));
 });
 
-const client = (token?: string, defaultTimeoutMs?: number) =>
-  createSupervisorClient({ fetch: undiciFetch as unknown as typeof fetch, token, defaultTimeoutMs });
+const client = (token?: string, defaultTimeoutMs?: number) => createSupervisorClient({ token, defaultTimeoutMs });
 const json = (res: http.ServerResponse, status: number, value: unknown, headers: Record<string, string> = {}) =>
   res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(value));
 const statusBody = { models: [], training: [], at: '2030-01-01T00:00:00.000Z' };
