@@ -8,6 +8,7 @@ describe('loadWorkerConfig', () => {
       TEMPORAL_NAMESPACE: 'default',
       HARU_TASK_QUEUE: 'haru',
       HARU_WORKER_METRICS_PORT: 9464,
+      HARU_WORKER_MAX_ACTIVITIES: 2000,
       HARU_STATE_DIR: '.haru',
       LOG_LEVEL: 'info',
     });
@@ -21,6 +22,7 @@ describe('loadWorkerConfig', () => {
       DATABASE_URL: 'postgres://haru@db:5432/haru',
       HARU_SUPERVISOR_TOKEN: 's3cret',
       HARU_WORKER_METRICS_PORT: '0',
+      HARU_WORKER_MAX_ACTIVITIES: '500',
     });
     expect(config).toMatchObject({
       TEMPORAL_ADDRESS: 'temporal:7233',
@@ -29,13 +31,19 @@ describe('loadWorkerConfig', () => {
       DATABASE_URL: 'postgres://haru@db:5432/haru',
       HARU_SUPERVISOR_TOKEN: 's3cret',
       HARU_WORKER_METRICS_PORT: 0,
+      HARU_WORKER_MAX_ACTIVITIES: 500,
     });
   });
 
   it('refuses bad values with one line per variable, naming it', () => {
     const err = (() => {
       try {
-        loadWorkerConfig({ DATABASE_URL: 'mysql://x', HARU_WORKER_METRICS_PORT: 'ninety', LOG_LEVEL: 'loud' });
+        loadWorkerConfig({
+          DATABASE_URL: 'mysql://x',
+          HARU_WORKER_METRICS_PORT: 'ninety',
+          HARU_WORKER_MAX_ACTIVITIES: '0',
+          LOG_LEVEL: 'loud',
+        });
       } catch (e) {
         return e;
       }
@@ -43,7 +51,7 @@ describe('loadWorkerConfig', () => {
     expect(err).toBeInstanceOf(ConfigError);
     const message = (err as Error).message;
     expect(message).toMatch(/^invalid worker environment:/);
-    for (const name of ['DATABASE_URL', 'HARU_WORKER_METRICS_PORT', 'LOG_LEVEL'])
+    for (const name of ['DATABASE_URL', 'HARU_WORKER_METRICS_PORT', 'HARU_WORKER_MAX_ACTIVITIES', 'LOG_LEVEL'])
       expect(message).toContain(`  ${name}:`);
   });
 });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { blankable, parseEnv, portSchema } from '../schemas/env';
+import { DEFAULT_MAX_CONCURRENT_ACTIVITIES } from './limits';
 
 /**
  * The worker's environment, parsed once at boot (`loadWorkerConfig`); a blank variable counts as unset.
@@ -20,6 +21,8 @@ export const workerConfigSchema = z.object({
   HARU_WORKFLOW_BUNDLE: blankable(z.string().min(1).optional()),
   /** The SkyPilot CLI used to provision skypilot/skyserve domains (a name on PATH or a path). */
   HARU_SKY_BIN: blankable(z.string().min(1).default('sky')),
+  /** Activity slots of this worker; each monitored fleet holds one for as long as its monitor watches. */
+  HARU_WORKER_MAX_ACTIVITIES: blankable(z.coerce.number().int().min(10).default(DEFAULT_MAX_CONCURRENT_ACTIVITIES)),
   LOG_LEVEL: blankable(z.enum(['debug', 'info', 'warn', 'error']).default('info')),
 });
 export type WorkerConfig = z.infer<typeof workerConfigSchema>;

@@ -68,6 +68,7 @@ export async function startWorker(env: NodeJS.ProcessEnv = process.env): Promise
       sky: createSkyCli({ exec: createSpawnExec(), bin: config.HARU_SKY_BIN, env: skyProcessEnv(env) }),
       workflowBundle: config.HARU_WORKFLOW_BUNDLE ? { codePath: path.resolve(config.HARU_WORKFLOW_BUNDLE) } : undefined,
       metrics,
+      maxConcurrentActivities: config.HARU_WORKER_MAX_ACTIVITIES,
     });
     const done = worker.run();
     cleanups.push(async () => {

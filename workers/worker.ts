@@ -1,10 +1,10 @@
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
-import { fetch as undiciFetch } from 'undici';
 import { createActivities } from '../activities';
 import type { ActivityDeps } from '../activities/deps';
 import { createSupervisorClient } from '../activities/supervisor-client';
 import type { Store } from '../db/store';
 import type { SkyCli } from '../drivers/sky';
+import { DEFAULT_MAX_CONCURRENT_ACTIVITIES } from './limits';
 import type { WorkerMetrics } from './metrics';
 
 export interface HaruWorkerOptions {
@@ -17,8 +17,6 @@ export interface HaruWorkerOptions {
   supervisorToken?: string;
   /** A prebuilt bundle; otherwise workflows/ is bundled now (a few seconds). */
   workflowBundle?: { codePath: string } | { code: string };
-  /** HTTP for supervisor calls (undici's fetch by default). */
-  fetch?: typeof globalThis.fetch;
   now?: () => Date;
   metrics?: WorkerMetrics;
   /** Pause between two status reads while an activity waits for an effect. */
@@ -27,6 +25,8 @@ export interface HaruWorkerOptions {
   trainingSettleMs?: number;
   /** The `sky` CLI for skypilot/skyserve domains; without it their provisioning fails with ProvisioningUnavailable. */
   sky?: SkyCli;
+  /** Activity slots (default DEFAULT_MAX_CONCURRENT_ACTIVITIES); each monitored fleet holds one. */
+  maxConcurrentActivities?: number;
   /** Passed through to Worker.create (identity, shutdownGraceTime, ...). */
   workerOptions?: Partial<Omit<WorkerOptions, 'connection' | 'namespace' | 'taskQueue' | 'activities'>>;
 }
@@ -37,10 +37,7 @@ export interface HaruWorkerOptions {
  * every second, so an abort or `checkNow` cancels a waiting activity within about a second.
  */
 export async function createHaruWorker(opts: HaruWorkerOptions): Promise<Worker> {
-  const supervisor = createSupervisorClient({
-    fetch: opts.fetch ?? (undiciFetch as unknown as typeof globalThis.fetch),
-    token: opts.supervisorToken,
-  });
+  const supervisor = createSupervisorClient({ token: opts.supervisorToken });
   const deps: ActivityDeps = {
     store: opts.store,
     supervisor,
@@ -60,6 +57,9 @@ export async function createHaruWorker(opts: HaruWorkerOptions): Promise<Worker>
       : { workflowsPath: require.resolve('../workflows') }),
     activities: createActivities(deps),
     maxHeartbeatThrottleInterval: '1s',
+    // Every fleet's monitor holds an activity slot while it watches (watchFleet returns only when a decision
+    // is due or at its checkpoint): see workers/limits.ts.
+    maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivities ?? DEFAULT_MAX_CONCURRENT_ACTIVITIES,
     interceptors: opts.metrics ? { activity: [opts.metrics.activityInterceptor] } : undefined,
     ...opts.workerOptions,
   });
