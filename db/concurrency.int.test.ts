@@ -35,17 +35,23 @@ const request = (fleetId: string, target: string, kind: 'promote' | 'demote' = '
   requestedBy: 'jest',
 });
 
+/** A fresh fleet with a running promotion of west, and the commit that promotion would make. */
+async function runningPromotionOfWest() {
+  const fleet = await seedFleet();
+  const { operation } = await t.store.operations.create(request(fleet.id, fleet.west));
+  await t.store.operations.start(operation.id);
+  const input = {
+    fleetId: fleet.id,
+    operationId: operation.id,
+    expectedActiveDomainId: fleet.east,
+    targetDomainId: fleet.west,
+  };
+  return { fleet, operation, input };
+}
+
 describe('commitRouting under concurrency', () => {
   it('lets exactly one of 20 concurrent commits win and bumps the revision exactly once', async () => {
-    const fleet = await seedFleet();
-    const { operation } = await t.store.operations.create(request(fleet.id, fleet.west));
-    await t.store.operations.start(operation.id);
-    const input = {
-      fleetId: fleet.id,
-      operationId: operation.id,
-      expectedActiveDomainId: fleet.east,
-      targetDomainId: fleet.west,
-    };
+    const { fleet, operation, input } = await runningPromotionOfWest();
     const results = await Promise.all(Array.from({ length: CALLERS }, () => t.store.fleets.commitRouting(input)));
     const outcomes = results.map((r) => r.outcome);
     expect(outcomes.filter((o) => o === 'committed')).toHaveLength(1);
@@ -95,15 +101,7 @@ describe('commitRouting under concurrency', () => {
 
 describe('commitRouting against a held fleet row', () => {
   it('fails at once instead of queueing behind the lock (a queued commit could land after its step gave up), and commits once the row is free', async () => {
-    const fleet = await seedFleet();
-    const { operation } = await t.store.operations.create(request(fleet.id, fleet.west));
-    await t.store.operations.start(operation.id);
-    const input = {
-      fleetId: fleet.id,
-      operationId: operation.id,
-      expectedActiveDomainId: fleet.east,
-      targetDomainId: fleet.west,
-    };
+    const { fleet, operation, input } = await runningPromotionOfWest();
     const other = postgres(t.url, { max: 1, onnotice: () => {} });
     try {
       let release!: () => void;
