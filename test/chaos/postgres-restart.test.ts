@@ -13,7 +13,7 @@ import { eventually, uniqueTaskQueue } from '../workflows/support/temporal';
 import { type ChaosApi, proxiedCompletion, startChaosApi } from './support/api';
 import { type PrivatePostgres, startPrivatePostgres } from './support/private-postgres';
 import { type ChaosRig, startChaosRig } from './support/rig';
-import { crashWatch } from './support/worker-process';
+import { crashWatch } from '../support/worker-process';
 
 jest.setTimeout(300_000);
 

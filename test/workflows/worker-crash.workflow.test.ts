@@ -9,7 +9,7 @@ import { startOperationWorkflow } from '../../workers/start';
 import { monitorWorkflowId, progressQuery } from '../../workflows/definitions';
 import { complete, MODEL, type SimFleet, startSimFleet } from './support/sim-fleet';
 import { connectTestServer, eventually, uniqueTaskQueue } from './support/temporal';
-import { startWorkerProcess, type WorkerProcess } from './support/worker-process';
+import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';
 
 jest.setTimeout(240_000);
 const { PendingActivityState } = temporal.api.enums.v1;

@@ -9,7 +9,7 @@ import { startOperationWorkflow } from '../../../workers/start';
 import { monitorWorkflowId } from '../../../workflows/definitions';
 import { type SimFleet, type SimFleetDomain, startSimFleet, TEST_POLICY } from '../../workflows/support/sim-fleet';
 import { eventually } from '../../workflows/support/temporal';
-import { startWorkerProcess, type WorkerProcess } from './worker-process';
+import { startWorkerProcess, type WorkerProcess } from '../../support/worker-process';
 
 /** A simulated fleet driven by `haru worker` child processes on one task queue. */
 export interface ChaosRig {

@@ -1,33 +1,58 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { closeSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
-import { workflowBundle } from '../../workflows/support/bundle';
+import { workflowBundle } from '../workflows/support/bundle';
 
-const REPO_ROOT = path.resolve(__dirname, '../../..');
+const REPO_ROOT = path.resolve(__dirname, '..', '..');
+
+export interface WorkerExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
 
 /** `haru worker` running as a child process: the production entry point, so SIGKILL is a real crash. */
 export interface WorkerProcess {
+  child: ChildProcess;
   pid: number;
+  /** Where its stdout and stderr go (its JSON log lines). */
   logFile: string;
-  /** Resolves when the process has exited. */
-  exited: Promise<void>;
+  /** The `worker running` line (taskQueue, monitors, metricsUrl, ...). */
+  ready: Record<string, unknown>;
+  /** Resolves with the exit code or signal once the process has exited. */
+  exited: Promise<WorkerExit>;
   /** SIGKILL, like a host losing power; resolves once the process is gone. */
-  kill(): Promise<void>;
+  kill(): Promise<WorkerExit>;
   /** SIGTERM (graceful drain), SIGKILL after `graceMs`; resolves once the process is gone. */
-  stop(graceMs?: number): Promise<void>;
+  stop(graceMs?: number): Promise<WorkerExit>;
 }
 
 export interface WorkerProcessOptions {
   databaseUrl: string;
-  temporalAddress: string;
   taskQueue: string;
-  /** Output is appended here (the worker's JSON log lines). */
-  logFile: string;
+  /** Default: the test run's dev server (TEMPORAL_TEST_ADDRESS). */
+  temporalAddress?: string;
+  /** Output is appended here; default: a fresh file under the OS temp dir. */
+  logFile?: string;
   /** Give up when the worker does not report `worker running` within this. Default 90 s. */
   startTimeoutMs?: number;
 }
 
 const hasExited = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null;
+
+/** The JSON lines of a log file from `from` on (other output is skipped). */
+function logLines(file: string, from = 0): Record<string, unknown>[] {
+  return readFileSync(file, 'utf8')
+    .slice(from)
+    .split('\n')
+    .flatMap((text) => {
+      try {
+        return [JSON.parse(text) as Record<string, unknown>];
+      } catch {
+        return [];
+      }
+    });
+}
 
 /**
  * Starts `node bin/haru.js worker` with the run's prebuilt workflow bundle and resolves once it logs
@@ -35,7 +60,9 @@ const hasExited = (child: ChildProcess) => child.exitCode !== null || child.sign
  * process exits first or stays silent past the start timeout (the process is killed then).
  */
 export async function startWorkerProcess(opts: WorkerProcessOptions): Promise<WorkerProcess> {
-  const fd = openSync(opts.logFile, 'a');
+  const logFile = opts.logFile ?? path.join(mkdtempSync(path.join(os.tmpdir(), 'haru-worker-')), 'worker.log');
+  const fd = openSync(logFile, 'a');
+  const startedAt = readFileSync(logFile, 'utf8').length;
   let child: ChildProcess;
   try {
     child = spawn(process.execPath, [path.join(REPO_ROOT, 'bin/haru.js'), 'worker'], {
@@ -44,7 +71,8 @@ export async function startWorkerProcess(opts: WorkerProcessOptions): Promise<Wo
       env: {
         ...process.env,
         DATABASE_URL: opts.databaseUrl,
-        TEMPORAL_ADDRESS: opts.temporalAddress,
+        TEMPORAL_ADDRESS: opts.temporalAddress ?? process.env.TEMPORAL_TEST_ADDRESS,
+        TEMPORAL_NAMESPACE: 'default',
         HARU_TASK_QUEUE: opts.taskQueue,
         HARU_WORKFLOW_BUNDLE: workflowBundle().codePath,
         HARU_WORKER_METRICS_PORT: '0',
@@ -55,43 +83,40 @@ export async function startWorkerProcess(opts: WorkerProcessOptions): Promise<Wo
   } finally {
     closeSync(fd);
   }
-  const exited = new Promise<void>((resolve) => {
-    child.once('exit', () => resolve());
-    child.once('error', () => resolve());
+  const exited = new Promise<WorkerExit>((resolve) => {
+    child.once('exit', (code, signal) => resolve({ code, signal }));
+    child.once('error', () => resolve({ code: null, signal: null }));
   });
-  const tail = () => {
-    try {
-      return readFileSync(opts.logFile, 'utf8').slice(-3_000);
-    } catch {
-      return '';
-    }
-  };
+  const tail = () => readFileSync(logFile, 'utf8').slice(-3_000);
   const kill = async () => {
     if (!hasExited(child)) child.kill('SIGKILL');
-    await exited;
+    return exited;
   };
-  const startedAt = readFileSync(opts.logFile, 'utf8').length;
-  const deadline = Date.now() + (opts.startTimeoutMs ?? 90_000);
-  for (;;) {
-    if (readFileSync(opts.logFile, 'utf8').slice(startedAt).includes('"worker running"')) break;
+  const timeoutMs = opts.startTimeoutMs ?? 90_000;
+  const deadline = Date.now() + timeoutMs;
+  let ready: Record<string, unknown> | undefined;
+  while (!(ready = logLines(logFile, startedAt).find((line) => line.msg === 'worker running'))) {
     if (hasExited(child)) throw new Error(`haru worker exited during start-up:\n${tail()}`);
     if (Date.now() > deadline) {
       await kill();
-      throw new Error(`haru worker did not start within ${opts.startTimeoutMs ?? 90_000} ms:\n${tail()}`);
+      throw new Error(`haru worker did not start within ${timeoutMs} ms:\n${tail()}`);
     }
     await new Promise((r) => setTimeout(r, 100));
   }
   return {
+    child,
     pid: child.pid ?? 0,
-    logFile: opts.logFile,
+    logFile,
+    ready,
     exited,
     kill,
     async stop(graceMs = 10_000) {
-      if (hasExited(child)) return;
+      if (hasExited(child)) return exited;
       child.kill('SIGTERM');
       const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
-      await exited;
+      const exit = await exited;
       clearTimeout(timer);
+      return exit;
     },
   };
 }
