@@ -1,8 +1,9 @@
 /**
  * Proxy benchmark: the same OpenAI requests sent straight to a fake vLLM, through Haru's proxy (`haru api`),
- * and through nginx as a reverse proxy, all on loopback, with autocannon as the load generator. Small
- * non-streaming chat completions and SSE streams; throughput, p50/p99 latency, and the ratios Haru/direct
- * and Haru/nginx. Installs Debian's nginx with apt-get when it is missing.
+ * through nginx as a reverse proxy and through a bare Node forwarder (the floor of any Node proxy), all on
+ * loopback, with autocannon as the load generator. Small non-streaming chat completions and SSE streams;
+ * throughput, p50/p99 latency, and the ratios Haru/direct and Haru/nginx. Installs Debian's nginx with
+ * apt-get when it is missing.
  *
  *   npm run bench:proxy -- [--connections 16] [--duration 10] [--rounds 3] [--probe-requests 500]
  *
@@ -48,7 +49,8 @@ const PROBE_REQUESTS = Number(args['probe-requests']);
 const REPO_ROOT = path.resolve(__dirname, '..');
 const MODEL = 'bench-model';
 
-type Target = 'direct' | 'haru' | 'nginx';
+/** `node`: a bare Node forwarder (http server + undici, no routing, auth or metrics), the floor of any Node proxy. */
+type Target = 'direct' | 'haru' | 'nginx' | 'node';
 type Kind = 'json' | 'sse';
 
 type Sample = { target: Target; kind: Kind } & Awaited<ReturnType<typeof load>>;
@@ -123,7 +125,7 @@ async function probe(urls: Record<Target, string>, kind: Kind, requests: number)
   const clients = Object.fromEntries(
     (Object.keys(urls) as Target[]).map((t) => [t, new Client(new URL(urls[t]).origin, { pipelining: 1 })]),
   ) as Record<Target, Client>;
-  const times = { direct: [], haru: [], nginx: [] } as Record<Target, number[]>;
+  const times = { direct: [], haru: [], nginx: [], node: [] } as Record<Target, number[]>;
   const once = async (target: Target) => {
     const started = process.hrtime.bigint();
     const res = await clients[target].request({
@@ -162,9 +164,44 @@ async function probe(urls: Record<Target, string>, kind: Kind, requests: number)
     direct: stats('direct'),
     haru: stats('haru'),
     nginx: stats('nginx'),
-    addedMs: { haru: added('haru'), nginx: added('nginx') },
+    node: stats('node'),
+    addedMs: { haru: added('haru'), nginx: added('nginx'), node: added('node') },
   };
 }
+
+/**
+ * A bare forwarder in one Node process: reads the body, sends it upstream on a keep-alive undici Agent
+ * (dispatch interface) and writes the answer back chunk by chunk. No routing, auth, validation or metrics:
+ * what any single-process Node proxy pays at least.
+ */
+const BARE_FORWARDER = `
+const http = require('node:http');
+const { Agent, util } = require('undici');
+const [origin, port] = process.argv.slice(1);
+const agent = new Agent({ headersTimeout: 0, bodyTimeout: 0 });
+const HOP = new Set(['connection', 'keep-alive', 'transfer-encoding']);
+http.createServer((req, res) => {
+  const chunks = [];
+  req.on('data', (c) => chunks.push(c));
+  req.on('end', () => {
+    agent.dispatch(
+      { origin, path: req.url, method: req.method, headers: { 'content-type': req.headers['content-type'] }, body: Buffer.concat(chunks) },
+      {
+        onConnect() {},
+        onHeaders(status, raw) {
+          const h = util.parseHeaders(raw);
+          for (const k of HOP) delete h[k];
+          res.writeHead(status, h);
+          return true;
+        },
+        onData(c) { res.write(c); return true; },
+        onComplete() { res.end(); },
+        onError() { res.destroy(); },
+      },
+    );
+  });
+}).listen(Number(port), '127.0.0.1', () => process.stdout.write('ready\\n'));
+`;
 
 /** Debian's nginx: installed with apt-get when `nginx` is not on the machine. */
 function ensureNginx(): string {
@@ -299,12 +336,22 @@ async function main(): Promise<void> {
     const viaNginx = `http://127.0.0.1:${nginxPort}/v1/chat/completions`;
     await until('nginx', () => answers(viaNginx, bodies.json), 60_000, 100);
 
-    const urls: Record<Target, string> = { direct, haru, nginx: viaNginx };
+    const nodePort = await freePort();
+    const bare = spawn(process.execPath, ['-e', BARE_FORWARDER, `http://127.0.0.1:${vllmPort}`, String(nodePort)], {
+      cwd: REPO_ROOT,
+      stdio: 'ignore',
+    });
+    children.push(bare);
+    const viaNode = `http://127.0.0.1:${nodePort}/v1/chat/completions`;
+    await until('the bare Node forwarder', () => answers(viaNode, bodies.json), 60_000, 100);
+
+    const urls: Record<Target, string> = { direct, haru, nginx: viaNginx, node: viaNode };
     await until('nginx workers', () => childPids(nginx.pid!).length > 0);
     const pids: Record<Target, Pids> = {
       direct: { upstream: vllm.pid!, proxy: [] },
       haru: { upstream: vllm.pid!, proxy: [api.pid] },
       nginx: { upstream: vllm.pid!, proxy: childPids(nginx.pid!) },
+      node: { upstream: vllm.pid!, proxy: [bare.pid!] },
     };
     const samples: Sample[] = [];
     const probes: ProbeSample[] = [];
@@ -327,8 +374,9 @@ async function main(): Promise<void> {
         probes.push(p);
         process.stdout.write(
           `${kind} probe round ${round} (${PROBE_REQUESTS} sequential each, p50 ms): direct ${fmt(p.direct.p50, 2)}, ` +
-            `haru ${fmt(p.haru.p50, 2)}, nginx ${fmt(p.nginx.p50, 2)}; added p50 haru ` +
-            `${fmt(p.addedMs.haru.p50OfDifferences, 2)}, nginx ${fmt(p.addedMs.nginx.p50OfDifferences, 2)}; ` +
+            `haru ${fmt(p.haru.p50, 2)}, nginx ${fmt(p.nginx.p50, 2)}, node ${fmt(p.node.p50, 2)}; added p50 haru ` +
+            `${fmt(p.addedMs.haru.p50OfDifferences, 2)}, nginx ${fmt(p.addedMs.nginx.p50OfDifferences, 2)}, ` +
+            `node ${fmt(p.addedMs.node.p50OfDifferences, 2)}; ` +
             `load average ${os.loadavg()[0]!.toFixed(2)}\n`,
         );
       }
@@ -398,6 +446,9 @@ async function main(): Promise<void> {
         addedProbeMeanMs: medProbe(kind, (p) => p.addedMs.haru.differenceOfMeans),
         nginxAddedProbeP50Ms: medProbe(kind, (p) => p.addedMs.nginx.p50OfDifferences),
         nginxAddedProbeMeanMs: medProbe(kind, (p) => p.addedMs.nginx.differenceOfMeans),
+        nodeAddedProbeP50Ms: medProbe(kind, (p) => p.addedMs.node.p50OfDifferences),
+        nodeAddedProbeMeanMs: medProbe(kind, (p) => p.addedMs.node.differenceOfMeans),
+        throughputNodeOverDirect: get('node', 'rps') / get('direct', 'rps'),
       };
       summary[`${kind}/ratios`] = ratios;
       const plus = (v: number | null) => `${v !== null && v >= 0 ? '+' : ''}${fmt(v, 2)}`;
@@ -425,6 +476,21 @@ async function main(): Promise<void> {
         plus(ratios.nginxAddedMeanSingleMs),
         plus(ratios.nginxAddedProbeP50Ms),
         plus(ratios.nginxAddedProbeMeanMs),
+        '',
+        '',
+        '',
+        '',
+        '',
+      ]);
+      rows.push([
+        `${kind} bare Node added (ms); rps/direct`,
+        fmt(ratios.throughputNodeOverDirect, 2),
+        '',
+        '',
+        '',
+        '',
+        plus(ratios.nodeAddedProbeP50Ms),
+        plus(ratios.nodeAddedProbeMeanMs),
         '',
         '',
         '',
