@@ -2,9 +2,11 @@
  * Scale benchmark: 1, 10 and 100 fleets, each with two simulated domains at zero delay, all promoting at
  * once on one `haru worker` process (which also runs every fleet's monitor, as in production). Reports wall
  * time, promotions per second, p50/p99 promotion time (request -> routing committed, and -> workflow done
- * including the old active's demotion) and the worker's peak memory.
+ * including the old active's demotion) and the worker's peak memory. Before the promotions, once every monitor
+ * has polled, a 10 s sample of the idle machine: supervisor polls per second (per worker) and the CPU of the
+ * workers, the database's Postgres backends, Temporal and the simulated hosts, in total and per poll.
  *
- *   npm run bench:scale -- [--fleets 1,10,100] [--without-monitors]
+ *   npm run bench:scale -- [--fleets 1,10,100] [--without-monitors] [--workers 1] [--heartbeat-ms 500]
  *
  * The simulated domains of all fleets live in this process (bench/support/sim-host.ts); trainers are real
  * processes. The worker, Temporal and Postgres are separate processes.
@@ -14,6 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
+import { sql } from 'drizzle-orm';
 import { createTestDatabase, seedLayout } from '../db/testing';
 import { fleetLayoutSchema, type FleetLayout } from '../schemas/layout';
 import { SIM_TRAINER } from '../sim/domain';
@@ -22,10 +25,10 @@ import { startOperationWorkflow } from '../workers/start';
 import { monitorWorkflowId, progressQuery } from '../workflows/definitions';
 import { cpuMs } from './support/cpu';
 import { printTimeline } from './support/history';
-import { startHaruProcess } from './support/processes';
+import { type HaruProcess, startHaruProcess } from './support/processes';
 import { printTable, writeResult } from './support/report';
 import { startSimHost } from './support/sim-host';
-import { startBenchTemporal, writeWorkflowBundle } from './support/stack';
+import { startBenchTemporal, until, writeWorkflowBundle } from './support/stack';
 import { fmt, percentile } from './support/stats';
 
 const { values: args } = parseArgs({
@@ -36,8 +39,14 @@ const { values: args } = parseArgs({
     'profile-dir': { type: 'string' },
     /** Print the Temporal history of the slowest promotion of each size. */
     timeline: { type: 'boolean', default: false },
+    /** `haru worker` processes on the task queue (they share the monitors' and promotions' tasks). */
+    workers: { type: 'string', default: '1' },
+    /** The fleets' monitor poll interval (policy `heartbeatIntervalMs`; the default policy says 500). */
+    'heartbeat-ms': { type: 'string' },
   },
 });
+const WORKER_COUNT = Number(args.workers);
+const HEARTBEAT_MS = args['heartbeat-ms'] ? Number(args['heartbeat-ms']) : undefined;
 const FLEET_COUNTS = args.fleets.split(',').map(Number);
 const IDLE_SAMPLE_MS = 10_000;
 
@@ -54,6 +63,14 @@ interface ScaleFigures {
   workerPeakRssMiB: number | null;
   /** The worker's CPU use before the promotions (monitors polling), in % of one core. */
   workerIdleCpuPercent: number;
+  /** Before the promotions: supervisor polls per second (all workers) and what each costs, in CPU ms. */
+  idle: {
+    pollsPerSecond: number;
+    /** The share of those polls each worker made (the monitors' activities spread over the workers). */
+    pollsPerWorker: number[];
+    cpuPercent: { workers: number; postgres: number; temporalServer: number | null; simHost: number };
+    cpuMsPerPoll: { workers: number; postgres: number; simHost: number } | null;
+  };
   /** CPU time per promotion (everything else on the machine counts too: Postgres, trainers, other jobs). */
   cpuPerPromotionMs: { worker: number; temporalServer: number | null; simHostAndBench: number };
   monitors: boolean;
@@ -70,6 +87,20 @@ async function uniquePort(): Promise<number> {
     }
   }
 }
+
+/** Supervisor polls so far by one worker (`haru_worker_domain_polls_total`, every label). */
+async function workerPolls(worker: HaruProcess): Promise<number> {
+  const text = await (await fetch(String(worker.ready.metricsUrl))).text();
+  let total = 0;
+  for (const line of text.split('\n')) {
+    if (line.startsWith('haru_worker_domain_polls_total{')) total += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return total;
+}
+
+/** Supervisor polls so far, summed over the workers. */
+const pollCount = async (workers: HaruProcess[]): Promise<number> =>
+  (await Promise.all(workers.map(workerPolls))).reduce((a, b) => a + b, 0);
 
 async function layouts(count: number, stateDir: string, run: string): Promise<FleetLayout[]> {
   const out: FleetLayout[] = [];
@@ -94,7 +125,14 @@ async function layouts(count: number, stateDir: string, run: string): Promise<Fl
     out.push(
       fleetLayoutSchema.parse({
         // Monitors watch but never promote on their own: the benchmark starts every promotion itself.
-        fleet: { slug: `scale-${run}-${i}`, activeDomain: 'east', policy: { autoFailover: false } },
+        fleet: {
+          slug: `scale-${run}-${i}`,
+          activeDomain: 'east',
+          policy: {
+            autoFailover: false,
+            ...(HEARTBEAT_MS ? { heartbeatIntervalMs: HEARTBEAT_MS, heartbeatStaleMs: 10 * HEARTBEAT_MS } : {}),
+          },
+        },
         domains: [await domain('east'), await domain('west')],
       }),
     );
@@ -127,32 +165,88 @@ async function oneScale(
       fleets.push({ fleetId, westId: snapshot.domains.find((d) => d.slug === 'west')!.id });
     }
     const taskQueue = `bench-scale-${run}`;
-    const worker = await startHaruProcess(
-      'worker',
-      {
-        DATABASE_URL: db.url,
-        TEMPORAL_ADDRESS: address,
-        HARU_TASK_QUEUE: taskQueue,
-        HARU_WORKFLOW_BUNDLE: bundle,
-        HARU_WORKER_METRICS_PORT: '0',
-        HARU_WORKER_METRICS_HOST: '127.0.0.1',
-        LOG_LEVEL: 'info',
-      },
-      'worker running',
-      { nodeArgs: args['profile-dir'] ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(args['profile-dir'])}`] : [] },
-    );
-    cleanups.push(() => worker.stop());
+    const workers: HaruProcess[] = [];
+    for (let w = 0; w < WORKER_COUNT; w += 1) {
+      const worker = await startHaruProcess(
+        'worker',
+        {
+          DATABASE_URL: db.url,
+          TEMPORAL_ADDRESS: address,
+          HARU_TASK_QUEUE: taskQueue,
+          HARU_WORKFLOW_BUNDLE: bundle,
+          HARU_WORKER_METRICS_PORT: '0',
+          HARU_WORKER_METRICS_HOST: '127.0.0.1',
+          LOG_LEVEL: 'info',
+        },
+        'worker running',
+        {
+          nodeArgs: args['profile-dir'] ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(args['profile-dir'])}`] : [],
+        },
+      );
+      cleanups.push(() => worker.stop());
+      workers.push(worker);
+    }
+    const worker = workers[0]!;
+    const workersCpuMs = () => workers.reduce((sum, w) => sum + cpuMs(w.pid), 0);
     const monitors = fleets.map((f) => client.workflow.getHandle(monitorWorkflowId(f.fleetId)));
     cleanups.push(() => Promise.all(monitors.map((m) => m.terminate('bench over').catch(() => undefined))));
     if (args['without-monitors']) await Promise.all(monitors.map((m) => m.terminate('benchmark without monitors')));
+    // The sample starts once every monitor has polled both its domains (startup is not what it measures).
+    if (!args['without-monitors'])
+      await until('a first poll of every domain', async () => (await pollCount(workers)) >= 2 * count, 180_000, 200);
     const rssBefore = worker.peakRssMiB();
-    // What the worker spends while idle: with monitors, that is their polling.
-    const idleFrom = cpuMs(worker.pid);
+    // What the machine spends while nothing promotes: with monitors, that is their polling (worker, the
+    // Postgres backends of this database, Temporal, and the simulated hosts answering in this process).
+    const postgresPids = async (): Promise<number[]> => {
+      const result = await db.database.db.execute(
+        sql`select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`,
+      );
+      const rows = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as { pid: number }[];
+      return rows.map((r) => Number(r.pid));
+    };
+    // Per backend, so connections a pool opens during the sample count from their start.
+    const pgFrom = new Map((await postgresPids()).map((pid) => [pid, cpuMs(pid)]));
+    const idleFrom = {
+      worker: cpuMs(worker.pid),
+      workers: workersCpuMs(),
+      temporal: temporal.pid ? cpuMs(temporal.pid) : 0,
+      host: process.cpuUsage(),
+      polls: await pollCount(workers),
+      pollsPerWorker: await Promise.all(workers.map(workerPolls)),
+    };
     await new Promise((r) => setTimeout(r, IDLE_SAMPLE_MS));
-    const idleCpuShare = (cpuMs(worker.pid) - idleFrom) / IDLE_SAMPLE_MS;
+    const idleCpuShare = (cpuMs(worker.pid) - idleFrom.worker) / IDLE_SAMPLE_MS;
+    const idleHost = process.cpuUsage(idleFrom.host);
+    const idleCpu = {
+      workers: workersCpuMs() - idleFrom.workers,
+      postgres: (await postgresPids()).reduce((sum, pid) => sum + cpuMs(pid) - (pgFrom.get(pid) ?? 0), 0),
+      temporalServer: temporal.pid ? cpuMs(temporal.pid) - idleFrom.temporal : null,
+      simHost: (idleHost.user + idleHost.system) / 1000,
+    };
+    const idlePolls = (await pollCount(workers)) - idleFrom.polls;
+    const pollsPerWorker = (await Promise.all(workers.map(workerPolls))).map((n, i) => n - idleFrom.pollsPerWorker[i]!);
+    const share = (ms: number) => (ms / IDLE_SAMPLE_MS) * 100;
+    const idle = {
+      pollsPerSecond: (idlePolls / IDLE_SAMPLE_MS) * 1000,
+      pollsPerWorker,
+      cpuPercent: {
+        workers: share(idleCpu.workers),
+        postgres: share(idleCpu.postgres),
+        temporalServer: idleCpu.temporalServer === null ? null : share(idleCpu.temporalServer),
+        simHost: share(idleCpu.simHost),
+      },
+      cpuMsPerPoll:
+        idlePolls > 0
+          ? {
+              workers: idleCpu.workers / idlePolls,
+              postgres: idleCpu.postgres / idlePolls,
+              simHost: idleCpu.simHost / idlePolls,
+            }
+          : null,
+    };
 
     const cpuBefore = {
-      worker: cpuMs(worker.pid),
+      worker: workersCpuMs(),
       temporal: temporal.pid ? cpuMs(temporal.pid) : 0,
       host: process.cpuUsage(),
     };
@@ -191,7 +285,7 @@ async function oneScale(
     const wallMs = Math.max(...results.map((r) => r.doneAt)) - startedAt;
     const hostCpu = process.cpuUsage(cpuBefore.host);
     const cpuPerPromotionMs = {
-      worker: (cpuMs(worker.pid) - cpuBefore.worker) / count,
+      worker: (workersCpuMs() - cpuBefore.worker) / count,
       temporalServer: temporal.pid ? (cpuMs(temporal.pid) - cpuBefore.temporal) / count : null,
       simHostAndBench: (hostCpu.user + hostCpu.system) / 1000 / count,
     };
@@ -214,8 +308,9 @@ async function oneScale(
       failed: results.filter((r) => !r.ok).length,
       failures: results.flatMap((r) => (r.error ? [`${r.error.step}: ${r.error.code}: ${r.error.message}`] : [])),
       workerRssBeforeMiB: rssBefore,
-      workerPeakRssMiB: worker.peakRssMiB(),
+      workerPeakRssMiB: Math.max(...workers.map((w) => w.peakRssMiB() ?? 0)),
       workerIdleCpuPercent: idleCpuShare * 100,
+      idle,
       cpuPerPromotionMs,
       monitors: !args['without-monitors'],
     };
@@ -238,7 +333,8 @@ async function main(): Promise<void> {
       all.push(f);
       process.stdout.write(
         `${count} fleets: wall ${f.wallMs} ms, ${fmt(f.promotionsPerSecond, 1)} promotions/s, ` +
-          `commit p50 ${f.toCommitMs.p50} p99 ${f.toCommitMs.p99} ms, worker peak ${fmt(f.workerPeakRssMiB)} MiB, failed ${f.failed}\n`,
+          `commit p50 ${f.toCommitMs.p50} p99 ${f.toCommitMs.p99} ms, worker peak ${fmt(f.workerPeakRssMiB)} MiB, failed ${f.failed}, ` +
+          `idle polls per worker ${f.idle.pollsPerWorker.join(' / ')}\n`,
       );
     }
   } finally {
@@ -247,7 +343,7 @@ async function main(): Promise<void> {
     rmSync(dir, { recursive: true, force: true });
   }
   printTable(
-    `scale: every fleet promotes at once on one worker (${args['without-monitors'] ? 'monitors stopped' : 'monitors running'}); ms unless noted`,
+    `scale: every fleet promotes at once on ${WORKER_COUNT} worker(s) (${args['without-monitors'] ? 'monitors stopped' : 'monitors running'}${HEARTBEAT_MS ? `, polls every ${HEARTBEAT_MS} ms` : ''}); ms unless noted`,
     [
       'fleets',
       'wall',
@@ -258,6 +354,9 @@ async function main(): Promise<void> {
       'done p99',
       'failed',
       'worker idle CPU %',
+      'idle polls/s',
+      'idle CPU % workers/pg/temporal/host',
+      'CPU ms/poll workers/pg/host',
       'worker RSS before MiB',
       'worker peak MiB',
       'CPU ms/promotion: worker',
@@ -274,6 +373,20 @@ async function main(): Promise<void> {
       fmt(f.toDoneMs.p99),
       f.failed,
       fmt(f.workerIdleCpuPercent),
+      fmt(f.idle.pollsPerSecond),
+      [
+        f.idle.cpuPercent.workers,
+        f.idle.cpuPercent.postgres,
+        f.idle.cpuPercent.temporalServer,
+        f.idle.cpuPercent.simHost,
+      ]
+        .map((v) => fmt(v))
+        .join(' / '),
+      f.idle.cpuMsPerPoll
+        ? [f.idle.cpuMsPerPoll.workers, f.idle.cpuMsPerPoll.postgres, f.idle.cpuMsPerPoll.simHost]
+            .map((v) => fmt(v, 2))
+            .join(' / ')
+        : '–',
       fmt(f.workerRssBeforeMiB),
       fmt(f.workerPeakRssMiB),
       fmt(f.cpuPerPromotionMs.worker),
@@ -282,7 +395,12 @@ async function main(): Promise<void> {
     ]),
   );
   const file = writeResult('scale', {
-    options: { fleets: FLEET_COUNTS, monitors: !args['without-monitors'] },
+    options: {
+      fleets: FLEET_COUNTS,
+      monitors: !args['without-monitors'],
+      workers: WORKER_COUNT,
+      heartbeatIntervalMs: HEARTBEAT_MS ?? null,
+    },
     results: all,
   });
   process.stdout.write(`\nwritten: ${path.relative(process.cwd(), file)}\n`);
