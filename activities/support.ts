@@ -34,7 +34,7 @@ export type WaitCheck<T> =
   { done: true; value: T } | { done: false; waitingFor: string; details?: Record<string, unknown> };
 
 /** The first re-check of `waitUntil`; the pause then doubles up to the interval. */
-export const FIRST_RECHECK_MS = 20;
+export const FIRST_RECHECK_MS = 5;
 
 /**
  * Re-runs `check` until it reports done, heartbeating `{ waitingFor, ...details }` after every look so
