@@ -22,7 +22,7 @@ import { fleetLayoutSchema, type FleetLayout } from '../schemas/layout';
 import { SIM_TRAINER } from '../sim/domain';
 import { freePort } from '../test/support/ports';
 import { startOperationWorkflow } from '../workers/start';
-import { monitorWorkflowId, progressQuery } from '../workflows/definitions';
+import { demotionChildWorkflowId, monitorWorkflowId, progressQuery } from '../workflows/definitions';
 import { cpuMs } from './support/cpu';
 import { printTimeline } from './support/history';
 import { type HaruProcess, startHaruProcess } from './support/processes';
@@ -278,6 +278,8 @@ async function oneScale(
           doneAt,
           requestedAt,
           handle,
+          fleetId,
+          operationId: operation.id,
           error,
         };
       }),
@@ -294,8 +296,13 @@ async function oneScale(
       printTimeline(
         await slowest.handle.fetchHistory(),
         slowest.requestedAt,
-        `slowest of ${count} (ms after its request)`,
+        `slowest of ${count} to commit (ms after its request)`,
       );
+      // The slowest to finish: its own history and its old active's demotion (a child workflow).
+      const last = results.reduce((a, b) => (b.toDoneMs > a.toDoneMs ? b : a));
+      printTimeline(await last.handle.fetchHistory(), last.requestedAt, `slowest of ${count} to finish`);
+      const child = client.workflow.getHandle(demotionChildWorkflowId(last.fleetId, last.operationId));
+      printTimeline(await child.fetchHistory(), last.requestedAt, `its demotion of the old active`);
     }
     const commits = results.map((r) => r.toCommitMs).filter((v): v is number => v !== null);
     const done = results.map((r) => r.toDoneMs);
