@@ -9,8 +9,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { type Client, WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure, defaultPayloadConverter } from '@temporalio/common';
-import { type NativeConnection, Worker } from '@temporalio/worker';
-import { createTestDatabase, seedLayout, type TestDatabase } from '../../db/testing';
+import { Worker } from '@temporalio/worker';
+import type { TestDatabase } from '../../db/testing';
 import { skyNameFor } from '../../drivers/sky-yaml';
 import { fleetLayoutSchema, type FleetLayout } from '../../schemas/layout';
 import type { SupervisorStatus } from '../../schemas/supervisor';
@@ -21,11 +21,9 @@ import {
   type ProvisionDomainInput,
   type TeardownDomainInput,
 } from '../../workflows/definitions';
-import { createHaruWorker } from '../../workers/worker';
 import { freePort } from '../support/ports';
 import { workflowBundle } from '../workflows/support/bundle';
-import { connectTestServer, uniqueTaskQueue } from '../workflows/support/temporal';
-import { createFakeSky, eventually, HARU_BIN, type FakeSky } from './support';
+import { eventually, HARU_BIN, startProvisioningRig, type FakeSky, type ProvisioningRig } from './support';
 
 jest.setTimeout(180_000);
 
@@ -41,12 +39,10 @@ const POLICY = {
   startTrainingTimeoutMs: 30_000,
 };
 
-let connection: NativeConnection;
+let rig: ProvisioningRig;
 let client: Client;
 let db: TestDatabase;
 let sky: FakeSky;
-let worker: Awaited<ReturnType<typeof createHaruWorker>>;
-let running: Promise<void>;
 let taskQueue: string;
 let stateRoot: string;
 let layout: FleetLayout;
@@ -91,34 +87,13 @@ beforeAll(async () => {
   });
   writeFileSync(layoutFile, JSON.stringify(layout));
 
-  db = await createTestDatabase();
-  const report = await seedLayout(db.store, layout);
-  const snapshot = (await db.store.fleets.snapshot(report.fleetId))!;
-  for (const d of snapshot.domains) ids[d.slug] = d.id;
-
-  sky = createFakeSky();
-  ({ connection, client } = await connectTestServer());
-  taskQueue = uniqueTaskQueue('provisioning');
-  worker = await createHaruWorker({
-    connection,
-    namespace: 'default',
-    taskQueue,
-    store: db.store,
-    supervisorToken: TOKEN,
-    sky: sky.cli,
-    workflowBundle: workflowBundle(),
-    pollIntervalMs: 100,
-    trainingSettleMs: 300,
-  });
-  running = worker.run();
+  rig = await startProvisioningRig(layout, 'provisioning', TOKEN);
+  ({ db, sky, client, taskQueue } = rig);
+  Object.assign(ids, rig.ids);
 });
 
 afterAll(async () => {
-  if (worker?.getState() === 'RUNNING') worker.shutdown();
-  await running;
-  await sky?.cleanup();
-  await connection?.close();
-  await db?.drop();
+  await rig?.stop();
   rmSync(stateRoot, { recursive: true, force: true });
 });
 

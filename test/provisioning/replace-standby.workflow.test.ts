@@ -8,8 +8,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
-import { type NativeConnection, Worker } from '@temporalio/worker';
-import { createTestDatabase, seedLayout, type TestDatabase } from '../../db/testing';
+import { Worker } from '@temporalio/worker';
+import type { TestDatabase } from '../../db/testing';
 import { skyNameFor } from '../../drivers/sky-yaml';
 import { fleetLayoutSchema } from '../../schemas/layout';
 import type { SupervisorStatus } from '../../schemas/supervisor';
@@ -20,11 +20,9 @@ import {
   teardownWorkflowId,
   type FleetMonitorInput,
 } from '../../workflows/definitions';
-import { createHaruWorker } from '../../workers/worker';
 import { freePort } from '../support/ports';
 import { workflowBundle } from '../workflows/support/bundle';
-import { connectTestServer, uniqueTaskQueue } from '../workflows/support/temporal';
-import { createFakeSky, eventually, HARU_BIN, type FakeSky } from './support';
+import { eventually, HARU_BIN, startProvisioningRig, type FakeSky, type ProvisioningRig } from './support';
 
 jest.setTimeout(240_000);
 
@@ -32,12 +30,10 @@ const TOKEN = 'replace-test-token-41d2';
 const MODEL = 'llama-1b';
 const GRACE_MS = 1_500;
 
-let connection: NativeConnection;
+let rig: ProvisioningRig;
 let client: Client;
 let db: TestDatabase;
 let sky: FakeSky;
-let worker: Awaited<ReturnType<typeof createHaruWorker>>;
-let running: Promise<void>;
 let taskQueue: string;
 let stateRoot: string;
 let fleetId: string;
@@ -87,26 +83,10 @@ beforeAll(async () => {
   });
   writeFileSync(layoutFile, JSON.stringify(layout));
 
-  db = await createTestDatabase();
-  const report = await seedLayout(db.store, layout);
-  fleetId = report.fleetId;
-  for (const d of (await db.store.fleets.snapshot(fleetId))!.domains) ids[d.slug] = d.id;
-
-  sky = createFakeSky();
-  ({ connection, client } = await connectTestServer());
-  taskQueue = uniqueTaskQueue('replace-standby');
-  worker = await createHaruWorker({
-    connection,
-    namespace: 'default',
-    taskQueue,
-    store: db.store,
-    supervisorToken: TOKEN,
-    sky: sky.cli,
-    workflowBundle: workflowBundle(),
-    pollIntervalMs: 100,
-    trainingSettleMs: 300,
-  });
-  running = worker.run();
+  rig = await startProvisioningRig(layout, 'replace-standby', TOKEN);
+  ({ db, sky, client, taskQueue } = rig);
+  Object.assign(ids, rig.ids);
+  fleetId = rig.fleetId;
 });
 
 afterAll(async () => {
@@ -114,11 +94,7 @@ afterAll(async () => {
     .getHandle(monitorWorkflowId(fleetId))
     .terminate('test over')
     .catch(() => undefined);
-  if (worker?.getState() === 'RUNNING') worker.shutdown();
-  await running;
-  await sky?.cleanup();
-  await connection?.close();
-  await db?.drop();
+  await rig?.stop();
   rmSync(stateRoot, { recursive: true, force: true });
 });
 

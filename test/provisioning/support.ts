@@ -2,8 +2,15 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import type { Client } from '@temporalio/client';
+import type { NativeConnection, Worker } from '@temporalio/worker';
+import { createTestDatabase, seedLayout, type TestDatabase } from '../../db/testing';
 import { createSpawnExec } from '../../drivers/exec';
 import { createSkyCli, type SkyCli } from '../../drivers/sky';
+import type { FleetLayout } from '../../schemas/layout';
+import { createHaruWorker } from '../../workers/worker';
+import { workflowBundle } from '../workflows/support/bundle';
+import { connectTestServer, uniqueTaskQueue } from '../workflows/support/temporal';
 
 export const REPO_ROOT = path.resolve(__dirname, '../..');
 export const SIM_BIN = path.join(REPO_ROOT, 'sim/bin');
@@ -98,6 +105,61 @@ export function createFakeSky(): FakeSky {
         await cli.serveDown(name).catch(() => undefined);
       }
       rmSync(root, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A seeded database, the fake `sky`, and a real worker with it on a fresh task queue of the test server. */
+export interface ProvisioningRig {
+  db: TestDatabase;
+  fleetId: string;
+  /** Domain ids by slug. */
+  ids: Record<string, string>;
+  sky: FakeSky;
+  connection: NativeConnection;
+  client: Client;
+  taskQueue: string;
+  worker: Worker;
+  /** Shuts the worker down, removes the fake's state, closes the connection and drops the database. */
+  stop(): Promise<void>;
+}
+
+/** Seeds `layout` into a fresh database and runs a worker (supervisor `token`, fast polls) with the fake `sky`. */
+export async function startProvisioningRig(layout: FleetLayout, name: string, token: string): Promise<ProvisioningRig> {
+  const db = await createTestDatabase();
+  const { fleetId } = await seedLayout(db.store, layout);
+  const ids: Record<string, string> = {};
+  for (const d of (await db.store.fleets.snapshot(fleetId))!.domains) ids[d.slug] = d.id;
+  const sky = createFakeSky();
+  const { connection, client } = await connectTestServer();
+  const taskQueue = uniqueTaskQueue(name);
+  const worker = await createHaruWorker({
+    connection,
+    namespace: 'default',
+    taskQueue,
+    store: db.store,
+    supervisorToken: token,
+    sky: sky.cli,
+    workflowBundle: workflowBundle(),
+    pollIntervalMs: 100,
+    trainingSettleMs: 300,
+  });
+  const running = worker.run();
+  return {
+    db,
+    fleetId,
+    ids,
+    sky,
+    connection,
+    client,
+    taskQueue,
+    worker,
+    async stop() {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await running;
+      await sky.cleanup();
+      await connection.close();
+      await db.drop();
     },
   };
 }
