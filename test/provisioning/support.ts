@@ -8,9 +8,8 @@ import { createTestDatabase, seedLayout, type TestDatabase } from '../../db/test
 import { createSpawnExec } from '../../drivers/exec';
 import { createSkyCli, type SkyCli } from '../../drivers/sky';
 import type { FleetLayout } from '../../schemas/layout';
-import { createHaruWorker } from '../../workers/worker';
-import { workflowBundle } from '../workflows/support/bundle';
 import { connectTestServer, uniqueTaskQueue } from '../workflows/support/temporal';
+import { startTestWorker } from '../workflows/support/worker';
 
 export const REPO_ROOT = path.resolve(__dirname, '../..');
 export const SIM_BIN = path.join(REPO_ROOT, 'sim/bin');
@@ -133,18 +132,10 @@ export async function startProvisioningRig(layout: FleetLayout, name: string, to
   const sky = createFakeSky();
   const { connection, client } = await connectTestServer();
   const taskQueue = uniqueTaskQueue(name);
-  const worker = await createHaruWorker({
-    connection,
-    namespace: 'default',
-    taskQueue,
-    store: db.store,
+  const { worker, stop } = await startTestWorker(connection, db.store, taskQueue, {
     supervisorToken: token,
     sky: sky.cli,
-    workflowBundle: workflowBundle(),
-    pollIntervalMs: 100,
-    trainingSettleMs: 300,
   });
-  const running = worker.run();
   return {
     db,
     fleetId,
@@ -155,8 +146,7 @@ export async function startProvisioningRig(layout: FleetLayout, name: string, to
     taskQueue,
     worker,
     async stop() {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
-      await running;
+      await stop();
       await sky.cleanup();
       await connection.close();
       await db.drop();

@@ -4,11 +4,19 @@ import type { Client, WorkflowHandle } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { type NativeConnection, Worker } from '@temporalio/worker';
 import type { Store } from '../../../db/store';
-import { createHaruWorker } from '../../../workers/worker';
+import { createHaruWorker, type HaruWorkerOptions } from '../../../workers/worker';
 import { workflowBundle } from './bundle';
 
-/** A Haru worker running in this process on `taskQueue`; `stop` drains it. */
-export async function startTestWorker(connection: NativeConnection, store: Store, taskQueue: string) {
+/**
+ * A Haru worker running in this process on `taskQueue` (fast polls and settle); `stop` drains it. `extra`
+ * adds options such as the supervisor token or a `sky` CLI.
+ */
+export async function startTestWorker(
+  connection: NativeConnection,
+  store: Store,
+  taskQueue: string,
+  extra: Partial<HaruWorkerOptions> = {},
+) {
   const worker = await createHaruWorker({
     connection,
     namespace: 'default',
@@ -17,6 +25,7 @@ export async function startTestWorker(connection: NativeConnection, store: Store
     workflowBundle: workflowBundle(),
     pollIntervalMs: 100,
     trainingSettleMs: 300,
+    ...extra,
   });
   const running = worker.run();
   return {
