@@ -1,7 +1,7 @@
 import { defaultFleetPolicy } from '../schemas/policy';
 import { detectActiveFailure } from '../workflows/logic/failover-detection';
 import type { FleetView } from '../workflows/logic/fleet-view';
-import { heardSince } from './fleet-monitor';
+import { degradedSince, heardSince, watchingSinceMs } from './fleet-monitor';
 
 const domain = (over: Partial<FleetView['domains'][number]>): FleetView['domains'][number] => ({
   id: '00000000-0000-4000-8000-000000000001',
@@ -46,5 +46,52 @@ describe('heardSince (staleness counts only the time the monitor has been watchi
   it('keeps heartbeats newer than the watch as they are', () => {
     const recent = domain({ lastSeenAt: '2026-01-01T01:00:00.300Z' });
     expect(heardSince(fleet(recent), watchStart).domains[0]).toBe(recent);
+  });
+});
+
+describe('degradedSince (the degraded grace counts only the time the monitor has been watching)', () => {
+  const policy = defaultFleetPolicy();
+  const watchStart = Date.parse('2026-01-01T01:00:00.000Z');
+  const degraded = domain({ state: 'degraded', lastSeenAt: '2026-01-01T01:00:00.200Z', consecutiveFailures: 0 });
+
+  it('does not fail over an active degraded since before a control-plane outage on the first look after it', () => {
+    const now = new Date(watchStart + 600);
+    const view = fleet(degraded);
+    expect(detectActiveFailure(view.domains[0]!, policy, now, true)?.reason).toBe('degraded_grace');
+    const watched = degradedSince(view, watchStart);
+    expect(watched.domains[0]!.stateChangedAt).toBe('2026-01-01T01:00:00.000Z');
+    expect(detectActiveFailure(watched.domains[0]!, policy, now, true)).toBeNull();
+  });
+
+  it('fails it over once it stays degraded for the grace while watched', () => {
+    const later = new Date(watchStart + policy.degradedGraceMs);
+    // Still answering polls all along (only its models are unwell).
+    const answering = { ...degraded, lastSeenAt: new Date(later.getTime() - 100).toISOString() };
+    const watched = degradedSince(fleet(answering), watchStart);
+    expect(detectActiveFailure(watched.domains[0]!, policy, later, true)?.reason).toBe('degraded_grace');
+  });
+
+  it('leaves domains that are not degraded, or degraded since the watch began, as they are', () => {
+    const ready = domain({});
+    const recent = domain({ state: 'degraded', stateChangedAt: '2026-01-01T01:00:00.300Z' });
+    expect(degradedSince(fleet(ready), watchStart).domains[0]).toBe(ready);
+    expect(degradedSince(fleet(recent), watchStart).domains[0]).toBe(recent);
+  });
+});
+
+describe('watchingSinceMs', () => {
+  const start = Date.parse('2026-01-01T01:00:00.000Z');
+
+  it("counts from the workflow's continuous watching on a first attempt", () => {
+    expect(watchingSinceMs({ watchingSince: '2026-01-01T00:59:00.000Z' }, 1, start)).toBe(start - 60_000);
+  });
+
+  it('counts from this attempt on a retry: its worker or the store was away', () => {
+    expect(watchingSinceMs({ watchingSince: '2026-01-01T00:59:00.000Z' }, 2, start)).toBe(start);
+  });
+
+  it('counts from this watch without a workflow time, and never from the future', () => {
+    expect(watchingSinceMs({}, 1, start)).toBe(start);
+    expect(watchingSinceMs({ watchingSince: '2026-01-01T02:00:00.000Z' }, 1, start)).toBe(start);
   });
 });

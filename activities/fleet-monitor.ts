@@ -23,6 +23,11 @@ export interface WatchFleetInput {
   alreadyTriedIds: string[];
   /** Standbys the workflow promoted recently and will not pick again yet. */
   coolingDownIds: string[];
+  /**
+   * When the workflow began watching without a gap (ISO): the degraded grace counts from no earlier.
+   * Absent (executions from before it existed): this watch's start.
+   */
+  watchingSince?: string;
 }
 
 /** One observation of a fleet after a round of polls: the input of every monitor decision. */
@@ -56,6 +61,31 @@ export function heardSince(fleet: FleetView, watchStartedAtMs: number): FleetVie
       return Date.parse(heard) >= watchStartedAtMs ? d : { ...d, lastSeenAt: since };
     }),
   };
+}
+
+/**
+ * The degraded grace counts only time the monitor has been looking, like staleness: a domain degraded
+ * since before `watchingSinceMs` is dated to it. Otherwise a degradation recorded before a control-plane
+ * outage would fail the active over on the first look after it, without the grace ever being watched.
+ */
+export function degradedSince(fleet: FleetView, watchingSinceMs: number): FleetView {
+  const since = new Date(watchingSinceMs).toISOString();
+  return {
+    ...fleet,
+    domains: fleet.domains.map((d) =>
+      d.state !== 'degraded' || Date.parse(d.stateChangedAt) >= watchingSinceMs ? d : { ...d, stateChangedAt: since },
+    ),
+  };
+}
+
+/**
+ * Since when the monitor has been looking without a gap: the workflow's `watchingSince` (its watches
+ * follow one another) on a first attempt; this attempt's start on a retry, since a retried watch means
+ * its worker or the store was away for a while.
+ */
+export function watchingSinceMs(input: Pick<WatchFleetInput, 'watchingSince'>, attempt: number, startedAtMs: number) {
+  const since = input.watchingSince ? Date.parse(input.watchingSince) : Number.NaN;
+  return attempt === 1 && Number.isFinite(since) ? Math.min(since, startedAtMs) : startedAtMs;
 }
 
 export function createFleetMonitorActivities(deps: ActivityDeps) {
@@ -151,17 +181,20 @@ export function createFleetMonitorActivities(deps: ActivityDeps) {
     async watchFleet(input: WatchFleetInput): Promise<FleetObservation> {
       const ctx = Context.current();
       const startedAt = deps.now().getTime();
+      const lookingSince = watchingSinceMs(input, ctx.info.attempt, startedAt);
+      const watched = (snapshot: FleetSnapshot) =>
+        degradedSince(heardSince(toFleetView(snapshot), startedAt), lookingSince);
       for (let polls = 1; ; polls += 1) {
         const roundStart = deps.now().getTime();
         const snapshot = await pollOnce(input.fleetId);
-        let fleet = heardSince(toFleetView(snapshot), startedAt);
+        let fleet = watched(snapshot);
         let now = deps.now();
         let isDue = isDecisionDue(fleet, snapshot.policy, now, input);
         const isCheckpoint = now.getTime() - startedAt >= input.checkpointMs;
         if (isDue || input.isImmediate || isCheckpoint) {
           // The workflow decides on the fleet as stored now, others' writes during this round included.
           const latest = await readSnapshot(input.fleetId);
-          fleet = heardSince(toFleetView(latest), startedAt);
+          fleet = watched(latest);
           now = deps.now();
           isDue = isDecisionDue(fleet, latest.policy, now, input);
           if (isDue || input.isImmediate || isCheckpoint) {
