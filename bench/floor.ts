@@ -1,0 +1,92 @@
+/**
+ * `npm run bench:floor`: the floor Temporal itself puts under a promotion on this machine. A workflow that
+ * runs N no-op activities one after another (N = 6: beginOperation and the five steps up to the commit),
+ * on a Temporal dev server like the other benchmarks' and a worker in this process with the SDK's
+ * defaults; wall time from the start request to the result, and the time per workflow task and per
+ * activity from the history. Nothing of Haru runs: the gap between this and bench:failover's overhead is
+ * Haru's.
+ */
+import { parseArgs } from 'node:util';
+import { Client, Connection } from '@temporalio/client';
+import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker';
+import { historyBreakdown } from './support/history';
+import { printTable, writeResult } from './support/report';
+import { startBenchTemporal } from './support/stack';
+import { fmt, median } from './support/stats';
+
+const { values: args } = parseArgs({
+  options: {
+    runs: { type: 'string', default: '20' },
+    steps: { type: 'string', default: '6' },
+    'temporal-address': { type: 'string' },
+  },
+});
+const RUNS = Number(args.runs);
+const STEPS = Number(args.steps);
+if (!Number.isInteger(RUNS) || RUNS < 1 || !Number.isInteger(STEPS) || STEPS < 1) {
+  throw new Error('--runs and --steps must be positive integers');
+}
+
+const quiet = { trace() {}, debug() {}, info() {}, log() {}, warn() {}, error: (m: string) => console.error(m) };
+
+async function main(): Promise<void> {
+  const temporal = await startBenchTemporal(args['temporal-address']);
+  const connection = await NativeConnection.connect({ address: temporal.address });
+  const client = new Client({ connection: await Connection.connect({ address: temporal.address }) });
+  const taskQueue = `floor-${process.pid}`;
+  const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('./floor/workflows'), logger: quiet });
+  const worker = await Worker.create({
+    connection,
+    taskQueue,
+    workflowBundle: { code },
+    activities: { noop: async () => 1 },
+  });
+  const running = worker.run();
+  const runs: { wallMs: number; workflowTasks: number; workflowTasksMs: number }[] = [];
+  try {
+    for (let run = 0; run <= RUNS; run += 1) {
+      const startedAt = Date.now();
+      const handle = await client.workflow.start('sequentialNoops', {
+        taskQueue,
+        workflowId: `floor-${process.pid}-${run}`,
+        args: [STEPS],
+      });
+      await handle.result();
+      const wallMs = Date.now() - startedAt;
+      const b = historyBreakdown(await handle.fetchHistory(), startedAt, startedAt + wallMs);
+      // Run 0 warms the worker (first workflow task, JIT) and is not counted.
+      if (run > 0) {
+        runs.push({ wallMs, workflowTasks: b.workflowTasks, workflowTasksMs: b.workflowTasksMs });
+      }
+    }
+  } finally {
+    worker.shutdown();
+    await running;
+    await connection.close();
+    await temporal.stop();
+  }
+  const col = (f: (r: (typeof runs)[number]) => number) => {
+    const values = runs.map(f);
+    return [fmt(median(values), 1), fmt(Math.min(...values), 1), fmt(Math.max(...values), 1)];
+  };
+  printTable(
+    `floor: ${RUNS} runs of a workflow with ${STEPS} sequential no-op activities (ms)`,
+    ['figure', 'median', 'min', 'max'],
+    [
+      ['start request -> result', ...col((r) => r.wallMs)],
+      ['workflow tasks (count)', ...col((r) => r.workflowTasks)],
+      ['workflow tasks (sum)', ...col((r) => r.workflowTasksMs)],
+      ['per workflow task', ...col((r) => r.workflowTasksMs / Math.max(1, r.workflowTasks))],
+    ],
+  );
+  const file = writeResult('floor', { options: { runs: RUNS, steps: STEPS }, runs });
+  process.stdout.write(`\nwritten: ${file}\n`);
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(`bench:floor failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  },
+);
