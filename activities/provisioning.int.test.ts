@@ -425,6 +425,20 @@ describe('teardown activities', () => {
     });
   });
 
+  it('tears down for a replacement only a domain still failed, and refuses one that answered again', async () => {
+    const f = await fleet({ west: 'ready', serve: 'failed' });
+    const { acts } = setup();
+    const recovered = await failureOf(run(acts.beginTeardown, { domainId: f.ids.west!, onlyIfFailed: true }));
+    expect(recovered).toMatchObject({ type: FailureType.StateConflict, nonRetryable: true });
+    expect(recovered.message).toMatch(/west is ready, no longer failed/);
+    expect(await stateOf(f.ids.west!)).toBe('ready');
+    expect(await run(acts.beginTeardown, { domainId: f.ids.serve!, onlyIfFailed: true })).toMatchObject({
+      state: 'stopping',
+      wasServing: false,
+    });
+    expect(await stateOf(f.ids.serve!)).toBe('stopping');
+  });
+
   it('downs, stops or serve-downs by provider and mode, and retries a failing sky command', async () => {
     const f = await fleet();
     const { acts, sky } = setup();

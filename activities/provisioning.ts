@@ -364,7 +364,7 @@ export function createProvisioningActivities(deps: ActivityDeps) {
      * Refuses (non-retryable InvalidTarget) the fleet's active domain, a static domain, and a domain an
      * in-flight operation targets.
      */
-    async beginTeardown(input: { domainId: string }): Promise<BeginTeardownResult> {
+    async beginTeardown(input: { domainId: string; onlyIfFailed?: boolean }): Promise<BeginTeardownResult> {
       const { domain, fleet } = await loadProvisionable(input.domainId);
       const target = targetOf(domain, fleet);
       if (target.isActive) {
@@ -375,8 +375,16 @@ export function createProvisioningActivities(deps: ActivityDeps) {
         throw invalidTarget(`domain ${domain.slug} is part of in-flight ${op.kind} operation ${op.id}`);
       }
       if (domain.state === 'stopped') return { ...target, state: 'stopped', wasServing: false };
+      if (input.onlyIfFailed && domain.state !== 'failed' && domain.state !== 'stopping') {
+        throw ApplicationFailure.nonRetryable(
+          `domain ${domain.slug} is ${domain.state}, no longer failed: not torn down`,
+          FailureType.StateConflict,
+        );
+      }
       const wasServing = domain.state === 'ready' || domain.state === 'degraded';
-      const moved = await moveTo(domain, 'stopping', ['provisioning', 'ready', 'degraded', 'failed']);
+      // A replacement moves only a domain still failed, in the UPDATE itself (it may answer again meanwhile).
+      const from: DomainState[] = input.onlyIfFailed ? ['failed'] : ['provisioning', 'ready', 'degraded', 'failed'];
+      const moved = await moveTo(domain, 'stopping', from);
       if (moved !== domain) {
         await event(domain, 'domain.teardown', `domain ${domain.slug}: ${domain.state} -> stopping`, {
           from: domain.state,

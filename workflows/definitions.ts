@@ -106,6 +106,11 @@ export interface TeardownDomainInput {
   domainId: string;
   /** `down` terminates the machines (default); `stop` keeps their disks (`sky stop`, skypilot only). */
   mode?: 'down' | 'stop';
+  /**
+   * Tear down only a domain that is still `failed` (a replacement by the monitor: the standby may have
+   * answered again since the decision); otherwise refused with `StateConflict` before anything is touched.
+   */
+  onlyIfFailed?: boolean;
 }
 
 export interface TeardownDomainResult {

@@ -297,7 +297,7 @@ async function startReplacementStep(fleetId: string, action: ReplacementAction, 
         ? await startChild(teardownDomainWorkflow, {
             ...common,
             workflowId: teardownWorkflowId(action.domainId),
-            args: [{ domainId: action.domainId, mode: 'down' }],
+            args: [{ domainId: action.domainId, mode: 'down', onlyIfFailed: true }],
           })
         : await startChild(provisionDomainWorkflow, {
             ...common,

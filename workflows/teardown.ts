@@ -22,7 +22,7 @@ export async function teardownDomainWorkflow(input: TeardownDomainInput): Promis
   const { domainId } = input;
   const mode = input.mode ?? 'down';
   const control = controlActivities();
-  const target = await control.beginTeardown({ domainId }).catch((err: unknown) => {
+  const target = await control.beginTeardown({ domainId, onlyIfFailed: input.onlyIfFailed }).catch((err: unknown) => {
     const info = describeFailure(err);
     throw ApplicationFailure.nonRetryable(`teardown refused: ${info.message}`, info.code, { step: 'begin', ...info });
   });

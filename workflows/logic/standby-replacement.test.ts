@@ -110,6 +110,11 @@ describe('planStandbyReplacements: a replacement in flight', () => {
     expect(done).toEqual({ state: emptyReplacementState(), actions: [] });
   });
 
+  it('drops a replacement whose standby answered again before its teardown began (the teardown refuses it)', () => {
+    const recovered = plan(withStandby({ state: 'ready', stateChangedAt: ago(1_000) }), started('teardown'));
+    expect(recovered).toEqual({ state: emptyReplacementState(), actions: [] });
+  });
+
   it('finishes a replacement under way even after the option was turned off', () => {
     const next = plan(withStandby({ state: 'stopped', stateChangedAt: ago(1_000) }), started('teardown'), {
       enabled: false,

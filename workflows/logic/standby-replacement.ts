@@ -85,6 +85,8 @@ export function planStandbyReplacements(
       continue;
     }
     if (r.phase === 'provision' && (d.state === 'ready' || d.state === 'degraded')) continue;
+    // Answered again before its teardown began (the teardown refuses a domain no longer failed): nothing to replace.
+    if (r.phase === 'teardown' && (d.state === 'ready' || d.state === 'degraded')) continue;
     if (r.phase === 'teardown' && d.state === 'stopped') {
       inFlight[d.id] = { domainId: d.id, phase: 'provision', startedAt: at };
       actions.push({ kind: 'provision', domainId: d.id, slug: d.slug });
