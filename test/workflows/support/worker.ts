@@ -38,6 +38,9 @@ export async function startTestWorker(
 }
 
 export const HISTORIES_DIR = path.join(__dirname, '..', 'histories');
+const REPO_ROOT = path.resolve(__dirname, '..', '..', '..');
+/** The repository path recorded fixtures show in stack traces. */
+const RECORDED_REPO_ROOT = '/srv/haru';
 
 /**
  * Replays a finished workflow's real history with the current workflow code (a changed command sequence
@@ -47,6 +50,8 @@ export async function replayAndRecord(client: Client, handle: WorkflowHandle, na
   const history = await client.workflow.getHandle(handle.workflowId).fetchHistory();
   await Worker.runReplayHistory({ workflowBundle: workflowBundle() }, history, handle.workflowId);
   if (process.env.HARU_RECORD_HISTORIES === '1') {
-    writeFileSync(path.join(HISTORIES_DIR, `${name}.json`), `${historyToJSON(history)}\n`);
+    // Stack traces name this checkout's path: record a neutral one, so the fixture reads the same anywhere.
+    const json = historyToJSON(history).split(REPO_ROOT).join(RECORDED_REPO_ROOT);
+    writeFileSync(path.join(HISTORIES_DIR, `${name}.json`), `${json}\n`);
   }
 }
