@@ -6,6 +6,8 @@
  * activity from the history. Nothing of Haru runs: the gap between this and bench:failover's overhead is
  * Haru's.
  */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker';
@@ -28,6 +30,33 @@ if (!Number.isInteger(RUNS) || RUNS < 1 || !Number.isInteger(STEPS) || STEPS < 1
 }
 
 const quiet = { trace() {}, debug() {}, info() {}, log() {}, warn() {}, error: (m: string) => console.error(m) };
+
+const REPLAYS = 30;
+
+/**
+ * The CPU Haru's own workflow code takes per workflow task: the recorded promotion history replayed
+ * REPLAYS times in one batch (after one warm-up batch), divided by its workflow tasks. An upper bound: it
+ * includes the replay worker's own work.
+ */
+async function replayPromotionMs(): Promise<{ workflowTasks: number; perWorkflowTaskMs: number }> {
+  const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger: quiet });
+  const file = path.resolve(__dirname, '..', 'test/workflows/histories/promotion.json');
+  const history = JSON.parse(readFileSync(file, 'utf8')) as {
+    events: { workflowTaskCompletedEventAttributes?: unknown }[];
+  };
+  const workflowTasks = history.events.filter((e) => e.workflowTaskCompletedEventAttributes).length;
+  const batch = async () => {
+    const histories = Array.from({ length: REPLAYS }, (_, i) => ({ workflowId: `replay-${i}`, history }));
+    for await (const r of Worker.runReplayHistories({ workflowBundle: { code } }, histories)) {
+      if (r.error) throw r.error;
+    }
+  };
+  await batch();
+  const startedAt = process.hrtime.bigint();
+  await batch();
+  const ms = Number(process.hrtime.bigint() - startedAt) / 1e6;
+  return { workflowTasks, perWorkflowTaskMs: ms / (REPLAYS * workflowTasks) };
+}
 
 async function main(): Promise<void> {
   const temporal = await startBenchTemporal(args['temporal-address']);
@@ -65,6 +94,7 @@ async function main(): Promise<void> {
     await connection.close();
     await temporal.stop();
   }
+  const replay = await replayPromotionMs();
   const col = (f: (r: (typeof runs)[number]) => number) => {
     const values = runs.map(f);
     return [fmt(median(values), 1), fmt(Math.min(...values), 1), fmt(Math.max(...values), 1)];
@@ -77,9 +107,15 @@ async function main(): Promise<void> {
       ['workflow tasks (count)', ...col((r) => r.workflowTasks)],
       ['workflow tasks (sum)', ...col((r) => r.workflowTasksMs)],
       ['per workflow task', ...col((r) => r.workflowTasksMs / Math.max(1, r.workflowTasks))],
+      [
+        `Haru's promotion code per workflow task (replay, ${replay.workflowTasks} tasks x ${REPLAYS})`,
+        fmt(replay.perWorkflowTaskMs, 1),
+        '',
+        '',
+      ],
     ],
   );
-  const file = writeResult('floor', { options: { runs: RUNS, steps: STEPS }, runs });
+  const file = writeResult('floor', { options: { runs: RUNS, steps: STEPS }, runs, replay });
   process.stdout.write(`\nwritten: ${file}\n`);
 }
 
