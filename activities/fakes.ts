@@ -140,6 +140,8 @@ export function fakeStore(opts: { policy?: Partial<FleetPolicy>; domains?: Domai
           Object.assign(d, { consecutiveFailures: d.consecutiveFailures + 1, lastError: poll.error ?? 'poll failed' });
         return structuredClone(strip(d));
       },
+      recordPolls: async (polls: { domainId: string; ok: boolean; at: Date; error?: string }[]) =>
+        Promise.all(polls.map(({ domainId, ...poll }) => store.domains.recordPoll(domainId, poll))),
     },
     slots: {
       get: notHere,

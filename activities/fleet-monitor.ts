@@ -4,6 +4,7 @@ import type { Domain, DomainSnapshot, FleetSnapshot } from '../schemas/entities'
 import type { DomainState } from '../schemas/enums';
 import { FailureType } from '../schemas/failures';
 import type { FleetPolicy } from '../schemas/policy';
+import type { SupervisorStatus } from '../schemas/supervisor';
 import { assessDomain } from '../workflows/logic/domain-health';
 import { toFleetView, type FleetView } from '../workflows/logic/fleet-view';
 import { isDecisionDue } from '../workflows/logic/monitor-decision';
@@ -88,27 +89,40 @@ export function watchingSinceMs(input: Pick<WatchFleetInput, 'watchingSince'>, a
   return attempt === 1 && Number.isFinite(since) ? Math.min(since, startedAtMs) : startedAtMs;
 }
 
+/** One supervisor poll of a round: the status it answered, or why it did not. */
+type Probe = { domain: DomainSnapshot; at: Date } & ({ status: SupervisorStatus } | { error: string });
+
 export function createFleetMonitorActivities(deps: ActivityDeps) {
   const { store, supervisor } = deps;
 
-  /** Polls one domain and records what it saw; returns the domain's row as this poll left it. */
-  async function pollDomain(snapshot: FleetSnapshot, domain: DomainSnapshot, policy: FleetPolicy): Promise<Domain> {
-    const isActive = domain.id === snapshot.activeDomainId;
-    const op = snapshot.inFlightOperation;
-    const isInOperation = op !== null && (op.targetDomainId === domain.id || op.fromDomainId === domain.id);
+  /** Asks one domain's supervisor for its status; the outcome, not yet recorded. */
+  async function probe(snapshot: FleetSnapshot, domain: DomainSnapshot, policy: FleetPolicy): Promise<Probe> {
     const timeoutMs = Math.min(Math.max(policy.heartbeatIntervalMs * 2, 1_000), policy.heartbeatStaleMs);
     const at = deps.now();
-    let status;
     try {
-      status = await supervisor.status(domain.supervisorUrl, {
+      const status = await supervisor.status(domain.supervisorUrl, {
         signal: Context.current().cancellationSignal,
         timeoutMs,
       });
+      deps.metrics?.domainPolled({ fleet: snapshot.slug, domain: domain.slug, outcome: 'ok' });
+      return { domain, at, status };
     } catch (err) {
       if (Context.current().cancellationSignal.aborted) throw err;
-      const message = err instanceof Error ? err.message : String(err);
       deps.metrics?.domainPolled({ fleet: snapshot.slug, domain: domain.slug, outcome: 'error' });
-      const updated = await store.domains.recordPoll(domain.id, { ok: false, at, error: message });
+      return { domain, at, error: err instanceof Error ? err.message : String(err) };
+    }
+  }
+
+  /**
+   * Acts on one recorded poll (`updated`: the domain's row as the round's heartbeat write left it): moves
+   * the domain's state when the poll says so and records its slots; returns the row as this poll left it.
+   */
+  async function settle(snapshot: FleetSnapshot, polled: Probe, updated: Domain, policy: FleetPolicy): Promise<Domain> {
+    const { domain } = polled;
+    const isActive = domain.id === snapshot.activeDomainId;
+    const op = snapshot.inFlightOperation;
+    const isInOperation = op !== null && (op.targetDomainId === domain.id || op.fromDomainId === domain.id);
+    if (!('status' in polled)) {
       // The active's failure is the workflow's decision; a standby's is bookkeeping done here.
       if (isActive || updated.state === 'failed') return updated;
       const view = toFleetView({ ...snapshot, domains: [{ ...updated, slots: domain.slots, isActive }] }).domains[0]!;
@@ -116,9 +130,7 @@ export function createFleetMonitorActivities(deps: ActivityDeps) {
       if (assessment.status !== 'failed') return updated;
       return (await transition(snapshot, domain, 'failed', assessment.reasons.join(', '))) ?? updated;
     }
-    deps.metrics?.domainPolled({ fleet: snapshot.slug, domain: domain.slug, outcome: 'ok' });
-    const updated = await store.domains.recordPoll(domain.id, { ok: true, at });
-    const observed = observeDomain(domain, isActive, status);
+    const observed = observeDomain(domain, isActive, polled.status);
     const to = nextDomainState(domain.state, isActive, observed.state, domain.provider);
     const moved = to ? await transition(snapshot, domain, to, observed.problems.join('; ') || null) : null;
     if (isInOperation) return moved ?? updated; // the operation's activities own these slots until it ends
@@ -161,11 +173,20 @@ export function createFleetMonitorActivities(deps: ActivityDeps) {
    */
   async function pollOnce(fleetId: string): Promise<FleetSnapshot> {
     const before = await readSnapshot(fleetId);
+    const probes = await Promise.all(
+      before.domains.filter((d) => d.state !== 'stopped').map((d) => probe(before, d, before.policy)),
+    );
+    // The round's heartbeats in one statement; the rare state changes that follow stay per domain.
+    const recorded = await store.domains.recordPolls(
+      probes.map((p) =>
+        'status' in p
+          ? { domainId: p.domain.id, ok: true, at: p.at }
+          : { domainId: p.domain.id, ok: false, at: p.at, error: p.error },
+      ),
+    );
     const polled = new Map<string, Domain>();
     await Promise.all(
-      before.domains
-        .filter((d) => d.state !== 'stopped')
-        .map(async (d) => polled.set(d.id, await pollDomain(before, d, before.policy))),
+      probes.map(async (p, i) => polled.set(p.domain.id, await settle(before, p, recorded[i]!, before.policy))),
     );
     return {
       ...before,

@@ -125,6 +125,55 @@ describe.each(backends)('store on %s', (_backend, open) => {
     ).rejects.toThrow(/does not exist/);
   });
 
+  it('records a round of polls in one statement, each row as recordPoll would write it', async () => {
+    const fleet = await seedFleet();
+    const failedAt = tick();
+    await t.store.domains.recordPoll(fleet.west, { ok: true, at: failedAt });
+    await t.store.domains.recordPoll(fleet.east, { ok: false, at: failedAt, error: 'ECONNREFUSED' });
+    const seenAt = tick();
+    const round = await t.store.domains.recordPolls([
+      { domainId: fleet.west, ok: false, at: seenAt, error: 'timeout' },
+      { domainId: fleet.east, ok: true, at: seenAt },
+    ]);
+    // In the order asked, whatever order the UPDATE returned them in.
+    expect(round.map((d) => d.id)).toEqual([fleet.west, fleet.east]);
+    // A failure keeps the last heartbeat and counts up; a success resets the count and clears the error.
+    expect(round[0]).toMatchObject({
+      consecutiveFailures: 1,
+      lastError: 'timeout',
+      lastSeenAt: failedAt.toISOString(),
+      state: 'provisioning',
+    });
+    expect(round[1]).toMatchObject({ consecutiveFailures: 0, lastError: null, lastSeenAt: seenAt.toISOString() });
+    expect(await t.store.domains.get(fleet.west)).toEqual(round[0]);
+    expect(await t.store.domains.get(fleet.east)).toEqual(round[1]);
+    const again = await t.store.domains.recordPolls([{ domainId: fleet.west, ok: false, at: tick() }]);
+    expect(again[0]).toMatchObject({ consecutiveFailures: 2, lastError: 'poll failed' });
+    // Any state: the poll write never guards on it (the monitor moves states with `transition`).
+    await t.store.domains.transition(fleet.east, 'failed', { lastError: 'host down' });
+    const [failed] = await t.store.domains.recordPolls([{ domainId: fleet.east, ok: true, at: tick() }]);
+    expect(failed).toMatchObject({ state: 'failed', consecutiveFailures: 0, lastError: null });
+    expect(await t.store.domains.recordPolls([])).toEqual([]);
+    await expect(
+      t.store.domains.recordPolls([
+        { domainId: fleet.east, ok: true, at: tick() },
+        { domainId: fleet.east, ok: false, at: tick() },
+      ]),
+    ).rejects.toThrow(/twice/);
+    const unknownAt = tick();
+    await expect(
+      t.store.domains.recordPolls([
+        { domainId: fleet.west, ok: true, at: unknownAt },
+        { domainId: '00000000-0000-4000-8000-000000000000', ok: true, at: unknownAt },
+      ]),
+    ).rejects.toThrow(/00000000-0000-4000-8000-000000000000 does not exist/);
+    // The known domain's poll is recorded anyway, as a separate recordPoll would have been.
+    expect((await t.store.domains.get(fleet.west))!).toMatchObject({
+      consecutiveFailures: 0,
+      lastSeenAt: unknownAt.toISOString(),
+    });
+  });
+
   it('moves slots by the transition table of their kind', async () => {
     const fleet = await seedFleet();
     const [inference, training] = await t.store.slots.listByDomain(fleet.west);

@@ -1,10 +1,10 @@
-import { and, eq, inArray, sql } from 'drizzle-orm';
+import { and, eq, getTableColumns, inArray, sql } from 'drizzle-orm';
 import type { Domain } from '../../schemas/entities';
 import type { DomainState } from '../../schemas/enums';
 import { DOMAIN_TRANSITIONS, InvalidTransitionError, predecessorsOf } from '../../schemas/transitions';
 import { domains } from '../schema';
 import { toDomain } from './mappers';
-import { isUuid, type RepoDeps } from './support';
+import { isUuid, type RepoDeps, timestampParam } from './support';
 
 /** A supervisor poll's outcome, as the fleet monitor records it. */
 export interface PollResult {
@@ -102,6 +102,46 @@ export function createDomainRepo({ db, now }: RepoDeps) {
         : [];
       if (!row) throw new Error(`domain ${domainId} does not exist`);
       return toDomain(row);
+    },
+
+    /**
+     * Records a round of supervisor polls, at most one per domain, in one UPDATE: each domain's row is
+     * written exactly as `recordPoll` writes it (same columns, no state guard). Returns the updated rows
+     * in the order of `polls`. Throws before any SQL when a domain appears twice; throws when a domain does
+     * not exist (the others' polls are recorded, as separate `recordPoll` calls would have).
+     */
+    async recordPolls(polls: readonly (PollResult & { domainId: string })[]): Promise<Domain[]> {
+      const ids = polls.map((p) => p.domainId);
+      if (new Set(ids).size !== ids.length) throw new Error(`a domain polled twice in one round: ${ids.join(', ')}`);
+      const valid = polls.filter((p) => isUuid(p.domainId));
+      const rows =
+        valid.length === 0
+          ? []
+          : await db
+              .update(domains)
+              .set({
+                lastSeenAt: sql`case when v.ok then v.at else ${domains.lastSeenAt} end`,
+                consecutiveFailures: sql`case when v.ok then 0 else ${domains.consecutiveFailures} + 1 end`,
+                lastError: sql`case when v.ok then null else v.error end`,
+                updatedAt: now(),
+              })
+              .from(
+                sql`(values ${sql.join(
+                  valid.map(
+                    (p) =>
+                      sql`(${p.domainId}::uuid, ${p.ok}::boolean, ${timestampParam(p.at)}, ${p.ok ? null : (p.error ?? 'poll failed')}::text)`,
+                  ),
+                  sql`, `,
+                )}) as v(id, ok, at, error)`,
+              )
+              .where(eq(domains.id, sql`v.id`))
+              .returning(getTableColumns(domains));
+      const byId = new Map(rows.map((r) => [r.id, r]));
+      return ids.map((id) => {
+        const row = byId.get(id);
+        if (!row) throw new Error(`domain ${id} does not exist`);
+        return toDomain(row);
+      });
     },
   };
 }
