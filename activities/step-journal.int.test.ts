@@ -38,9 +38,9 @@ async function runningPromotion() {
 }
 
 /** A step activity that notes each run and what the operation's current step was when it ran. */
-function wakeStep(ran: (string | null)[]) {
+function wakeStep(ran: (string | null)[], record: typeof recordStep = recordStep) {
   return withJournal(
-    recordStep,
+    record,
     (r: { attempt: number; models: string[] }) => `models awake: ${r.models.join(', ')}`,
     async (input: { operationId: string }) => {
       ran.push((await tdb.store.operations.get(input.operationId))?.step ?? null);
@@ -98,4 +98,18 @@ it('records nothing without a journal (a step run outside an operation plan)', a
   await runIn(quietEnvironment({ attempt: 1 }), wakeStep(ran), { operationId: operation.id });
   expect(ran).toEqual([null]);
   expect(await stepEvents(fleetId)).toEqual([]);
+});
+
+it('returns the result of a step whose effect is done even when its succeeded event cannot be written', async () => {
+  const { fleetId, operation, journal } = await runningPromotion();
+  const failingSucceeded: typeof recordStep = async (input) => {
+    if (input.status === 'succeeded') throw new Error('connection terminated');
+    return recordStep(input);
+  };
+  const ran: (string | null)[] = [];
+  const step = wakeStep(ran, failingSucceeded);
+  const result = await runIn(quietEnvironment({ attempt: 1 }), step, { operationId: operation.id, journal });
+  expect(result).toEqual({ attempt: 1, models: ['llama'] });
+  expect(ran).toEqual(['wakeModels']);
+  expect((await stepEvents(fleetId)).map((e) => e.data.status)).toEqual(['started']);
 });

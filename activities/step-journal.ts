@@ -1,4 +1,4 @@
-import { Context } from '@temporalio/activity';
+import { Context, log } from '@temporalio/activity';
 import type { RecordStepInput } from './fleet-store';
 import { stepStartedMessage } from '../workflows/logic/step-messages';
 
@@ -21,7 +21,8 @@ export type Journaled<I> = I & { journal?: StepJournal };
  * (with `describe(result)`) after it, in the same activity: one Temporal round trip per step instead of
  * three (docs/performance.md). `started` is recorded on every attempt (with the attempt number after the
  * first), and throws OperationClosed before any effect when the operation is no longer in flight. A
- * failure is not recorded here: only the workflow knows when the step budget is spent.
+ * `succeeded` that cannot be written is logged, never thrown: the effect happened. A failure is not
+ * recorded here: only the workflow knows when the step budget is spent.
  */
 export function withJournal<I extends object, R>(
   recordStep: (input: RecordStepInput) => Promise<void>,
@@ -40,12 +41,19 @@ export function withJournal<I extends object, R>(
     });
     const result = await run(input);
     const reported = (result as { attempt?: unknown }).attempt;
+    // The effect is done (for commitRouting: routing moved): a lost `succeeded` event must not fail the
+    // step, or the workflow would compensate an effect that happened. The workflow's progress still says it.
     await recordStep({
       ...journal,
       status: 'succeeded',
       message: describe(result),
       data: typeof reported === 'number' ? { attempt: reported } : {},
-    });
+    }).catch((err: unknown) =>
+      log.warn('step succeeded but its event was not recorded', {
+        ...journal,
+        error: err instanceof Error ? err.message : String(err),
+      }),
+    );
     return result;
   };
 }
