@@ -167,6 +167,25 @@ describe('recordStep', () => {
   });
 });
 
+describe('readRoutingOutcome', () => {
+  it('says whether the operation moved routing, and at which revision', async () => {
+    const { fleetId, east, west, operation } = await fleetWithPromotion();
+    await tdb.store.operations.start(operation.id);
+    const read = () => run(acts.readRoutingOutcome, { fleetId, operationId: operation.id });
+    expect(await read()).toEqual({ isRoutingCommitted: false, routeRevision: null });
+    const commit = { fleetId, operationId: operation.id, expectedActiveDomainId: east.id, targetDomainId: west.id };
+    const { routeRevision } = await run(acts.commitRouting, commit);
+    expect(await read()).toEqual({ isRoutingCommitted: true, routeRevision });
+  });
+
+  it('answers OperationClosed for an operation of another fleet or none', async () => {
+    const { operation } = await fleetWithPromotion();
+    const other = await fleetWithPromotion();
+    const f = await failureOf(run(acts.readRoutingOutcome, { fleetId: other.fleetId, operationId: operation.id }));
+    expect(f).toMatchObject({ type: FailureType.OperationClosed, nonRetryable: true });
+  });
+});
+
 describe('commitRouting', () => {
   it('moves the pointer once; a repeat is a no-op returning the same revision', async () => {
     const { fleetId, east, west, operation } = await fleetWithPromotion();

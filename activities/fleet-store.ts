@@ -224,6 +224,25 @@ export function createFleetStoreActivities(deps: ActivityDeps) {
     },
 
     /**
+     * Whether the operation's routing commit happened, read from its row: what a promotion checks when its
+     * commit step failed (a commit whose answer was lost still moved the pointer). OperationClosed when the
+     * operation does not exist.
+     */
+    async readRoutingOutcome(input: {
+      fleetId: string;
+      operationId: string;
+    }): Promise<{ isRoutingCommitted: boolean; routeRevision: number | null }> {
+      const op = await store.operations.get(input.operationId);
+      if (!op || op.fleetId !== input.fleetId) {
+        throw ApplicationFailure.nonRetryable(
+          `operation ${input.operationId} does not exist in fleet ${input.fleetId}`,
+          FailureType.OperationClosed,
+        );
+      }
+      return { isRoutingCommitted: op.routingCommitted, routeRevision: op.routeRevision };
+    },
+
+    /**
      * Ends an operation as succeeded, failed or cancelled and appends `operation.finished`. Idempotent:
      * an operation already finished is left as it is and its state returned.
      */

@@ -139,6 +139,14 @@ export function createOperationRuntime(opts: OperationRuntimeOptions) {
       progress = withPhase(progress, phase);
     },
     /**
+     * A step that failed turned out to have had its effect (its answer was lost): marks it succeeded in
+     * progress and records `message`.
+     */
+    async recovered(step: string, message: string): Promise<void> {
+      progress = stepSucceeded(progress, step, now());
+      await record(step, 'succeeded', message);
+    },
+    /**
      * Runs one step: records it started, runs `fn` (abortable), records success with the attempt the
      * result reports, or records the failure and throws StepFailure. Throws StepFailure at once, without
      * running `fn`, when an abort is already pending. For work that is not one step activity (a

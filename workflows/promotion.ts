@@ -5,6 +5,7 @@ import {
   ChildWorkflowCancellationType,
   log,
   ParentClosePolicy,
+  patched,
   startChild,
 } from '@temporalio/workflow';
 import type { BeginOperationResult } from '../activities/fleet-store';
@@ -70,7 +71,9 @@ export async function promotionWorkflow(input: PromotionInput): Promise<Promotio
     );
   } catch (err) {
     if (!(err instanceof StepFailure)) throw err;
-    return await abandon(input, op, steps, err);
+    const committed = err.step === 'commitRouting' ? await committedAnyway(input, op, err) : null;
+    if (!committed) return await abandon(input, op, steps, err);
+    commit = committed;
   }
   log.info('routing committed', {
     fleetId,
@@ -107,6 +110,37 @@ async function beginOrFail(input: PromotionInput, op: OperationRuntime): Promise
     op.setPhase('failed');
     throw ApplicationFailure.nonRetryable(`promotion refused: ${info.message}`, info.code, error);
   }
+}
+
+/**
+ * Patch id: a failed commit step re-reads the operation before compensating. A commit whose answer was
+ * lost (the worker died after the statement, or the step budget ran out on a slow store) has moved the
+ * pointer: the promotion then goes on to the demotion instead of failing with routing moved.
+ */
+export const COMMIT_REREAD_PATCH = 'commit-outcome-reread';
+
+/** The commit that happened although its step failed, or null when routing did not move. */
+async function committedAnyway(
+  input: PromotionInput,
+  op: OperationRuntime,
+  failure: StepFailure,
+): Promise<{ routeRevision: number } | null> {
+  if (!patched(COMMIT_REREAD_PATCH)) return null;
+  const outcome = await CancellationScope.nonCancellable(() =>
+    controlActivities().readRoutingOutcome({ fleetId: input.fleetId, operationId: input.operationId }),
+  );
+  if (!outcome.isRoutingCommitted || outcome.routeRevision === null) return null;
+  log.warn('commit step failed but routing had moved: going on', {
+    fleetId: input.fleetId,
+    operationId: input.operationId,
+    revision: outcome.routeRevision,
+    error: failure.message,
+  });
+  await op.recovered(
+    'commitRouting',
+    `routing committed at revision ${outcome.routeRevision} (the step's own answer was lost: ${failure.info.message})`,
+  );
+  return { routeRevision: outcome.routeRevision };
 }
 
 /** Steps 1-4: make the target able to serve, proving each effect before the next. */

@@ -250,6 +250,7 @@ describe('promotionWorkflow runbook', () => {
     );
     expect(failure.message).toBe('promotion failed at commitRouting: routing pointer moved');
     expect(calls.slice(calls.indexOf('commitRouting') + 1).filter((c) => !c.startsWith('step:'))).toEqual([
+      'readRoutingOutcome',
       'sleepModels',
       'startTraining',
       'finishOperation',
@@ -258,6 +259,43 @@ describe('promotionWorkflow runbook', () => {
       outcome: 'failed',
       error: { step: 'commitRouting', code: FailureType.RouteConflict },
     });
+  });
+
+  it('a commit step that failed after routing moved (its answer lost) goes on to the demotion instead of compensating', async () => {
+    const { activities, calls, finished } = stubActivities({
+      commitRouting: async () => {
+        throw ApplicationFailure.nonRetryable('commit answer lost', 'Timeout');
+      },
+      readRoutingOutcome: async () => ({ isRoutingCommitted: true, routeRevision: 7 }),
+    });
+    const args = input();
+    const { result, progress } = await withWorker(activities, async (taskQueue) => {
+      const handle = await client.workflow.start(promotionWorkflow, {
+        taskQueue,
+        workflowId: operationWorkflowId(args.fleetId, args.operationId),
+        args: [args],
+      });
+      return { result: await handle.result(), progress: await handle.query(progressQuery) };
+    });
+    expect(result).toEqual({
+      operationId: args.operationId,
+      state: 'succeeded',
+      routeRevision: 7,
+      demotion: 'succeeded',
+    });
+    expect(calls.slice(calls.indexOf('commitRouting') + 1).filter((c) => !c.startsWith('step:'))).toEqual([
+      'readRoutingOutcome',
+      'inspectDomain',
+      'drainDomain',
+      'sleepModels',
+      'startTraining',
+      'finishOperation',
+    ]);
+    // The target was never put back to sleep: the sleep and training calls are the old active's demotion.
+    expect(calls).toContain('step:commitRouting:failed');
+    expect(calls.filter((c) => c === 'step:commitRouting:succeeded')).toHaveLength(1);
+    expect(progress.steps.find((s) => s.step === 'commitRouting')).toMatchObject({ status: 'succeeded' });
+    expect(finished).toEqual([{ outcome: 'succeeded' }]);
   });
 
   it('a refused target fails the operation at begin without touching any host', async () => {

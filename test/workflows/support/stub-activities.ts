@@ -55,6 +55,9 @@ export function stubActivities(overrides: Partial<Activities> = {}, policy: Flee
     async commitRouting() {
       return { outcome: 'committed', routeRevision: 2 };
     },
+    async readRoutingOutcome() {
+      return { isRoutingCommitted: false, routeRevision: null };
+    },
     async finishOperation(input) {
       finished.push({ outcome: input.outcome, error: input.error });
       return { state: input.outcome };
