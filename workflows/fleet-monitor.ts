@@ -157,7 +157,19 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
     if (planned.actions.length === 0 || patched(REPLACE_FAILED_STANDBY_PATCH)) {
       replacements = planned.state;
       for (const action of planned.actions) {
-        await startReplacementStep(fleetId, action, () => void (isWakeRequested = true));
+        try {
+          await startReplacementStep(fleetId, action, () => void (isWakeRequested = true));
+        } catch (err) {
+          if (isCancellation(err)) throw err;
+          // A replacement must never end the watch (the domain was removed meanwhile, the store is down):
+          // it stays in flight and is started again after a grace without movement.
+          log.error('replacement step not started', {
+            fleetId,
+            domainId: action.domainId,
+            step: action.kind,
+            error: err instanceof Error ? err.message : String(err),
+          });
+        }
       }
     }
   }

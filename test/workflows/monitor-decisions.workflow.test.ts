@@ -3,8 +3,10 @@
  * observation, its signals and its health query. End-to-end failover with simulated hosts lives beside this file.
  */
 import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
 import type { Client } from '@temporalio/client';
 import { type NativeConnection, Worker } from '@temporalio/worker';
+import type { Activities } from '../../activities';
 import type { FleetObservation, WatchFleetInput } from '../../activities/fleet-monitor';
 import type { DomainView, FleetView } from '../../workflows/logic/fleet-view';
 import {
@@ -68,7 +70,7 @@ const failingActive = { consecutiveFailures: 3, lastError: 'ECONNREFUSED' };
  * A monitor with stub activities over a scripted world: a watch answers at once for an immediate look,
  * otherwise it waits (heartbeating, cancellable) until the test changes the world with `set`.
  */
-function monitorHarness() {
+function monitorHarness(overrides: Partial<Activities> = {}) {
   const fleetId = crypto.randomUUID();
   let world = observation(fleetId);
   let version = 0;
@@ -77,6 +79,7 @@ function monitorHarness() {
   const watches: WatchFleetInput[] = [];
   const cancelledWatches: number[] = [];
   const stubs = stubActivities({
+    ...overrides,
     async watchFleet(input) {
       watches.push(input);
       const n = watches.length;
@@ -176,6 +179,34 @@ describe('fleetMonitorWorkflow', () => {
       const promotion = client.workflow.getHandle(operationWorkflowId(h.fleetId, STUB.op));
       await eventually('the promotion to be started', () => promotion.describe().catch(() => null));
       expect(await promotion.result()).toMatchObject({ state: 'succeeded' });
+    });
+  });
+
+  it('keeps watching when a standby replacement cannot be started (the domain is gone from the store)', async () => {
+    const h = monitorHarness({
+      async recordStandbyReplacement() {
+        throw ApplicationFailure.nonRetryable('domain does not exist', 'InvalidTarget');
+      },
+    });
+    const failedStandby = domain({
+      id: STUB.standby,
+      slug: 'b',
+      provider: 'skypilot',
+      state: 'failed',
+      stateChangedAt: new Date(Date.now() - 600_000).toISOString(),
+    });
+    const base = observation(h.fleetId);
+    h.set({
+      ...base,
+      policy: { ...policy, replaceFailedStandby: { enabled: true, graceMs: 1 } },
+      fleet: { ...base.fleet, domains: [base.fleet.domains[0]!, failedStandby] },
+    });
+    await h.run(async (handle) => {
+      await eventually('the replacement to be tried', () => h.calls.includes('recordStandbyReplacement'));
+      const watchesBefore = h.watches.length;
+      await handle.signal(checkNowSignal);
+      await eventually('another look after the failed replacement', () => h.watches.length > watchesBefore);
+      expect((await handle.describe()).status.name).toBe('RUNNING');
     });
   });
 
