@@ -90,6 +90,12 @@ describe('watchingSinceMs', () => {
     expect(watchingSinceMs({ watchingSince: '2026-01-01T00:59:00.000Z' }, 2, start)).toBe(start);
   });
 
+  it('counts from this watch when it sat in the task queue (no worker took it at once)', () => {
+    const since = { watchingSince: '2026-01-01T00:59:00.000Z' };
+    expect(watchingSinceMs(since, 1, start, start - 4_000)).toBe(start - 60_000);
+    expect(watchingSinceMs(since, 1, start, start - 60_000)).toBe(start);
+  });
+
   it('counts from this watch without a workflow time, and never from the future', () => {
     expect(watchingSinceMs({}, 1, start)).toBe(start);
     expect(watchingSinceMs({ watchingSince: '2026-01-01T02:00:00.000Z' }, 1, start)).toBe(start);

@@ -19,7 +19,8 @@ function setup(domains?: DomainSnapshot[]) {
     now: () => new Date(),
     metrics: { domainPolled: (l) => polled.push(`${l.domain}:${l.outcome}`), routingCommit: () => undefined },
   });
-  const env = quietEnvironment({ attempt: 1 });
+  // Scheduled just now: a worker took the watch at once (one that waited in the queue counts from its start).
+  const env = quietEnvironment({ attempt: 1, currentAttemptScheduledTimestampMs: Date.now() });
   const heartbeats: unknown[] = [];
   env.on('heartbeat', (d: unknown) => heartbeats.push(d));
   const watch = (over: Partial<WatchFleetInput> = {}) =>

@@ -79,14 +79,23 @@ export function degradedSince(fleet: FleetView, watchingSinceMs: number): FleetV
   };
 }
 
+/** A watch that waited longer than this in the task queue (no worker took it) starts the count again. */
+export const MAX_WATCH_QUEUE_MS = 5_000;
+
 /**
  * Since when the monitor has been looking without a gap: the workflow's `watchingSince` (its watches
- * follow one another) on a first attempt; this attempt's start on a retry, since a retried watch means
- * its worker or the store was away for a while.
+ * follow one another) on a first attempt that a worker took at once; otherwise this attempt's start,
+ * since a retried watch, or one that sat in the task queue, means the workers or the store were away.
  */
-export function watchingSinceMs(input: Pick<WatchFleetInput, 'watchingSince'>, attempt: number, startedAtMs: number) {
+export function watchingSinceMs(
+  input: Pick<WatchFleetInput, 'watchingSince'>,
+  attempt: number,
+  startedAtMs: number,
+  scheduledAtMs: number = startedAtMs,
+): number {
   const since = input.watchingSince ? Date.parse(input.watchingSince) : Number.NaN;
-  return attempt === 1 && Number.isFinite(since) ? Math.min(since, startedAtMs) : startedAtMs;
+  const wasTakenAtOnce = startedAtMs - scheduledAtMs <= MAX_WATCH_QUEUE_MS;
+  return attempt === 1 && wasTakenAtOnce && Number.isFinite(since) ? Math.min(since, startedAtMs) : startedAtMs;
 }
 
 /** One supervisor poll of a round: the status it answered, or why it did not. */
@@ -202,7 +211,12 @@ export function createFleetMonitorActivities(deps: ActivityDeps) {
     async watchFleet(input: WatchFleetInput): Promise<FleetObservation> {
       const ctx = Context.current();
       const startedAt = deps.now().getTime();
-      const lookingSince = watchingSinceMs(input, ctx.info.attempt, startedAt);
+      const lookingSince = watchingSinceMs(
+        input,
+        ctx.info.attempt,
+        startedAt,
+        ctx.info.currentAttemptScheduledTimestampMs,
+      );
       const watched = (snapshot: FleetSnapshot) =>
         degradedSince(heardSince(toFleetView(snapshot), startedAt), lookingSince);
       for (let polls = 1; ; polls += 1) {

@@ -79,6 +79,9 @@ export interface FleetMonitorInput {
   checkpointMs?: number;
   /** Failed standbys seen and replacements under way (`replaceFailedStandby`), carried across continue-as-new. */
   replacements?: ReplacementState;
+  /** Since when the watches have followed one another, and when the last one looked (ISO; carried across continue-as-new). */
+  watchingSince?: string;
+  lookedUntil?: string;
 }
 
 /** The provisioning of a skypilot/skyserve domain: one at a time per domain. */

@@ -89,8 +89,8 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
 
   // Since when the watches have followed one another without a gap (the degraded grace counts from here),
   // and when the last one stopped looking: a longer pause (the worker was away) starts the count again.
-  let watchingSince = new Date().toISOString();
-  let lookedUntil: string | null = null;
+  let watchingSince = input.watchingSince ?? new Date().toISOString();
+  let lookedUntil: string | null = input.lookedUntil ?? null;
   while (!workflowInfo().continueAsNewSuggested) {
     if (lookedUntil !== null && ageMs(lookedUntil, new Date()) > (policy?.heartbeatStaleMs ?? DEFAULT_GAP_MS)) {
       watchingSince = new Date().toISOString();
@@ -182,6 +182,8 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
     ...(Object.keys(replacements.failedSince).length + Object.keys(replacements.inFlight).length > 0
       ? { replacements }
       : {}),
+    watchingSince,
+    ...(lookedUntil === null ? {} : { lookedUntil }),
   });
 }
 
