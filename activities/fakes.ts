@@ -125,9 +125,13 @@ export function fakeStore(opts: { policy?: Partial<FleetPolicy>; domains?: Domai
         return d ? structuredClone(strip(d)) : null;
       },
       listByFleet: async () => state.fleet.domains.map((d) => structuredClone(strip(d))),
-      transition: async (id: string, to: DomainState, o: { lastError?: string | null } = {}) => {
+      transition: async (
+        id: string,
+        to: DomainState,
+        o: { lastError?: string | null; from?: readonly DomainState[] } = {},
+      ) => {
         const d = findDomain(id);
-        if (!d || d.state === to) return null;
+        if (!d || d.state === to || (o.from && !o.from.includes(d.state))) return null;
         d.state = to;
         d.stateChangedAt = new Date().toISOString();
         if (o.lastError !== undefined) d.lastError = o.lastError;

@@ -3,6 +3,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { Domain, DomainSnapshot, FleetSnapshot } from '../schemas/entities';
 import type { DomainState } from '../schemas/enums';
 import { FailureType } from '../schemas/failures';
+import { DOMAIN_TRANSITIONS, predecessorsOf } from '../schemas/transitions';
 import type { FleetPolicy } from '../schemas/policy';
 import type { SupervisorStatus } from '../schemas/supervisor';
 import { assessDomain } from '../workflows/logic/domain-health';
@@ -154,7 +155,9 @@ export function createFleetMonitorActivities(deps: ActivityDeps) {
     to: DomainState,
     why: string | null,
   ): Promise<Domain | null> {
-    const moved = await store.domains.transition(domain.id, to, { lastError: why });
+    // Only from the state this round saw: a provisioning or teardown that moved the row meanwhile wins.
+    if (!predecessorsOf(DOMAIN_TRANSITIONS, to).includes(domain.state)) return null;
+    const moved = await store.domains.transition(domain.id, to, { lastError: why, from: [domain.state] });
     if (!moved) return null;
     const line = `domain ${domain.slug}: ${domain.state} -> ${to}${why ? ` (${why})` : ''}`;
     if (to === 'ready') log.info('domain state changed', { domainId: domain.id, from: domain.state, to });
