@@ -60,7 +60,11 @@ it('3. a worker SIGKILLed while waking models: a new worker resumes the promotio
       ),
     120_000,
   );
-  expect((await store.operations.get(operation.id))?.step).toBe('wakeModels');
+  // The step records itself first thing once it runs: the operation row names it.
+  await eventually(
+    'the operation to show the wakeModels step',
+    async () => (await store.operations.get(operation.id))?.step === 'wakeModels',
+  );
 
   first.child.kill('SIGKILL');
   expect(await first.exited).toEqual({ code: null, signal: 'SIGKILL' });
