@@ -59,18 +59,24 @@ const waitsForever = (waitingFor: string) => async () => {
   }
 };
 
+/** Runs one promotion with `activities` to its end; its input, result and final progress. */
+async function promoteToEnd(activities: Activities) {
+  const args = input();
+  const ended = await withWorker(activities, async (taskQueue) => {
+    const handle = await client.workflow.start(promotionWorkflow, {
+      taskQueue,
+      workflowId: operationWorkflowId(args.fleetId, args.operationId),
+      args: [args],
+    });
+    return { result: await handle.result(), progress: await handle.query(progressQuery) };
+  });
+  return { args, ...ended };
+}
+
 describe('promotionWorkflow runbook', () => {
   it('runs the six steps in order, proving each before the next, and reports every timing', async () => {
     const { activities, calls, finished } = stubActivities();
-    const args = input();
-    const { result, progress } = await withWorker(activities, async (taskQueue) => {
-      const handle = await client.workflow.start(promotionWorkflow, {
-        taskQueue,
-        workflowId: operationWorkflowId(args.fleetId, args.operationId),
-        args: [args],
-      });
-      return { result: await handle.result(), progress: await handle.query(progressQuery) };
-    });
+    const { args, result, progress } = await promoteToEnd(activities);
     expect(result).toEqual({
       operationId: args.operationId,
       state: 'succeeded',
@@ -268,15 +274,7 @@ describe('promotionWorkflow runbook', () => {
       },
       readRoutingOutcome: async () => ({ isRoutingCommitted: true, routeRevision: 7 }),
     });
-    const args = input();
-    const { result, progress } = await withWorker(activities, async (taskQueue) => {
-      const handle = await client.workflow.start(promotionWorkflow, {
-        taskQueue,
-        workflowId: operationWorkflowId(args.fleetId, args.operationId),
-        args: [args],
-      });
-      return { result: await handle.result(), progress: await handle.query(progressQuery) };
-    });
+    const { args, result, progress } = await promoteToEnd(activities);
     expect(result).toEqual({
       operationId: args.operationId,
       state: 'succeeded',
