@@ -83,9 +83,13 @@ export async function startWorkerProcess(opts: WorkerProcessOptions): Promise<Wo
   } finally {
     closeSync(fd);
   }
+  let spawnError: Error | null = null;
   const exited = new Promise<WorkerExit>((resolve) => {
     child.once('exit', (code, signal) => resolve({ code, signal }));
-    child.once('error', () => resolve({ code: null, signal: null }));
+    child.once('error', (err) => {
+      spawnError = err;
+      resolve({ code: null, signal: null });
+    });
   });
   const tail = () => readFileSync(logFile, 'utf8').slice(-3_000);
   const kill = async () => {
@@ -96,6 +100,7 @@ export async function startWorkerProcess(opts: WorkerProcessOptions): Promise<Wo
   const deadline = Date.now() + timeoutMs;
   let ready: Record<string, unknown> | undefined;
   while (!(ready = logLines(logFile, startedAt).find((line) => line.msg === 'worker running'))) {
+    if (spawnError) throw new Error(`haru worker could not be started: ${(spawnError as Error).message}`);
     if (hasExited(child)) throw new Error(`haru worker exited during start-up:\n${tail()}`);
     if (Date.now() > deadline) {
       await kill();
