@@ -26,7 +26,8 @@ import { healthQuery, monitorWorkflowId, progressQuery } from '../workflows/defi
 import { historyBreakdown, printTimeline, type Breakdown } from './support/history';
 import { printTable, writeResult } from './support/report';
 import { startHaruProcess } from './support/processes';
-import { startBenchTemporal, until, writeWorkflowBundle } from './support/stack';
+import { startBenchTemporal, writeWorkflowBundle } from './support/stack';
+import { eventually } from '../test/support/eventually';
 import { fmt, max, median, percentile } from './support/stats';
 
 const { values: args } = parseArgs({
@@ -192,7 +193,7 @@ async function oneRun(run: number, ctx: BenchContext): Promise<RunFigures> {
       movedAt ||= Date.now();
     });
     cleanups.push(() => unlisten());
-    await until(
+    await eventually(
       'the monitor to see west as a viable standby',
       async () => (await monitor.query(healthQuery))?.domains.find((d) => d.slug === 'west')?.isViableStandby,
       120_000,
@@ -232,11 +233,11 @@ async function oneRun(run: number, ctx: BenchContext): Promise<RunFigures> {
       while (!stop) await one(i % 2 ? 'json' : 'stream', `bench-${i % MODELS}`);
     });
 
-    await until('steady traffic', () => outcomes.filter((o) => o.ok).length >= 40, 60_000);
+    await eventually('steady traffic', () => outcomes.filter((o) => o.ok).length >= 40, 60_000);
     const killAt = Date.now();
     await east.kill();
-    await until('the route to move to west', async () => movedAt > 0, 120_000, 5);
-    await until(
+    await eventually('the route to move to west', async () => movedAt > 0, 120_000, 5);
+    await eventually(
       'traffic from the new active',
       () => outcomes.filter((o) => o.ok && o.domain === 'west').length >= 40,
       60_000,

@@ -26,7 +26,7 @@ import { freePort } from '../test/support/ports';
 import { childPids, cpuMs } from './support/cpu';
 import { startHaruProcess } from './support/processes';
 import { printTable, writeResult } from './support/report';
-import { until } from './support/stack';
+import { eventually } from '../test/support/eventually';
 import { fmt, median, percentile } from './support/stats';
 
 const { values: args } = parseArgs({
@@ -285,7 +285,7 @@ async function main(): Promise<void> {
     );
     children.push(vllm);
     const direct = `http://127.0.0.1:${vllmPort}/v1/chat/completions`;
-    await until('the fake vLLM', () => answers(direct, bodies.json), 60_000, 100);
+    await eventually('the fake vLLM', () => answers(direct, bodies.json), 60_000, 100);
 
     // Haru: `haru api` over Postgres with a fleet whose active domain serves the model from that fake vLLM.
     const slug = `bench-proxy-${process.pid}`;
@@ -322,7 +322,7 @@ async function main(): Promise<void> {
     );
     stops.push(() => api.stop());
     const haru = `http://127.0.0.1:${apiPort}/v1/chat/completions`;
-    await until('the Haru proxy', () => answers(haru, bodies.json), 60_000, 100);
+    await eventually('the Haru proxy', () => answers(haru, bodies.json), 60_000, 100);
 
     if (args['profile-dir']) {
       const s = await load(haru, 'json', CONNECTIONS, DURATION_S, { upstream: vllm.pid!, proxy: [api.pid] });
@@ -334,7 +334,7 @@ async function main(): Promise<void> {
     const nginx = startNginx(path.join(dir, 'nginx'), nginxPort, vllmPort);
     children.push(nginx);
     const viaNginx = `http://127.0.0.1:${nginxPort}/v1/chat/completions`;
-    await until('nginx', () => answers(viaNginx, bodies.json), 60_000, 100);
+    await eventually('nginx', () => answers(viaNginx, bodies.json), 60_000, 100);
 
     const nodePort = await freePort();
     const bare = spawn(process.execPath, ['-e', BARE_FORWARDER, `http://127.0.0.1:${vllmPort}`, String(nodePort)], {
@@ -343,10 +343,10 @@ async function main(): Promise<void> {
     });
     children.push(bare);
     const viaNode = `http://127.0.0.1:${nodePort}/v1/chat/completions`;
-    await until('the bare Node forwarder', () => answers(viaNode, bodies.json), 60_000, 100);
+    await eventually('the bare Node forwarder', () => answers(viaNode, bodies.json), 60_000, 100);
 
     const urls: Record<Target, string> = { direct, haru, nginx: viaNginx, node: viaNode };
-    await until('nginx workers', () => childPids(nginx.pid!).length > 0);
+    await eventually('nginx workers', () => childPids(nginx.pid!).length > 0);
     const pids: Record<Target, Pids> = {
       direct: { upstream: vllm.pid!, proxy: [] },
       haru: { upstream: vllm.pid!, proxy: [api.pid] },

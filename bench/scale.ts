@@ -28,7 +28,8 @@ import { printTimeline } from './support/history';
 import { type HaruProcess, startHaruProcess } from './support/processes';
 import { printTable, writeResult } from './support/report';
 import { startSimHost } from './support/sim-host';
-import { startBenchTemporal, until, writeWorkflowBundle } from './support/stack';
+import { startBenchTemporal, writeWorkflowBundle } from './support/stack';
+import { eventually } from '../test/support/eventually';
 import { fmt, percentile } from './support/stats';
 
 const { values: args } = parseArgs({
@@ -193,7 +194,12 @@ async function oneScale(
     if (args['without-monitors']) await Promise.all(monitors.map((m) => m.terminate('benchmark without monitors')));
     // The sample starts once every monitor has polled both its domains (startup is not what it measures).
     if (!args['without-monitors'])
-      await until('a first poll of every domain', async () => (await pollCount(workers)) >= 2 * count, 180_000, 200);
+      await eventually(
+        'a first poll of every domain',
+        async () => (await pollCount(workers)) >= 2 * count,
+        180_000,
+        200,
+      );
     const rssBefore = worker.peakRssMiB();
     // What the machine spends while nothing promotes: with monitors, that is their polling (worker, the
     // Postgres backends of this database, Temporal, and the simulated hosts answering in this process).

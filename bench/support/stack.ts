@@ -35,24 +35,3 @@ export async function writeWorkflowBundle(file: string): Promise<string> {
   writeFileSync(file, (await workflowBundle()).code);
   return file;
 }
-
-/** Polls `check` every `intervalMs` until it is truthy; throws naming `what` after `timeoutMs`. */
-export async function until<T>(
-  what: string,
-  check: () => Promise<T | null | undefined | false> | T | null | undefined | false,
-  timeoutMs = 60_000,
-  intervalMs = 20,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value) return value;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
-}

@@ -15,7 +15,8 @@ import { assertPortsFree, duplicatePorts, planPorts, PortInUseError } from '../.
 import { createDevRegistry, type ProcessOps } from '../../cli/dev/registry';
 import { ConfigError } from '../../schemas/env';
 import { fleetLayoutSchema } from '../../schemas/layout';
-import { descendants, stillRunning, until } from './support';
+import { descendants, stillRunning } from './support';
+import { eventually } from '../support/eventually';
 
 const ROOT = path.resolve(__dirname, '../..');
 const devLayout = () =>
@@ -273,7 +274,7 @@ describe('simulated domain processes', () => {
       stdio: 'ignore',
     });
     const managed = manageChild('stubborn', child);
-    await until('the grandchild', () => (descendants(managed.pid).length > 0 ? true : undefined), 10_000, 20);
+    await eventually('the grandchild', () => (descendants(managed.pid).length > 0 ? true : undefined), 10_000, 20);
     const tree = [managed.pid, ...descendants(managed.pid)];
     await managed.stop(300);
     expect(await managed.exited).toEqual({ code: null, signal: 'SIGKILL' });

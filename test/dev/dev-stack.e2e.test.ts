@@ -23,8 +23,8 @@ import {
   ROOT,
   spawnDev,
   stillRunning,
-  until,
 } from './support';
+import { eventually } from '../support/eventually';
 
 const run = promisify(execFile);
 jest.setTimeout(300_000);
@@ -81,7 +81,7 @@ describe('haru dev, end to end', () => {
     // Readiness as an operator checks it: /readyz answers 200 (then the banner lists the commands).
     await Promise.race([
       exitedEarly,
-      until(
+      eventually(
         'GET /readyz to answer 200',
         async () => ((await fetch(`${apiUrl}/readyz`)).ok ? true : undefined),
         240_000,
@@ -89,7 +89,7 @@ describe('haru dev, end to end', () => {
     ]);
     await Promise.race([
       exitedEarly,
-      until('the banner', () => (dev.stdout().includes('Ctrl-C stops everything') ? true : undefined), 240_000),
+      eventually('the banner', () => (dev.stdout().includes('Ctrl-C stops everything') ? true : undefined), 240_000),
     ]);
     exitedEarly.catch(() => undefined);
     openai = new OpenAI({ baseURL: `${apiUrl}/v1`, apiKey: 'unused-without-HARU_API_TOKEN', maxRetries: 0 });
@@ -140,7 +140,7 @@ describe('haru dev, end to end', () => {
     watcher.stdout.on('data', (c: Buffer) => (watched += c.toString()));
     watcher.stderr.on('data', (c: Buffer) => (watched += c.toString()));
     const watcherExit = new Promise<number | null>((resolve) => watcher.once('exit', (code) => resolve(code)));
-    await until(
+    await eventually(
       'the watcher to wait',
       () => (watched.includes('waiting for the next operation') ? true : undefined),
       60_000,
@@ -150,7 +150,7 @@ describe('haru dev, end to end', () => {
     const killed = await run('sh', ['-c', kill], { cwd: ROOT, env });
     expect(killed.stdout).toMatch(/killed \d+ processes/);
 
-    const after = await until(
+    const after = await eventually(
       'the route to move to another domain',
       async () => {
         const intent = await routeIntent();
@@ -185,7 +185,7 @@ describe('haru dev, end to end', () => {
     });
     const revived = new Promise<number | null>((resolve) => revive.once('exit', (code) => resolve(code)));
     try {
-      await until(
+      await eventually(
         'east to be a ready standby: asleep and training',
         async () => {
           const d = await east();
@@ -214,7 +214,7 @@ describe('haru dev, end to end', () => {
       const again = await run('sh', ['-c', bannerCommand(/# 3\. kill the active domain/)], { cwd: ROOT, env });
       expect(again.stdout).toMatch(/killed \d+ processes/);
       expect(await revived).not.toBe(0); // its supervisor died under it
-      const moved = await until(
+      const moved = await eventually(
         'the route to move back to west',
         async () => {
           const intent = await routeIntent();
@@ -240,7 +240,7 @@ describe('haru dev, end to end', () => {
     };
     const op = operations[0]!;
     expect(op).toMatchObject({ kind: 'promote', state: 'succeeded' });
-    const listed = await until(
+    const listed = await eventually(
       'the promotion to be listed as completed',
       async () => {
         const { stdout } = await run(temporal!, [
@@ -320,7 +320,7 @@ describe('haru dev, end to end', () => {
     });
     await Promise.race([
       exited,
-      until(
+      eventually(
         'the restarted stack to print its banner',
         () => (dev.stdout().includes('Ctrl-C stops') ? true : undefined),
         240_000,

@@ -71,27 +71,6 @@ export function spawnDev(env: NodeJS.ProcessEnv, cwd = ROOT): DevProcess {
   return { child, stdout: () => out, stderr: () => err, exited };
 }
 
-/** Polls `check` every `intervalMs` until it returns a value other than undefined; throws after `timeoutMs`. */
-export async function until<T>(
-  what: string,
-  check: () => Promise<T | undefined> | T | undefined,
-  timeoutMs: number,
-  intervalMs = 250,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value !== undefined) return value;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
-}
-
 interface ProcInfo {
   pid: number;
   ppid: number;
