@@ -14,7 +14,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
-import { Client, Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import OpenAI from 'openai';
 import { createTestDatabase } from '../db/testing';
 import { seedLayout } from '../db/testing';
@@ -26,7 +26,7 @@ import { healthQuery, monitorWorkflowId, progressQuery } from '../workflows/defi
 import { historyBreakdown, printTimeline, type Breakdown } from './support/history';
 import { printTable, writeResult } from './support/report';
 import { startHaruProcess } from './support/processes';
-import { startBenchTemporal, writeWorkflowBundle } from './support/stack';
+import { startBenchStack } from './support/stack';
 import { eventually } from '../test/support/eventually';
 import { fmt, max, median, percentile } from './support/stats';
 
@@ -317,11 +317,8 @@ async function oneRun(run: number, ctx: BenchContext): Promise<RunFigures> {
 }
 
 async function main(): Promise<void> {
-  const temporal = await startBenchTemporal(process.env.TEMPORAL_ADDRESS || undefined);
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'haru-bench-'));
-  const bundle = await writeWorkflowBundle(path.join(dir, 'workflow-bundle.js'));
-  const connection = await Connection.connect({ address: temporal.address });
-  const ctx: BenchContext = { address: temporal.address, client: new Client({ connection }), bundle };
+  const stack = await startBenchStack();
+  const ctx: BenchContext = { address: stack.temporal.address, client: stack.client, bundle: stack.bundle };
   const runs: RunFigures[] = [];
   try {
     for (let i = 1; i <= RUNS; i += 1) {
@@ -333,9 +330,7 @@ async function main(): Promise<void> {
       );
     }
   } finally {
-    await connection.close();
-    await temporal.stop();
-    rmSync(dir, { recursive: true, force: true });
+    await stack.stop();
   }
   const col = (f: (r: RunFigures) => number | null) => [
     fmt(median(runs.map(f))),

@@ -15,7 +15,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { Client, Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { sql } from 'drizzle-orm';
 import { createTestDatabase, seedLayout } from '../db/testing';
 import { fleetLayoutSchema, type FleetLayout } from '../schemas/layout';
@@ -28,7 +28,7 @@ import { printTimeline } from './support/history';
 import { type HaruProcess, startHaruProcess } from './support/processes';
 import { printTable, writeResult } from './support/report';
 import { startSimHost } from './support/sim-host';
-import { startBenchTemporal, writeWorkflowBundle } from './support/stack';
+import { startBenchStack } from './support/stack';
 import { eventually } from '../test/support/eventually';
 import { fmt, percentile } from './support/stats';
 
@@ -334,11 +334,7 @@ async function oneScale(
 }
 
 async function main(): Promise<void> {
-  const temporal = await startBenchTemporal(process.env.TEMPORAL_ADDRESS || undefined);
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'haru-bench-'));
-  const bundle = await writeWorkflowBundle(path.join(dir, 'workflow-bundle.js'));
-  const connection = await Connection.connect({ address: temporal.address });
-  const client = new Client({ connection });
+  const { temporal, client, bundle, stop } = await startBenchStack();
   const all: ScaleFigures[] = [];
   try {
     for (const count of FLEET_COUNTS) {
@@ -351,9 +347,7 @@ async function main(): Promise<void> {
       );
     }
   } finally {
-    await connection.close();
-    await temporal.stop();
-    rmSync(dir, { recursive: true, force: true });
+    await stop();
   }
   printTable(
     `scale: every fleet promotes at once on ${WORKER_COUNT} worker(s) (${args['without-monitors'] ? 'monitors stopped' : 'monitors running'}${HEARTBEAT_MS ? `, polls every ${HEARTBEAT_MS} ms` : ''}); ms unless noted`,

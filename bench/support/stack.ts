@@ -1,4 +1,7 @@
-import { writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, Runtime } from '@temporalio/worker';
 import { type DevServer, startTemporalDevServer } from '../../cli/temporal-dev-server';
 import { freePort } from '../../test/support/ports';
@@ -34,4 +37,25 @@ export const workflowBundle = () =>
 export async function writeWorkflowBundle(file: string): Promise<string> {
   writeFileSync(file, (await workflowBundle()).code);
   return file;
+}
+
+/**
+ * What the failover and scale benchmarks share: a Temporal dev server (or `TEMPORAL_ADDRESS`), a client of
+ * it, and the workflow bundle written to a file for `haru worker` processes. `stop` undoes all of it.
+ */
+export async function startBenchStack() {
+  const temporal = await startBenchTemporal(process.env.TEMPORAL_ADDRESS || undefined);
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'haru-bench-'));
+  const bundle = await writeWorkflowBundle(path.join(dir, 'workflow-bundle.js'));
+  const connection = await Connection.connect({ address: temporal.address });
+  return {
+    temporal,
+    client: new Client({ connection }),
+    bundle,
+    async stop() {
+      await connection.close();
+      await temporal.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
