@@ -81,23 +81,24 @@ describe('degradedSince (the degraded grace counts only the time the monitor has
 
 describe('watchingSinceMs', () => {
   const start = Date.parse('2026-01-01T01:00:00.000Z');
+  const carried = { watchingSince: '2026-01-01T00:59:00.000Z', lookedUntil: '2026-01-01T00:59:59.900Z' };
+  const GAP = 5_000;
 
-  it("counts from the workflow's continuous watching on a first attempt", () => {
-    expect(watchingSinceMs({ watchingSince: '2026-01-01T00:59:00.000Z' }, 1, start)).toBe(start - 60_000);
+  it('carries the previous watches on when this first attempt follows the last look within the gap', () => {
+    expect(watchingSinceMs(carried, 1, start, GAP)).toBe(start - 60_000);
   });
 
-  it('counts from this attempt on a retry: its worker or the store was away', () => {
-    expect(watchingSinceMs({ watchingSince: '2026-01-01T00:59:00.000Z' }, 2, start)).toBe(start);
+  it('starts again after a gap: the workers were away, the watch waited in the queue or the workflow paused', () => {
+    expect(watchingSinceMs(carried, 1, start + 60_000, GAP)).toBe(start + 60_000);
   });
 
-  it('counts from this watch when it sat in the task queue (no worker took it at once)', () => {
-    const since = { watchingSince: '2026-01-01T00:59:00.000Z' };
-    expect(watchingSinceMs(since, 1, start, start - 4_000)).toBe(start - 60_000);
-    expect(watchingSinceMs(since, 1, start, start - 60_000)).toBe(start);
+  it('starts again on a retry: its worker died mid-watch', () => {
+    expect(watchingSinceMs(carried, 2, start, GAP)).toBe(start);
   });
 
-  it('counts from this watch without a workflow time, and never from the future', () => {
-    expect(watchingSinceMs({}, 1, start)).toBe(start);
-    expect(watchingSinceMs({ watchingSince: '2026-01-01T02:00:00.000Z' }, 1, start)).toBe(start);
+  it('starts at the watch itself for the first watch, and never counts from the future', () => {
+    expect(watchingSinceMs({}, 1, start, GAP)).toBe(start);
+    expect(watchingSinceMs({ watchingSince: carried.watchingSince }, 1, start, GAP)).toBe(start);
+    expect(watchingSinceMs({ ...carried, watchingSince: '2026-01-01T02:00:00.000Z' }, 1, start, GAP)).toBe(start);
   });
 });

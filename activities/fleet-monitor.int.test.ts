@@ -37,7 +37,7 @@ it('does not move a failed standby to ready over a provisioning that started dur
     },
   };
   const acts = createFleetMonitorActivities({ store, supervisor: routedClient(hosts), now: () => new Date() });
-  await runIn(quietEnvironment({ attempt: 1, currentAttemptScheduledTimestampMs: Date.now() }), acts.watchFleet, {
+  await runIn(quietEnvironment({ attempt: 1 }), acts.watchFleet, {
     fleetId,
     isAutoFailoverPaused: false,
     isImmediate: true,

@@ -19,8 +19,7 @@ function setup(domains?: DomainSnapshot[]) {
     now: () => new Date(),
     metrics: { domainPolled: (l) => polled.push(`${l.domain}:${l.outcome}`), routingCommit: () => undefined },
   });
-  // Scheduled just now: a worker took the watch at once (one that waited in the queue counts from its start).
-  const env = quietEnvironment({ attempt: 1, currentAttemptScheduledTimestampMs: Date.now() });
+  const env = quietEnvironment({ attempt: 1 });
   const heartbeats: unknown[] = [];
   env.on('heartbeat', (d: unknown) => heartbeats.push(d));
   const watch = (over: Partial<WatchFleetInput> = {}) =>
@@ -110,16 +109,26 @@ describe('watchFleet', () => {
     };
     // Watching since just now (the first watch after a control-plane restart): no decision yet.
     const fresh = asleep(setup(degradedLongAgo()));
-    const o = await fresh.watch({ checkpointMs: 50, watchingSince: new Date().toISOString() });
+    const o = await fresh.watch({ checkpointMs: 50 });
     expect(o.reason).toBe('checkpoint');
     expect(o.fleet.domains[0]).toMatchObject({ state: 'degraded' });
+    expect(Date.parse(o.watchingSince!)).toBeGreaterThan(Date.now() - 60_000); // reported for the next watch
     // Watching without a gap since before the degradation: the grace has long run out.
     const watching = asleep(setup(degradedLongAgo()));
     const due = await watching.watch({
       checkpointMs: 50,
       watchingSince: new Date(Date.now() - 7_200_000).toISOString(),
+      lookedUntil: new Date().toISOString(),
     });
     expect(due.reason).toBe('decision_due');
+    // The same watches, but the last look was an hour ago (the workers were away): counting starts again.
+    const afterOutage = asleep(setup(degradedLongAgo()));
+    const resumed = await afterOutage.watch({
+      checkpointMs: 50,
+      watchingSince: new Date(Date.now() - 7_200_000).toISOString(),
+      lookedUntil: anHourAgo,
+    });
+    expect(resumed.reason).toBe('checkpoint');
   });
 
   it('leaves the slots of domains in an operation to that operation', async () => {

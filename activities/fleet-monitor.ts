@@ -26,10 +26,12 @@ export interface WatchFleetInput {
   /** Standbys the workflow promoted recently and will not pick again yet. */
   coolingDownIds: string[];
   /**
-   * When the workflow began watching without a gap (ISO): the degraded grace counts from no earlier.
-   * Absent (executions from before it existed): this watch's start.
+   * Since when the watches have followed one another (ISO), as the previous watch reported it, and when
+   * that watch last looked. The degraded grace counts from `watchingSince` only if this watch follows on
+   * without a gap (see `watchingSinceMs`); absent (the first watch, or executions from before): from its start.
    */
   watchingSince?: string;
+  lookedUntil?: string;
 }
 
 /** One observation of a fleet after a round of polls: the input of every monitor decision. */
@@ -40,6 +42,8 @@ export interface FleetObservation {
   observedAt: string;
   reason: 'decision_due' | 'immediate' | 'checkpoint';
   polls: number;
+  /** Since when the monitor has been watching without a gap (ISO): the workflow passes it to the next watch. */
+  watchingSince?: string;
 }
 
 /**
@@ -80,23 +84,22 @@ export function degradedSince(fleet: FleetView, watchingSinceMs: number): FleetV
   };
 }
 
-/** A watch that waited longer than this in the task queue (no worker took it) starts the count again. */
-export const MAX_WATCH_QUEUE_MS = 5_000;
-
 /**
- * Since when the monitor has been looking without a gap: the workflow's `watchingSince` (its watches
- * follow one another) on a first attempt that a worker took at once; otherwise this attempt's start,
- * since a retried watch, or one that sat in the task queue, means the workers or the store were away.
+ * Since when the monitor has been looking without a gap. The previous watch's `watchingSince` carries on
+ * when this is a first attempt that started within `maxGapMs` of that watch's last look; otherwise (the
+ * first watch, a retry after a dead worker, a watch that waited in the queue or behind a paused workflow)
+ * counting starts again at this attempt's start. One rule for every kind of gap.
  */
 export function watchingSinceMs(
-  input: Pick<WatchFleetInput, 'watchingSince'>,
+  input: Pick<WatchFleetInput, 'watchingSince' | 'lookedUntil'>,
   attempt: number,
   startedAtMs: number,
-  scheduledAtMs: number = startedAtMs,
+  maxGapMs: number,
 ): number {
   const since = input.watchingSince ? Date.parse(input.watchingSince) : Number.NaN;
-  const wasTakenAtOnce = startedAtMs - scheduledAtMs <= MAX_WATCH_QUEUE_MS;
-  return attempt === 1 && wasTakenAtOnce && Number.isFinite(since) ? Math.min(since, startedAtMs) : startedAtMs;
+  const lastLook = input.lookedUntil ? Date.parse(input.lookedUntil) : Number.NaN;
+  const followsOn = attempt === 1 && startedAtMs - lastLook <= maxGapMs;
+  return followsOn && Number.isFinite(since) ? Math.min(since, startedAtMs) : startedAtMs;
 }
 
 /** One supervisor poll of a round: the status it answered, or why it did not. */
@@ -214,17 +217,13 @@ export function createFleetMonitorActivities(deps: ActivityDeps) {
     async watchFleet(input: WatchFleetInput): Promise<FleetObservation> {
       const ctx = Context.current();
       const startedAt = deps.now().getTime();
-      const lookingSince = watchingSinceMs(
-        input,
-        ctx.info.attempt,
-        startedAt,
-        ctx.info.currentAttemptScheduledTimestampMs,
-      );
+      let lookingSince: number | undefined;
       const watched = (snapshot: FleetSnapshot) =>
-        degradedSince(heardSince(toFleetView(snapshot), startedAt), lookingSince);
+        degradedSince(heardSince(toFleetView(snapshot), startedAt), lookingSince!);
       for (let polls = 1; ; polls += 1) {
         const roundStart = deps.now().getTime();
         const snapshot = await pollOnce(input.fleetId);
+        lookingSince ??= watchingSinceMs(input, ctx.info.attempt, startedAt, snapshot.policy.heartbeatStaleMs);
         let fleet = watched(snapshot);
         let now = deps.now();
         let isDue = isDecisionDue(fleet, snapshot.policy, now, input);
@@ -237,7 +236,8 @@ export function createFleetMonitorActivities(deps: ActivityDeps) {
           isDue = isDecisionDue(fleet, latest.policy, now, input);
           if (isDue || input.isImmediate || isCheckpoint) {
             const reason = isDue ? 'decision_due' : input.isImmediate ? 'immediate' : 'checkpoint';
-            return { fleet, policy: latest.policy, observedAt: now.toISOString(), reason, polls };
+            const since = new Date(lookingSince).toISOString();
+            return { fleet, policy: latest.policy, observedAt: now.toISOString(), reason, polls, watchingSince: since };
           }
         }
         ctx.heartbeat({ polls, observedAt: now.toISOString() });

@@ -56,8 +56,6 @@ import { provisionDomainWorkflow } from './provision';
 import { teardownDomainWorkflow } from './teardown';
 
 const DEFAULT_CHECKPOINT_MS = 60_000;
-/** A pause between two watches longer than this (before a policy is known) is a gap in watching. */
-const DEFAULT_GAP_MS = 5_000;
 
 /** Patch id of `replaceFailedStandby`: the monitor starting teardowns and provisionings of failed standbys. */
 export const REPLACE_FAILED_STANDBY_PATCH = 'monitor-replace-failed-standby';
@@ -87,14 +85,11 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
   setHandler(resumeAutoFailoverSignal, () => void ((isPaused = false), (isWakeRequested = true)));
   setHandler(healthQuery, () => health);
 
-  // Since when the watches have followed one another without a gap (the degraded grace counts from here),
-  // and when the last one stopped looking: a longer pause (the worker was away) starts the count again.
-  let watchingSince = input.watchingSince ?? new Date().toISOString();
-  let lookedUntil: string | null = input.lookedUntil ?? null;
+  // Since when the watches have followed one another (the degraded grace counts from there) and when the
+  // last one looked: the watch decides whether it follows on (activities/fleet-monitor.ts watchingSinceMs).
+  let watchingSince = input.watchingSince;
+  let lookedUntil = input.lookedUntil;
   while (!workflowInfo().continueAsNewSuggested) {
-    if (lookedUntil !== null && ageMs(lookedUntil, new Date()) > (policy?.heartbeatStaleMs ?? DEFAULT_GAP_MS)) {
-      watchingSince = new Date().toISOString();
-    }
     const isImmediate = isWakeRequested;
     isWakeRequested = false;
     // Failed standbys are timed from what this watch sees, never from before it started looking.
@@ -110,6 +105,7 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
         alreadyTriedIds: triedOperationIds,
         coolingDownIds: policy ? coolingDownIds(recentPromotions, policy, new Date()) : [],
         watchingSince,
+        lookedUntil,
       });
     } catch (err) {
       if (isFleetGone(err)) {
@@ -120,6 +116,7 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
     }
     // A watch's result carries the activity's own time: a pause before this workflow task ran still counts as a gap.
     lookedUntil = observation?.observedAt ?? new Date().toISOString();
+    watchingSince = observation?.watchingSince ?? watchingSince;
     if (!observation) continue;
     policy = observation.policy;
     const now = new Date(observation.observedAt);
@@ -183,7 +180,7 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
       ? { replacements }
       : {}),
     watchingSince,
-    ...(lookedUntil === null ? {} : { lookedUntil }),
+    lookedUntil,
   });
 }
 
