@@ -45,6 +45,8 @@ export interface RecordStepInput {
   status: StepStatus;
   message: string;
   data?: Record<string, unknown>;
+  /** False: only set the operation's current step (a retried attempt; the first wrote the event). Default true. */
+  appendEvent?: boolean;
 }
 
 export interface CommitRoutingInput {
@@ -163,6 +165,7 @@ export function createFleetStoreActivities(deps: ActivityDeps) {
           );
         }
       }
+      if (input.appendEvent === false) return;
       await store.events.append({
         fleetId: input.fleetId,
         operationId: input.operationId,

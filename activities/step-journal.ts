@@ -1,6 +1,5 @@
 import { Context, log } from '@temporalio/activity';
 import type { RecordStepInput } from './fleet-store';
-import { stepStartedMessage } from '../workflows/logic/step-messages';
 
 /**
  * Where a step activity records its progress: the operation (null for a promotion's demotion child),
@@ -19,8 +18,8 @@ export type Journaled<I> = I & { journal?: StepJournal };
 /**
  * Wraps a step activity so that, given a `journal`, it records `started` before its work and `succeeded`
  * (with `describe(result)`) after it, in the same activity: one Temporal round trip per step instead of
- * three (docs/performance.md). `started` is recorded on every attempt (with the attempt number after the
- * first), and throws OperationClosed before any effect when the operation is no longer in flight. A
+ * three (docs/performance.md). Every attempt sets the operation's current step and throws OperationClosed
+ * before any effect when the operation is no longer in flight; the first also appends the `started` event. A
  * `succeeded` that cannot be written is logged, never thrown: the effect happened. A failure is not
  * recorded here: only the workflow knows when the step budget is spent.
  */
@@ -32,12 +31,13 @@ export function withJournal<I extends object, R>(
   return async (input) => {
     const { journal } = input;
     if (!journal) return run(input);
-    const attempt = Context.current().info.attempt;
+    // Every attempt checks the operation is still in flight and names the step on its row; only the first
+    // writes the `started` event (a dead host's step may be retried a dozen times within its budget).
     await recordStep({
       ...journal,
       status: 'started',
-      message: stepStartedMessage(journal.step, attempt),
-      data: attempt > 1 ? { attempt } : {},
+      message: `${journal.step} started`,
+      appendEvent: Context.current().info.attempt === 1,
     });
     const result = await run(input);
     const reported = (result as { attempt?: unknown }).attempt;

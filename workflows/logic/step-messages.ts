@@ -21,7 +21,3 @@ export const stepMessages = {
 
 /** The step activities that can record their own progress. */
 export type JournaledActivity = keyof typeof stepMessages;
-
-/** Message of a step that starts; later attempts (Temporal retries inside the step budget) say which. */
-export const stepStartedMessage = (step: string, attempt: number): string =>
-  attempt <= 1 ? `${step} started` : `${step} started (attempt ${attempt})`;
