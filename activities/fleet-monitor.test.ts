@@ -1,17 +1,16 @@
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { FailureType } from '../schemas/failures';
-import type { DomainSnapshot } from '../schemas/entities';
-import { domainSnapshot, FakeHost, fakeStore, IDS, quietEnvironment, routedClient, unreachable } from './fakes';
+import { FakeHost, fakeStore, IDS, quietEnvironment, routedClient, unreachable } from './fakes';
 import { createFleetMonitorActivities, type FleetObservation, type WatchFleetInput } from './fleet-monitor';
 
 const POLICY = { heartbeatIntervalMs: 5, heartbeatStaleMs: 60_000, failureThreshold: 3 };
 
-function setup(domains?: DomainSnapshot[]) {
+function setup() {
   const a = new FakeHost();
   a.models[0]!.state = 'awake';
   a.training = [{ gpuIndex: 0, state: 'idle', pids: [], startedAt: null, lastExit: null }];
   const b = new FakeHost();
-  const store = fakeStore({ policy: POLICY, domains });
+  const store = fakeStore({ policy: POLICY });
   const polled: string[] = [];
   const acts = createFleetMonitorActivities({
     store,
@@ -95,40 +94,6 @@ describe('watchFleet', () => {
     await watch({ isImmediate: true });
     expect(store.state.fleet.domains[0]!.state).toBe('ready');
     expect(store.state.events.map((e) => e.type)).toEqual(['domain.state', 'domain.state']);
-  });
-
-  it('times the degraded grace from when the monitor began watching, not from a degradation recorded before', async () => {
-    const anHourAgo = new Date(Date.now() - 3_600_000).toISOString();
-    const degradedLongAgo = () => [
-      domainSnapshot('a', { state: 'degraded', stateChangedAt: anHourAgo }),
-      domainSnapshot('b', { stateChangedAt: anHourAgo }),
-    ];
-    const asleep = (s: ReturnType<typeof setup>) => {
-      s.a.models[0]!.state = 'asleep'; // still degraded: one model of the active is not awake
-      return s;
-    };
-    // Watching since just now (the first watch after a control-plane restart): no decision yet.
-    const fresh = asleep(setup(degradedLongAgo()));
-    const o = await fresh.watch({ checkpointMs: 50 });
-    expect(o.reason).toBe('checkpoint');
-    expect(o.fleet.domains[0]).toMatchObject({ state: 'degraded' });
-    expect(Date.parse(o.watchingSince!)).toBeGreaterThan(Date.now() - 60_000); // reported for the next watch
-    // Watching without a gap since before the degradation: the grace has long run out.
-    const watching = asleep(setup(degradedLongAgo()));
-    const due = await watching.watch({
-      checkpointMs: 50,
-      watchingSince: new Date(Date.now() - 7_200_000).toISOString(),
-      lookedUntil: new Date().toISOString(),
-    });
-    expect(due.reason).toBe('decision_due');
-    // The same watches, but the last look was an hour ago (the workers were away): counting starts again.
-    const afterOutage = asleep(setup(degradedLongAgo()));
-    const resumed = await afterOutage.watch({
-      checkpointMs: 50,
-      watchingSince: new Date(Date.now() - 7_200_000).toISOString(),
-      lookedUntil: anHourAgo,
-    });
-    expect(resumed.reason).toBe('checkpoint');
   });
 
   it('leaves the slots of domains in an operation to that operation', async () => {
