@@ -5,6 +5,7 @@
 //
 // Usage: deploy/bin/wait-http.js URL [TIMEOUT_SECONDS]   (default 600; exit 0 when ready, 1 on timeout)
 'use strict';
+/* global fetch, AbortSignal, setTimeout */
 
 const [url, timeoutArg = '600'] = process.argv.slice(2);
 const timeoutS = Number(timeoutArg);

@@ -9,6 +9,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { parseEnvFile, vllmEnvFileSchema } from '../../deploy/gpu-host/plan';
 import { supervisorEnvSchema } from '../../supervisor/config';
 import { supervisorConfigSchema } from '../../schemas/supervisor';
 import { freePort } from '../support/ports';
@@ -18,15 +19,7 @@ const ROOT = path.resolve(__dirname, '../..');
 const UNITS = path.join(ROOT, 'deploy/systemd');
 const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
 
-/** An EnvironmentFile= as systemd reads it: KEY=VALUE lines, `#` comments. */
-function readEnvFile(file: string): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const line of readFileSync(file, 'utf8').split('\n')) {
-    const m = /^\s*([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(line);
-    if (m) env[m[1]!] = m[2]!.trim();
-  }
-  return env;
-}
+const readEnvFile = (file: string) => parseEnvFile(readFileSync(file, 'utf8'));
 
 /** The value of `key` in a unit file's sections (the last one wins, as in systemd). */
 function directive(unitText: string, key: string): string {
@@ -137,7 +130,8 @@ describe('deploy/systemd: environment files', () => {
     for (const m of configured) {
       const env = vllmEnv(m.name);
       expect({ name: m.name, gpu: env.HARU_VLLM_GPU, port: env.HARU_VLLM_PORT }).toEqual(m);
-      expect(env.HARU_VLLM_MODEL).toBeTruthy();
+      // The files the GPU-host image's launcher reads too.
+      expect(vllmEnvFileSchema.safeParse(env).error?.issues ?? []).toEqual([]);
     }
     const mapped = read('deploy/nginx/models.map')
       .split('\n')
