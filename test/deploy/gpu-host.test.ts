@@ -8,12 +8,14 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import YAML from 'yaml';
 import { planHost } from '../../deploy/gpu-host/plan';
 import { ConfigError } from '../../schemas/env';
 import { supervisorConfigSchema, supervisorStatusSchema } from '../../schemas/supervisor';
+import { supervisorEnvSchema } from '../../supervisor/config';
 import { eventually } from '../support/eventually';
 import { freePort } from '../support/ports';
-import { describeWithTools, HADOLINT } from '../support/tools';
+import { describeWithTools, findComposeV2, HADOLINT } from '../support/tools';
 
 const ROOT = path.resolve(__dirname, '../..');
 const DOCKERFILE = readFileSync(path.join(ROOT, 'deploy/gpu-host/Dockerfile'), 'utf8');
@@ -306,4 +308,62 @@ const up = async (port) => fetch('http://127.0.0.1:' + port + '/health').then((r
     expect(events().map((e) => e.name)).not.toContain('b');
     for (const port of [supervisorPort, ...Object.values(ports)]) expect(await answers(port, '/')).toBe(false);
   });
+});
+
+describe('deploy/gpu-host/compose.yml', () => {
+  const file = path.join(ROOT, 'deploy/gpu-host/compose.yml');
+  interface Service {
+    build?: { context: string; dockerfile: string };
+    image?: string;
+    network_mode?: string;
+    env_file?: string;
+    volumes?: string[];
+    environment?: Record<string, string>;
+    deploy?: { resources: { reservations: { devices: { driver: string; capabilities: string[] }[] } } };
+  }
+  const yaml = YAML.parse(readFileSync(file, 'utf8')) as { services: Record<string, Service> };
+
+  it('runs the GPU-host image with the GPUs and the gateway with the shipped config, both on the host’s network', () => {
+    const host = yaml.services['gpu-host']!;
+    const gateway = yaml.services.gateway!;
+    expect(path.resolve(path.dirname(file), host.build!.context, host.build!.dockerfile)).toBe(
+      path.join(ROOT, 'deploy/gpu-host/Dockerfile'),
+    );
+    expect(host.deploy!.resources.reservations.devices).toEqual([
+      expect.objectContaining({ driver: 'nvidia', capabilities: ['gpu'] }),
+    ]);
+    expect([host.network_mode, gateway.network_mode]).toEqual(['host', 'host']);
+    expect(gateway.image).toMatch(/^nginx:\d+\.\d+/);
+    const mounted = (gateway.volumes ?? []).map((v) => v.split(':'));
+    const conf = mounted.find(([, target]) => target === '/etc/nginx/conf.d/default.conf')!;
+    expect(path.resolve(path.dirname(file), conf[0]!)).toBe(path.join(ROOT, 'deploy/nginx/haru-gpu-host.conf'));
+    expect(host.volumes).toContain('${HARU_ETC:-/etc/haru}:/etc/haru:ro');
+    expect(host.env_file).toBe('${HARU_ETC:-/etc/haru}/supervisor.env');
+  });
+
+  const compose2 = findComposeV2();
+  (compose2.argv ? it : it.skip)(
+    `is accepted by \`docker compose config\`, with the example supervisor.env as the environment${compose2.argv ? '' : ` [skipped: ${compose2.reason}]`}`,
+    () => {
+      const etc = mkdtempSync(path.join(os.tmpdir(), 'haru-etc-'));
+      try {
+        writeFileSync(
+          path.join(etc, 'supervisor.env'),
+          readFileSync(path.join(ROOT, 'deploy/systemd/env/supervisor.env')),
+        );
+        const [command, ...prefix] = compose2.argv!;
+        const run = spawnSync(command!, [...prefix, '-f', file, 'config', '--format', 'json'], {
+          encoding: 'utf8',
+          env: { PATH: process.env.PATH, HOME: process.env.HOME, HARU_ETC: etc },
+        });
+        expect({ status: run.status, stderr: run.stderr }).toEqual({ status: 0, stderr: '' });
+        const resolved = JSON.parse(run.stdout) as { services: Record<string, Service> };
+        const env = resolved.services['gpu-host']!.environment!;
+        expect(supervisorEnvSchema.safeParse(env).error?.issues ?? []).toEqual([]);
+        expect(env.HARU_SUPERVISOR_HOST).toBe('127.0.0.1');
+      } finally {
+        rmSync(etc, { recursive: true, force: true });
+      }
+    },
+  );
 });
