@@ -1,6 +1,6 @@
 /**
  * The GPU-host image (deploy/gpu-host/): no Docker engine runs here, so the Dockerfile is linted with the
- * real hadolint and checked against the tree, and its entrypoint (deploy/gpu-host/launch.ts) runs for real
+ * real hadolint and checked against the tree, and its entrypoint (deploy/gpu-host/main.ts) runs for real
  * with a stand-in `vllm` (the simulator's fake vLLM behind vLLM's command line): the supervisor, then each
  * GPU's servers one after another, GPUs in parallel, and everything stopped on a signal or a crash.
  */
@@ -18,6 +18,7 @@ import { freePort } from '../support/ports';
 import { describeWithTools, findComposeV2, HADOLINT } from '../support/tools';
 
 const ROOT = path.resolve(__dirname, '../..');
+const TOKEN = 'gpu-host-test-token';
 const DOCKERFILE = readFileSync(path.join(ROOT, 'deploy/gpu-host/Dockerfile'), 'utf8');
 const instructions = DOCKERFILE.split('\n')
   .filter((l) => /^[A-Z]+\s/.test(l))
@@ -51,7 +52,7 @@ describe('deploy/gpu-host/Dockerfile', () => {
     const entrypoint = JSON.parse(
       instructions.find((l) => l.startsWith('ENTRYPOINT '))!.slice('ENTRYPOINT '.length),
     ) as string[];
-    expect(entrypoint).toEqual(['node', '-r', 'tsx/cjs', 'deploy/gpu-host/launch.ts']);
+    expect(entrypoint).toEqual(['node', '-r', 'tsx/cjs', 'deploy/gpu-host/main.ts']);
     expect(instructions).toContain('WORKDIR /opt/haru');
     const launcher = readFileSync(path.join(ROOT, entrypoint[3]!), 'utf8');
     for (const script of ['bin/haru.js', 'examples/vllm-launch.sh', 'deploy/bin/wait-http.js']) {
@@ -137,13 +138,13 @@ describe('deploy/gpu-host/plan.ts', () => {
   });
 });
 
-describe('deploy/gpu-host/launch.ts with a stand-in vllm', () => {
+describe('deploy/gpu-host/main.ts with a stand-in vllm', () => {
   const LOAD_DELAY_MS = 1500;
   let dir: string;
   let supervisorPort: number;
   let ports: Record<'a' | 'b' | 'c', number>;
   let eventsFile: string;
-  const launched: ChildProcess[] = [];
+  const launched: { child: ChildProcess; exited: Promise<unknown> }[] = [];
 
   beforeAll(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'haru-gpu-host-'));
@@ -194,7 +195,7 @@ const up = async (port) => fetch('http://127.0.0.1:' + port + '/health').then((r
   const watched = JSON.parse(process.env.FAKE_VLLM_PORTS);
   const answering = [];
   for (const [model, port] of Object.entries(watched)) if (await up(port)) answering.push(model);
-  fs.appendFileSync(${JSON.stringify(eventsFile)}, JSON.stringify({ name, argv, cuda: process.env.CUDA_VISIBLE_DEVICES, dev: process.env.VLLM_SERVER_DEV_MODE, answering }) + '\\n');
+  fs.appendFileSync(${JSON.stringify(eventsFile)}, JSON.stringify({ name, argv, cuda: process.env.CUDA_VISIBLE_DEVICES, dev: process.env.VLLM_SERVER_DEV_MODE, haru: Object.keys(process.env).filter((k) => k.startsWith('HARU_SUPERVISOR')), answering }) + '\\n');
   await new Promise((r) => setTimeout(r, ${LOAD_DELAY_MS}));
   if (process.env.FAKE_VLLM_FAIL === name) process.exit(3);
   if (process.env.FAKE_VLLM_HANG === name) return void setInterval(() => {}, 60_000);
@@ -206,27 +207,32 @@ const up = async (port) => fetch('http://127.0.0.1:' + port + '/health').then((r
     chmodSync(path.join(bin, 'vllm'), 0o755);
   });
 
-  afterAll(async () => {
-    // The launcher leads its own process group, with everything it started in it.
-    for (const child of launched) {
+  // A test that failed half-way leaves nothing running for the next: the launcher leads its own process
+  // group, with everything it started in it.
+  afterEach(async () => {
+    for (const { child, exited } of launched.splice(0)) {
+      if (child.exitCode !== null || child.signalCode !== null) continue;
       try {
         process.kill(-child.pid!, 'SIGKILL');
       } catch {
         // already gone
       }
+      await exited;
     }
-    rmSync(dir, { recursive: true, force: true });
   });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   const launch = (extra: Record<string, string> = {}) => {
     rmSync(eventsFile, { force: true });
-    const child = spawn(process.execPath, ['-r', 'tsx/cjs', path.join(ROOT, 'deploy/gpu-host/launch.ts')], {
+    const child = spawn(process.execPath, ['-r', 'tsx/cjs', path.join(ROOT, 'deploy/gpu-host/main.ts')], {
       cwd: ROOT,
       env: {
         PATH: `${path.join(dir, 'bin')}:${process.env.PATH}`,
         HOME: dir,
         HARU_SUPERVISOR_CONFIG: path.join(dir, 'supervisor.json'),
         PORT: String(supervisorPort),
+        HARU_SUPERVISOR_TOKEN: TOKEN,
+        HARU_SUPERVISOR_HOST: '127.0.0.1',
         HARU_VLLM_ENV_DIR: path.join(dir, 'vllm'),
         HARU_HOST_STOP_TIMEOUT_S: '10',
         FAKE_VLLM_PORTS: JSON.stringify(ports),
@@ -235,11 +241,11 @@ const up = async (port) => fetch('http://127.0.0.1:' + port + '/health').then((r
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
     });
-    launched.push(child);
     let output = '';
     child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    launched.push({ child, exited });
     return { child, exited, output: () => output };
   };
   const events = () =>
@@ -247,7 +253,17 @@ const up = async (port) => fetch('http://127.0.0.1:' + port + '/health').then((r
       ? readFileSync(eventsFile, 'utf8')
           .trim()
           .split('\n')
-          .map((l) => JSON.parse(l) as { name: string; argv: string[]; cuda: string; dev: string; answering: string[] })
+          .map(
+            (l) =>
+              JSON.parse(l) as {
+                name: string;
+                argv: string[];
+                cuda: string;
+                dev: string;
+                haru: string[];
+                answering: string[];
+              },
+          )
       : [];
   const answers = (port: number, p = '/health') =>
     fetch(`http://127.0.0.1:${port}${p}`).then(
@@ -274,9 +290,14 @@ const up = async (port) => fetch('http://127.0.0.1:' + port + '/health').then((r
       expect.arrayContaining(['--enable-sleep-mode', '--host', '127.0.0.1', '--max-model-len', '1024']),
     );
     expect([seen.a!.cuda, seen.b!.cuda, seen.c!.cuda, seen.a!.dev]).toEqual(['0', '0', '1', '1']);
+    // The supervisor's token stays with the supervisor.
+    expect(seen.a!.haru).toContain('HARU_SUPERVISOR_HOST');
+    expect(seen.a!.haru).not.toContain('HARU_SUPERVISOR_TOKEN');
     // The supervisor drives the servers it was configured with.
     const status = supervisorStatusSchema.parse(
-      await (await fetch(`http://127.0.0.1:${supervisorPort}/v1/status`)).json(),
+      await (
+        await fetch(`http://127.0.0.1:${supervisorPort}/v1/status`, { headers: { authorization: `Bearer ${TOKEN}` } })
+      ).json(),
     );
     expect(status.models.map((m) => [m.name, m.state]).sort()).toEqual([
       ['a', 'awake'],

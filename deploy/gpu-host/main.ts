@@ -2,7 +2,7 @@
  * The GPU-host image's entrypoint (deploy/gpu-host/Dockerfile): runs the supervisor and every vLLM server of
  * the supervisor config in the order the systemd units use, for hosts without systemd.
  *
- *   node -r tsx/cjs deploy/gpu-host/launch.ts
+ *   node -r tsx/cjs deploy/gpu-host/main.ts
  *
  * The supervisor starts first and independently; each GPU's vLLM servers start one after another, each ready
  * (`/health` answers) before the next loads, GPUs in parallel. Each server is started by
@@ -47,8 +47,8 @@ export async function runHost(env: NodeJS.ProcessEnv): Promise<never> {
   const running: Running[] = [];
   const waiters = new Set<ChildProcess>();
   let stopping = false;
-  const start = (label: string, command: string, args: string[], extraEnv: Record<string, string> = {}) => {
-    const child = spawn(command, args, { cwd: ROOT, env: { ...env, ...extraEnv }, stdio: 'inherit' });
+  const start = (label: string, command: string, args: string[], childEnv: NodeJS.ProcessEnv) => {
+    const child = spawn(command, args, { cwd: ROOT, env: childEnv, stdio: 'inherit' });
     const exited = new Promise<void>((resolve) =>
       child.once('exit', (code, signal) => {
         if (!stopping) logger.error('process exited: stopping the host', { process: label, code, signal });
@@ -75,7 +75,9 @@ export async function runHost(env: NodeJS.ProcessEnv): Promise<never> {
   };
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => void stop(0));
 
-  start('supervisor', process.execPath, [path.join(ROOT, 'bin/haru.js'), 'supervisor']);
+  start('supervisor', process.execPath, [path.join(ROOT, 'bin/haru.js'), 'supervisor'], env);
+  // The supervisor's token is its own: vLLM gets neither it nor the supervisor's settings.
+  const { HARU_SUPERVISOR_TOKEN: _token, HARU_SUPERVISOR_CONFIG: _config, ...vllmEnv } = env;
   const waitReady = (server: VllmServerPlan) =>
     new Promise<boolean>((resolve) => {
       const url = `http://127.0.0.1:${server.port}/health`;
@@ -98,7 +100,7 @@ export async function runHost(env: NodeJS.ProcessEnv): Promise<never> {
         `vllm ${server.name}`,
         path.join(ROOT, 'examples/vllm-launch.sh'),
         [String(server.gpuIndex), String(server.port), server.name, server.model, ...server.args],
-        server.env,
+        { ...vllmEnv, ...server.env },
       );
       if (!(await waitReady(server))) {
         if (!stopping) logger.error('vLLM server not ready in time: stopping the host', { model: server.name });
