@@ -21,6 +21,9 @@ const ROOT = path.resolve(__dirname, '../..');
 /** The shipped config without its comments (which name the same paths). */
 const SHIPPED = readFileSync(path.join(ROOT, 'deploy/nginx/haru-gpu-host.conf'), 'utf8').replace(/^\s*#.*\n/gm, '');
 const TOKEN = 'gateway-test-token';
+// Real processes (a simulated domain, nginx, the launcher and its servers) start and stop: generous on a
+// loaded machine.
+jest.setTimeout(120_000);
 
 /** Replaces `from` (which must occur exactly `times` times) in the shipped config. */
 function swap(text: string, from: string, to: string, times = 1): string {

@@ -19,6 +19,9 @@ import { describeWithTools, findComposeV2, HADOLINT } from '../support/tools';
 
 const ROOT = path.resolve(__dirname, '../..');
 const TOKEN = 'gpu-host-test-token';
+// Real processes (a simulated domain, nginx, the launcher and its servers) start and stop: generous on a
+// loaded machine.
+jest.setTimeout(120_000);
 const DOCKERFILE = readFileSync(path.join(ROOT, 'deploy/gpu-host/Dockerfile'), 'utf8');
 const instructions = DOCKERFILE.split('\n')
   .filter((l) => /^[A-Z]+\s/.test(l))
@@ -139,7 +142,7 @@ describe('deploy/gpu-host/plan.ts', () => {
 });
 
 describe('deploy/gpu-host/main.ts with a stand-in vllm', () => {
-  const LOAD_DELAY_MS = 1500;
+  const LOAD_DELAY_MS = 2500;
   let dir: string;
   let supervisorPort: number;
   let ports: Record<'a' | 'b' | 'c', number>;
