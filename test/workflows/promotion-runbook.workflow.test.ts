@@ -3,26 +3,18 @@
  * compensation, failure reporting, abort. The end-to-end tests with simulated hosts live beside this file.
  */
 import { Context } from '@temporalio/activity';
-import { WorkflowFailedError, type Client } from '@temporalio/client';
+import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { type NativeConnection, Worker } from '@temporalio/worker';
+import { Worker } from '@temporalio/worker';
 import type { Activities } from '../../activities';
 import { FailureType } from '../../schemas/failures';
 import { abortSignal, operationWorkflowId, progressQuery } from '../../workflows/definitions';
 import { demotionWorkflow, promotionWorkflow } from '../../workflows';
 import { workflowBundle } from './support/bundle';
 import { fastPolicy, STUB, stubActivities } from './support/stub-activities';
-import { connectTestServer, eventually, uniqueTaskQueue } from './support/temporal';
+import { eventually, uniqueTaskQueue, useTestServer } from './support/temporal';
 
-let connection: NativeConnection;
-let client: Client;
-
-beforeAll(async () => {
-  ({ connection, client } = await connectTestServer());
-});
-afterAll(async () => {
-  await connection?.close();
-});
+const server = useTestServer();
 
 const input = (policy = fastPolicy()) => ({
   fleetId: STUB.fleet,
@@ -35,7 +27,12 @@ const input = (policy = fastPolicy()) => ({
 /** Runs `fn` with a worker over the stub activities on a fresh task queue. */
 async function withWorker<T>(activities: Activities, fn: (taskQueue: string) => Promise<T>): Promise<T> {
   const taskQueue = uniqueTaskQueue('runbook');
-  const worker = await Worker.create({ connection, taskQueue, workflowBundle: workflowBundle(), activities });
+  const worker = await Worker.create({
+    connection: server.connection,
+    taskQueue,
+    workflowBundle: workflowBundle(),
+    activities,
+  });
   return worker.runUntil(fn(taskQueue));
 }
 
@@ -63,7 +60,7 @@ const waitsForever = (waitingFor: string) => async () => {
 async function promoteToEnd(activities: Activities) {
   const args = input();
   const ended = await withWorker(activities, async (taskQueue) => {
-    const handle = await client.workflow.start(promotionWorkflow, {
+    const handle = await server.client.workflow.start(promotionWorkflow, {
       taskQueue,
       workflowId: operationWorkflowId(args.fleetId, args.operationId),
       args: [args],
@@ -126,7 +123,7 @@ describe('promotionWorkflow runbook', () => {
       const args = input();
       const failure = await withWorker(activities, async (taskQueue) =>
         failureOf(
-          client.workflow.execute(promotionWorkflow, {
+          server.client.workflow.execute(promotionWorkflow, {
             taskQueue,
             workflowId: operationWorkflowId(args.fleetId, args.operationId),
             args: [args],
@@ -148,7 +145,7 @@ describe('promotionWorkflow runbook', () => {
     const args = input(fastPolicy({ wakeTimeoutMs: 1_500 }));
     const failure = await withWorker(activities, async (taskQueue) =>
       failureOf(
-        client.workflow.execute(promotionWorkflow, {
+        server.client.workflow.execute(promotionWorkflow, {
           taskQueue,
           workflowId: operationWorkflowId(args.fleetId, args.operationId),
           args: [args],
@@ -170,7 +167,7 @@ describe('promotionWorkflow runbook', () => {
     const args = input(fastPolicy({ wakeTimeoutMs: 1_500 }));
     const failure = await withWorker(activities, async (taskQueue) =>
       failureOf(
-        client.workflow.execute(promotionWorkflow, {
+        server.client.workflow.execute(promotionWorkflow, {
           taskQueue,
           workflowId: operationWorkflowId(args.fleetId, args.operationId),
           args: [args],
@@ -196,7 +193,7 @@ describe('promotionWorkflow runbook', () => {
     });
     const args = input();
     const progress = await withWorker(activities, async (taskQueue) => {
-      const handle = await client.workflow.start(promotionWorkflow, {
+      const handle = await server.client.workflow.start(promotionWorkflow, {
         taskQueue,
         workflowId: operationWorkflowId(args.fleetId, args.operationId),
         args: [args],
@@ -211,7 +208,7 @@ describe('promotionWorkflow runbook', () => {
     const { activities, calls, finished } = stubActivities({ wakeModels: waitsForever('models not awake') });
     const args = input(fastPolicy({ wakeTimeoutMs: 60_000 }));
     const failure = await withWorker(activities, async (taskQueue) => {
-      const handle = await client.workflow.start(promotionWorkflow, {
+      const handle = await server.client.workflow.start(promotionWorkflow, {
         taskQueue,
         workflowId: operationWorkflowId(args.fleetId, args.operationId),
         args: [args],
@@ -247,7 +244,7 @@ describe('promotionWorkflow runbook', () => {
     const args = input();
     const failure = await withWorker(activities, async (taskQueue) =>
       failureOf(
-        client.workflow.execute(promotionWorkflow, {
+        server.client.workflow.execute(promotionWorkflow, {
           taskQueue,
           workflowId: operationWorkflowId(args.fleetId, args.operationId),
           args: [args],
@@ -305,7 +302,7 @@ describe('promotionWorkflow runbook', () => {
     const args = input();
     const failure = await withWorker(activities, async (taskQueue) =>
       failureOf(
-        client.workflow.execute(promotionWorkflow, {
+        server.client.workflow.execute(promotionWorkflow, {
           taskQueue,
           workflowId: operationWorkflowId(args.fleetId, args.operationId),
           args: [args],
@@ -330,7 +327,7 @@ describe('promotionWorkflow runbook', () => {
     });
     const args = input();
     const result = await withWorker(activities, async (taskQueue) =>
-      client.workflow.execute(promotionWorkflow, {
+      server.client.workflow.execute(promotionWorkflow, {
         taskQueue,
         workflowId: operationWorkflowId(args.fleetId, args.operationId),
         args: [args],
@@ -355,7 +352,7 @@ describe('demotionWorkflow runbook', () => {
     });
     const failure = await withWorker(activities, async (taskQueue) =>
       failureOf(
-        client.workflow.execute(demotionWorkflow, {
+        server.client.workflow.execute(demotionWorkflow, {
           taskQueue,
           workflowId: uniqueTaskQueue('demote'),
           args: [{ fleetId: STUB.fleet, domainId: STUB.active }],
@@ -372,7 +369,7 @@ describe('demotionWorkflow runbook', () => {
   it('drains, sleeps and trains, and ends its operation succeeded', async () => {
     const { activities, calls, finished } = stubActivities();
     const result = await withWorker(activities, async (taskQueue) =>
-      client.workflow.execute(demotionWorkflow, {
+      server.client.workflow.execute(demotionWorkflow, {
         taskQueue,
         workflowId: uniqueTaskQueue('demote'),
         args: [{ fleetId: STUB.fleet, operationId: STUB.op, domainId: STUB.standby }],
