@@ -3,7 +3,7 @@
  * compensation, failure reporting, abort. The end-to-end tests with simulated hosts live beside this file.
  */
 import { Context } from '@temporalio/activity';
-import { WorkflowFailedError } from '@temporalio/client';
+import { WorkflowFailedError, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { Worker } from '@temporalio/worker';
 import type { Activities } from '../../activities';
@@ -56,19 +56,36 @@ const waitsForever = (waitingFor: string) => async () => {
   }
 };
 
+/** Starts a promotion of `args` on a worker over `activities` and runs `fn` with its handle while the worker runs. */
+async function withPromotion<T>(
+  activities: Activities,
+  args: ReturnType<typeof input>,
+  fn: (handle: WorkflowHandleWithFirstExecutionRunId<typeof promotionWorkflow>) => Promise<T>,
+): Promise<T> {
+  return withWorker(activities, async (taskQueue) =>
+    fn(
+      await server.client.workflow.start(promotionWorkflow, {
+        taskQueue,
+        workflowId: operationWorkflowId(args.fleetId, args.operationId),
+        args: [args],
+      }),
+    ),
+  );
+}
+
 /** Runs one promotion with `activities` to its end; its input, result and final progress. */
 async function promoteToEnd(activities: Activities) {
   const args = input();
-  const ended = await withWorker(activities, async (taskQueue) => {
-    const handle = await server.client.workflow.start(promotionWorkflow, {
-      taskQueue,
-      workflowId: operationWorkflowId(args.fleetId, args.operationId),
-      args: [args],
-    });
-    return { result: await handle.result(), progress: await handle.query(progressQuery) };
-  });
+  const ended = await withPromotion(activities, args, async (handle) => ({
+    result: await handle.result(),
+    progress: await handle.query(progressQuery),
+  }));
   return { args, ...ended };
 }
+
+/** Runs one promotion of `args` with `activities` to its failure; the ApplicationFailure it failed with. */
+const promotionFailure = (activities: Activities, args = input()): Promise<ApplicationFailure> =>
+  withPromotion(activities, args, (handle) => failureOf(handle.result()));
 
 describe('promotionWorkflow runbook', () => {
   it('runs the six steps in order, proving each before the next, and reports every timing', async () => {
@@ -120,16 +137,7 @@ describe('promotionWorkflow runbook', () => {
           throw ApplicationFailure.nonRetryable(`${step} broke`, FailureType.ProbeFailed);
         },
       });
-      const args = input();
-      const failure = await withWorker(activities, async (taskQueue) =>
-        failureOf(
-          server.client.workflow.execute(promotionWorkflow, {
-            taskQueue,
-            workflowId: operationWorkflowId(args.fleetId, args.operationId),
-            args: [args],
-          }),
-        ),
-      );
+      const failure = await promotionFailure(activities);
       expect(failure).toMatchObject({ type: 'PromotionFailed', message: `promotion failed at ${step}: ${step} broke` });
       expect(calls).not.toContain('commitRouting');
       const after = calls.slice(calls.indexOf(step) + 1).filter((c) => !c.startsWith('step:'));
@@ -142,16 +150,7 @@ describe('promotionWorkflow runbook', () => {
 
   it('fails a step that outlives its budget, naming what it was waiting for', async () => {
     const { activities, finished } = stubActivities({ wakeModels: waitsForever('models not awake: llama (asleep)') });
-    const args = input(fastPolicy({ wakeTimeoutMs: 1_500 }));
-    const failure = await withWorker(activities, async (taskQueue) =>
-      failureOf(
-        server.client.workflow.execute(promotionWorkflow, {
-          taskQueue,
-          workflowId: operationWorkflowId(args.fleetId, args.operationId),
-          args: [args],
-        }),
-      ),
-    );
+    const failure = await promotionFailure(activities, input(fastPolicy({ wakeTimeoutMs: 1_500 })));
     expect(failure.message).toMatch(
       /^promotion failed at wakeModels: step budget spent \(.+\): models not awake: llama \(asleep\)$/,
     );
@@ -164,16 +163,7 @@ describe('promotionWorkflow runbook', () => {
         throw ApplicationFailure.retryable('supervisor refused wake of GPU 0: llama: still asleep', FailureType.NotYet);
       },
     });
-    const args = input(fastPolicy({ wakeTimeoutMs: 1_500 }));
-    const failure = await withWorker(activities, async (taskQueue) =>
-      failureOf(
-        server.client.workflow.execute(promotionWorkflow, {
-          taskQueue,
-          workflowId: operationWorkflowId(args.fleetId, args.operationId),
-          args: [args],
-        }),
-      ),
-    );
+    const failure = await promotionFailure(activities, input(fastPolicy({ wakeTimeoutMs: 1_500 })));
     expect(failure.message).toMatch(
       /^promotion failed at wakeModels: (step budget spent \(.+\): last error: )?supervisor refused wake of GPU 0: llama: still asleep$/,
     );
@@ -191,28 +181,13 @@ describe('promotionWorkflow runbook', () => {
         return { attempt: Context.current().info.attempt, models: ['llama'] };
       },
     });
-    const args = input();
-    const progress = await withWorker(activities, async (taskQueue) => {
-      const handle = await server.client.workflow.start(promotionWorkflow, {
-        taskQueue,
-        workflowId: operationWorkflowId(args.fleetId, args.operationId),
-        args: [args],
-      });
-      await handle.result();
-      return handle.query(progressQuery);
-    });
+    const { progress } = await promoteToEnd(activities);
     expect(progress.steps.find((s) => s.step === 'wakeModels')).toMatchObject({ status: 'succeeded', attempts: 3 });
   });
 
   it('an abort before commit cancels the waiting step, compensates and ends cancelled', async () => {
     const { activities, calls, finished } = stubActivities({ wakeModels: waitsForever('models not awake') });
-    const args = input(fastPolicy({ wakeTimeoutMs: 60_000 }));
-    const failure = await withWorker(activities, async (taskQueue) => {
-      const handle = await server.client.workflow.start(promotionWorkflow, {
-        taskQueue,
-        workflowId: operationWorkflowId(args.fleetId, args.operationId),
-        args: [args],
-      });
+    const failure = await withPromotion(activities, input(fastPolicy({ wakeTimeoutMs: 60_000 })), async (handle) => {
       await eventually('wakeModels to run', () => calls.includes('wakeModels'));
       await handle.signal(abortSignal, { reason: 'operator changed their mind' });
       const f = await failureOf(handle.result());
@@ -241,16 +216,7 @@ describe('promotionWorkflow runbook', () => {
         throw ApplicationFailure.nonRetryable('routing pointer moved', FailureType.RouteConflict);
       },
     });
-    const args = input();
-    const failure = await withWorker(activities, async (taskQueue) =>
-      failureOf(
-        server.client.workflow.execute(promotionWorkflow, {
-          taskQueue,
-          workflowId: operationWorkflowId(args.fleetId, args.operationId),
-          args: [args],
-        }),
-      ),
-    );
+    const failure = await promotionFailure(activities);
     expect(failure.message).toBe('promotion failed at commitRouting: routing pointer moved');
     expect(calls.slice(calls.indexOf('commitRouting') + 1).filter((c) => !c.startsWith('step:'))).toEqual([
       'readRoutingOutcome',
@@ -299,16 +265,7 @@ describe('promotionWorkflow runbook', () => {
         throw ApplicationFailure.nonRetryable('domain b is the active domain of fleet f', FailureType.InvalidTarget);
       },
     });
-    const args = input();
-    const failure = await withWorker(activities, async (taskQueue) =>
-      failureOf(
-        server.client.workflow.execute(promotionWorkflow, {
-          taskQueue,
-          workflowId: operationWorkflowId(args.fleetId, args.operationId),
-          args: [args],
-        }),
-      ),
-    );
+    const failure = await promotionFailure(activities);
     expect(failure.type).toBe(FailureType.InvalidTarget);
     expect(calls).toEqual(['beginOperation', 'finishOperation']);
     expect(finished).toEqual([
@@ -325,14 +282,7 @@ describe('promotionWorkflow runbook', () => {
         throw ApplicationFailure.nonRetryable('supervisor refused our token', FailureType.Unauthorized);
       },
     });
-    const args = input();
-    const result = await withWorker(activities, async (taskQueue) =>
-      server.client.workflow.execute(promotionWorkflow, {
-        taskQueue,
-        workflowId: operationWorkflowId(args.fleetId, args.operationId),
-        args: [args],
-      }),
-    );
+    const { result } = await promoteToEnd(activities);
     expect(result).toMatchObject({ state: 'succeeded', demotion: 'failed' });
     expect(finished).toEqual([{ outcome: 'succeeded' }]);
   });
