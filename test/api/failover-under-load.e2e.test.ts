@@ -219,11 +219,18 @@ describe('failover under load', () => {
     const promotions = (await h.store.operations.list(fleet.id)).filter((o) => o.kind === 'promote');
     expect(promotions).toHaveLength(1);
     expect(promotions[0]).toMatchObject({ requestedBy: expect.any(String), routingCommitted: true });
-    // The API shows the workflow's live progress for it.
-    const detail = await call(`${h.url}/v1/fleets/${fleet.slug}/operations/${promotions[0]!.id}`);
-    expect(detail.status).toBe(200);
-    const steps = detail.body.progress.steps as { step: string; status: string }[];
-    expect(steps.find((s) => s.step === 'commitRouting')?.status).toBe('succeeded');
+    // The API shows the workflow's live progress for it: null while the query goes unanswered (a busy
+    // worker), and the commit's step may still read running after the pointer moved, so wait for it.
+    await waitUntil(
+      'the API to show the promotion commit step succeeded',
+      async () => {
+        const detail = await call(`${h.url}/v1/fleets/${fleet.slug}/operations/${promotions[0]!.id}`);
+        expect(detail.status).toBe(200);
+        const steps = (detail.body.progress?.steps ?? []) as { step: string; status: string }[];
+        return steps.find((s) => s.step === 'commitRouting')?.status === 'succeeded';
+      },
+      { timeoutMs: 30_000, intervalMs: 250 },
+    );
     await server.client.workflow.getHandle(monitorWorkflowId(fleet.id)).terminate('test done');
   });
 });

@@ -122,18 +122,27 @@ describe('6. through the temporal CLI', () => {
       await eventually('routing to move to the standby', async () => (await activeOf(fleet)) === fleet.west.id, 90_000);
 
       const [operation] = await fleet.db.store.operations.list(fleet.fleetId);
-      const out = await temporal(
-        'workflow',
-        'query',
-        '--workflow-id',
-        operation!.workflowId,
-        '--name',
-        'progress',
-        '--output',
-        'json',
+      // Routing moves in the store before the workflow has taken in the commit's result: wait for the step.
+      const progress = await eventually(
+        'the promotion to report its commit through the CLI',
+        async () => {
+          const out = await temporal(
+            'workflow',
+            'query',
+            '--workflow-id',
+            operation!.workflowId,
+            '--name',
+            'progress',
+            '--output',
+            'json',
+          );
+          const [answer] = (JSON.parse(out) as { queryResult: [OperationProgress] }).queryResult;
+          return answer.steps.find((s) => s.step === 'commitRouting')?.status === 'succeeded' ? answer : null;
+        },
+        60_000,
+        250,
       );
-      const parsed = JSON.parse(out) as { queryResult: [OperationProgress] };
-      expect(parsed.queryResult[0].steps.map((s) => s.step)).toEqual([
+      expect(progress.steps.map((s) => s.step)).toEqual([
         'stopTraining',
         'verifyGpuReleased',
         'wakeModels',
@@ -141,9 +150,6 @@ describe('6. through the temporal CLI', () => {
         'commitRouting',
         'demoteOldActive',
       ]);
-      expect(parsed.queryResult[0].steps.find((s) => s.step === 'commitRouting')).toMatchObject({
-        status: 'succeeded',
-      });
     } finally {
       await close();
     }
