@@ -1,13 +1,17 @@
 /**
- * The monitor's poll round against real Postgres where it races other writers of a domain's row.
+ * The monitor's poll loop against real Postgres: the heartbeats, state transitions and events it writes,
+ * and its races with other writers of a domain's row. Supervisors are scripted hosts.
  */
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { eq } from 'drizzle-orm';
 import { testLayout } from '../db/fixtures';
 import { domains as domainsTable } from '../db/schema';
 import { createTestDatabase, seedLayout, type TestDatabase } from '../db/testing';
 import type { Store } from '../db/store';
-import { FakeHost, quietEnvironment, routedClient, runIn } from './fakes';
-import { createFleetMonitorActivities } from './fleet-monitor';
+import { FailureType } from '../schemas/failures';
+import { quietEnvironment, runIn } from '../test/support/activity-environment';
+import { FakeHost, routedClient, unreachable } from '../test/support/fake-host';
+import { createFleetMonitorActivities, type WatchFleetInput } from './fleet-monitor';
 
 let tdb: TestDatabase;
 beforeAll(async () => {
@@ -88,4 +92,147 @@ it('times the degraded grace from continuous watching, not from a degradation re
   expect(resumed.reason).toBe('checkpoint');
   expect(resumed.fleet.domains.find((d) => d.id === east!.id)).toMatchObject({ state: 'degraded' });
   expect(Date.parse(resumed.watchingSince!)).toBeGreaterThan(Date.now() - 60_000);
+});
+
+describe('watchFleet', () => {
+  const POLICY = { heartbeatIntervalMs: 5, heartbeatStaleMs: 60_000, failureThreshold: 3 };
+  let fleets = 0;
+
+  /** A fresh fleet (east active and serving, west a sleeping standby, both ready) and a watch over it. */
+  async function setup() {
+    const { fleetId } = await seedLayout(tdb.store, testLayout({ fleet: `watch-${++fleets}`, policy: POLICY }));
+    const snapshot = (await tdb.store.fleets.snapshot(fleetId))!;
+    for (const d of snapshot.domains) await tdb.store.domains.transition(d.id, 'ready');
+    const [east, west] = snapshot.domains as [(typeof snapshot.domains)[number], (typeof snapshot.domains)[number]];
+    const model = east.slots.find((s) => s.kind === 'inference')!.models[0]!.name;
+    const a = new FakeHost();
+    a.models[0]!.name = model;
+    a.models[0]!.state = 'awake';
+    a.training = [{ gpuIndex: 0, state: 'idle', pids: [], startedAt: null, lastExit: null }];
+    const b = new FakeHost();
+    b.models[0]!.name = model;
+    const polled: string[] = [];
+    const acts = createFleetMonitorActivities({
+      store: tdb.store,
+      supervisor: routedClient({ [east.supervisorUrl]: a, [west.supervisorUrl]: b }),
+      now: () => new Date(),
+      metrics: { domainPolled: (l) => polled.push(`${l.domain}:${l.outcome}`), routingCommit: () => undefined },
+    });
+    const env = quietEnvironment({ attempt: 1 });
+    const heartbeats: unknown[] = [];
+    env.on('heartbeat', (d: unknown) => heartbeats.push(d));
+    const watch = (over: Partial<WatchFleetInput> = {}) =>
+      runIn(env, acts.watchFleet, {
+        fleetId,
+        isAutoFailoverPaused: false,
+        isImmediate: false,
+        checkpointMs: 60_000,
+        pendingGraceMs: 10_000,
+        alreadyTriedIds: [],
+        coolingDownIds: [],
+        ...over,
+      });
+    const [last] = (await tdb.store.events.list(fleetId, { limit: 1_000 })).slice(-1);
+    /** Events the watches wrote (after the setup's own). */
+    const events = () => tdb.store.events.list(fleetId, { after: last?.id ?? 0 });
+    const domain = async (id: string) => (await tdb.store.domains.get(id))!;
+    return { fleetId, east, west, a, b, env, heartbeats, watch, polled, events, domain };
+  }
+
+  it('polls every domain once and returns at once when asked for an immediate look', async () => {
+    const { watch, east, polled, heartbeats, domain } = await setup();
+    const seenBefore = (await domain(east.id)).lastSeenAt;
+    const o = await watch({ isImmediate: true });
+    expect(o).toMatchObject({ reason: 'immediate', polls: 1, policy: expect.objectContaining(POLICY) });
+    expect(o.fleet.domains.map((d) => [d.slug, d.state, d.consecutiveFailures])).toEqual([
+      ['east', 'ready', 0],
+      ['west', 'ready', 0],
+    ]);
+    expect(polled.sort()).toEqual(['east:ok', 'west:ok']);
+    expect(heartbeats).toEqual([]);
+    expect((await domain(east.id)).lastSeenAt).not.toBe(seenBefore);
+  });
+
+  it('keeps polling, heartbeating each round, and returns when the active misses failureThreshold polls', async () => {
+    const { a, east, watch, heartbeats, events, domain } = await setup();
+    a.onStatus = (_h, reads) => {
+      if (reads >= 3) throw unreachable();
+    };
+    const o = await watch();
+    expect(o.reason).toBe('decision_due');
+    expect(o.polls).toBe(5); // 2 good rounds, then 3 failed ones
+    expect(heartbeats).toHaveLength(4);
+    expect(heartbeats[0]).toEqual({ polls: 1, observedAt: expect.any(String) });
+    const failing = {
+      consecutiveFailures: 3,
+      state: 'ready',
+      lastError: expect.stringContaining('ECONNREFUSED'),
+    };
+    expect(o.fleet.domains.find((d) => d.id === east.id)).toMatchObject(failing);
+    expect(await domain(east.id)).toMatchObject(failing);
+    // Failing the active is the workflow's decision: the activity only recorded the polls.
+    expect((await events()).filter((e) => e.type === 'domain.state')).toEqual([]);
+  });
+
+  it('fails a standby that missed failureThreshold polls by itself and keeps watching', async () => {
+    const { b, west, watch, events, domain } = await setup();
+    b.onStatus = () => {
+      throw unreachable();
+    };
+    const o = await watch({ checkpointMs: 0 });
+    expect(o.reason).toBe('checkpoint');
+    const again = await watch({ checkpointMs: 0 });
+    await watch({ checkpointMs: 0 });
+    expect(again.polls).toBe(1);
+    expect(await domain(west.id)).toMatchObject({ state: 'failed', consecutiveFailures: 3 });
+    expect((await events()).map((e) => e.message)).toEqual([
+      expect.stringMatching(/^domain west: ready -> failed \(consecutive_failures/),
+    ]);
+  });
+
+  it('marks the active degraded when a model falls asleep, and ready again when it wakes', async () => {
+    const { a, east, watch, events, domain } = await setup();
+    a.models[0]!.state = 'asleep';
+    await watch({ isImmediate: true });
+    expect((await domain(east.id)).state).toBe('degraded');
+    a.models[0]!.state = 'awake';
+    await watch({ isImmediate: true });
+    expect((await domain(east.id)).state).toBe('ready');
+    expect((await events()).map((e) => e.type)).toEqual(['domain.state', 'domain.state']);
+  });
+
+  it('leaves the slots of domains in an operation to that operation', async () => {
+    const { fleetId, a, east, west, watch } = await setup();
+    a.models[0]!.state = 'asleep';
+    const { outcome } = await tdb.store.operations.create({
+      fleetId,
+      kind: 'promote',
+      targetDomainId: west.id,
+      reason: 'test',
+      requestedBy: 'test',
+    });
+    expect(outcome).toBe('created');
+    const slots = async () => (await tdb.store.slots.listByDomain(east.id)).map((s) => [s.kind, s.state]);
+    const before = await slots();
+    await watch({ isImmediate: true });
+    expect(await slots()).toEqual(before);
+  });
+
+  it('returns at the checkpoint when nothing is due', async () => {
+    const { watch } = await setup();
+    expect((await watch({ checkpointMs: 30 })).reason).toBe('checkpoint');
+  });
+
+  it('ends with the cancellation (checkNow) between rounds', async () => {
+    const { b, env, watch } = await setup();
+    b.onStatus = (_h, reads) => reads === 3 && env.cancel('CANCELLED');
+    await expect(watch()).rejects.toBeInstanceOf(CancelledFailure);
+  });
+
+  it('throws non-retryable InvalidTarget once the fleet is gone', async () => {
+    const { watch } = await setup();
+    const err = await watch({ fleetId: '10000000-0000-4000-8000-00000000dead' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ApplicationFailure);
+    expect(err).toMatchObject({ type: FailureType.InvalidTarget, nonRetryable: true });
+  });
 });

@@ -3,7 +3,8 @@ import { testLayout } from '../db/fixtures';
 import { createTestDatabase, seedLayout, type TestDatabase } from '../db/testing';
 import { FailureType } from '../schemas/failures';
 import { createFleetStoreActivities } from './fleet-store';
-import { FakeHost, quietEnvironment, runIn } from './fakes';
+import { quietEnvironment, runIn } from '../test/support/activity-environment';
+import { FakeHost } from '../test/support/fake-host';
 
 let tdb: TestDatabase;
 let acts: ReturnType<typeof createFleetStoreActivities>;

@@ -1,5 +1,5 @@
 import type { SupervisorStatus } from '../schemas/supervisor';
-import { domainSnapshot, IDS, T0 } from './fakes';
+import { domainSnapshot, IDS, T0 } from '../test/support/fleet-fixtures';
 import { nextDomainState, observeDomain } from './observation';
 
 const status = (over: Partial<SupervisorStatus> = {}): SupervisorStatus => ({

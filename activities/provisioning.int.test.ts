@@ -8,7 +8,8 @@ import type { SkyCluster, SkyService } from '../drivers/sky-output';
 import type { DomainState } from '../schemas/enums';
 import { FailureType } from '../schemas/failures';
 import type { FleetLayoutInput } from '../schemas/layout';
-import { FakeHost, quietEnvironment, runIn } from './fakes';
+import { quietEnvironment, runIn } from '../test/support/activity-environment';
+import { FakeHost } from '../test/support/fake-host';
 import { createProvisioningActivities } from './provisioning';
 
 /** An in-memory `sky`: records every call and answers from what the test set. */

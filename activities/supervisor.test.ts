@@ -1,6 +1,14 @@
+/**
+ * The supervisor-call activities against a scripted host. The in-memory store is enough here: these
+ * activities only read the domain's layout and record slot states they observed, and what is tested is
+ * how they drive and wait on the supervisor. The slot writes' SQL is tested against Postgres in db/.
+ */
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { FailureType } from '../schemas/failures';
-import { domainSnapshot, FakeHost, fakeStore, IDS, quietEnvironment } from './fakes';
+import { quietEnvironment } from '../test/support/activity-environment';
+import { FakeHost } from '../test/support/fake-host';
+import { fakeStore } from '../test/support/fake-store';
+import { domainSnapshot, IDS } from '../test/support/fleet-fixtures';
 import { createSupervisorActivities } from './supervisor';
 
 function setup(opts: Parameters<typeof fakeStore>[0] = {}) {

@@ -15,13 +15,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import type { Client } from '@temporalio/client';
+import type { Client, Connection } from '@temporalio/client';
 import { sql } from 'drizzle-orm';
+import { createTemporalOrchestrator } from '../api/orchestrator';
 import { createTestDatabase, seedLayout } from '../db/testing';
 import { fleetLayoutSchema, type FleetLayout } from '../schemas/layout';
 import { SIM_TRAINER } from '../sim/domain';
 import { freePort } from '../test/support/ports';
-import { startOperationWorkflow } from '../workers/start';
 import { demotionChildWorkflowId, monitorWorkflowId, progressQuery } from '../workflows/definitions';
 import { cpuMs } from './support/cpu';
 import { printTimeline } from './support/history';
@@ -144,7 +144,7 @@ async function layouts(count: number, stateDir: string, run: string): Promise<Fl
 async function oneScale(
   count: number,
   temporal: { address: string; pid: number | null },
-  client: Client,
+  { client, connection }: { client: Client; connection: Connection },
   bundle: string,
 ): Promise<ScaleFigures> {
   const address = temporal.address;
@@ -166,6 +166,8 @@ async function oneScale(
       fleets.push({ fleetId, westId: snapshot.domains.find((d) => d.slug === 'west')!.id });
     }
     const taskQueue = `bench-scale-${run}`;
+    // Promotions start as the API starts them; the deadline allows for hundreds of starts at once.
+    const orchestrator = createTemporalOrchestrator({ client, connection, taskQueue, timeoutMs: 60_000 });
     const workers: HaruProcess[] = [];
     for (let w = 0; w < WORKER_COUNT; w += 1) {
       const worker = await startHaruProcess(
@@ -267,7 +269,7 @@ async function oneScale(
           reason: 'scale benchmark',
           requestedBy: 'bench',
         });
-        await startOperationWorkflow(client, operation, taskQueue);
+        await orchestrator.startOperation(operation);
         const handle = client.workflow.getHandle(operation.workflowId);
         const ok = await handle.result().then(
           () => true,
@@ -334,11 +336,11 @@ async function oneScale(
 }
 
 async function main(): Promise<void> {
-  const { temporal, client, bundle, stop } = await startBenchStack();
+  const { temporal, client, connection, bundle, stop } = await startBenchStack();
   const all: ScaleFigures[] = [];
   try {
     for (const count of FLEET_COUNTS) {
-      const f = await oneScale(count, temporal, client, bundle);
+      const f = await oneScale(count, temporal, { client, connection }, bundle);
       all.push(f);
       process.stdout.write(
         `${count} fleets: wall ${f.wallMs} ms, ${fmt(f.promotionsPerSecond, 1)} promotions/s, ` +

@@ -41,7 +41,7 @@ export async function writeWorkflowBundle(file: string): Promise<string> {
 
 /**
  * What the failover and scale benchmarks share: a Temporal dev server (or `TEMPORAL_ADDRESS`), a client of
- * it, and the workflow bundle written to a file for `haru worker` processes. `stop` undoes all of it.
+ * it with its connection (for deadlines), and the workflow bundle written to a file for `haru worker` processes. `stop` undoes all of it.
  */
 export async function startBenchStack() {
   const temporal = await startBenchTemporal(process.env.TEMPORAL_ADDRESS || undefined);
@@ -50,6 +50,7 @@ export async function startBenchStack() {
   const connection = await Connection.connect({ address: temporal.address });
   return {
     temporal,
+    connection,
     client: new Client({ connection }),
     bundle,
     async stop() {

@@ -16,7 +16,7 @@ import { createHaruWorker } from '../../workers/worker';
 import { monitorWorkflowId } from '../../workflows/definitions';
 import { freePort } from '../support/ports';
 import { workflowBundle } from '../workflows/support/bundle';
-import { connectTestServer } from '../workflows/support/temporal';
+import { useTestServer } from '../workflows/support/temporal';
 import { call, type Harness, startHarness, uniqueSlug } from './support/harness';
 import { waitUntil } from './support/wait';
 
@@ -78,12 +78,9 @@ describe('failover under load', () => {
   let west: SimDomain | undefined;
   let worker: Worker | undefined;
   let workerRun: Promise<void> | undefined;
-  let closeTemporal: (() => Promise<void>) | undefined;
-
-  afterAll(async () => {
+  const server = useTestServer(async () => {
     worker?.shutdown();
     await workerRun?.catch(() => {});
-    await closeTemporal?.();
     await h?.close();
     await east?.kill().catch(() => {});
     await west?.stop().catch(() => {});
@@ -105,10 +102,8 @@ describe('failover under load', () => {
     });
     const fleet = await h.seed(input);
     // The monitor owns domain states: start from what it observes, not from the harness's shortcut.
-    const temporal = await connectTestServer();
-    closeTemporal = () => temporal.connection.close();
     worker = await createHaruWorker({
-      connection: temporal.connection,
+      connection: server.connection,
       namespace: 'default',
       taskQueue,
       store: h.db.store,
@@ -116,7 +111,7 @@ describe('failover under load', () => {
       pollIntervalMs: 100,
     });
     workerRun = worker.run();
-    await ensureMonitor(temporal.client, fleet.id, taskQueue);
+    await ensureMonitor(server.client, fleet.id, taskQueue);
 
     // Standby posture through the API, as an operator (or `haru dev`) does it.
     const demote = await call(`${h.url}/v1/fleets/${fleet.slug}/demote`, { body: { targetDomainId: 'west' } });
@@ -224,11 +219,18 @@ describe('failover under load', () => {
     const promotions = (await h.store.operations.list(fleet.id)).filter((o) => o.kind === 'promote');
     expect(promotions).toHaveLength(1);
     expect(promotions[0]).toMatchObject({ requestedBy: expect.any(String), routingCommitted: true });
-    // The API shows the workflow's live progress for it.
-    const detail = await call(`${h.url}/v1/fleets/${fleet.slug}/operations/${promotions[0]!.id}`);
-    expect(detail.status).toBe(200);
-    const steps = detail.body.progress.steps as { step: string; status: string }[];
-    expect(steps.find((s) => s.step === 'commitRouting')?.status).toBe('succeeded');
-    await temporal.client.workflow.getHandle(monitorWorkflowId(fleet.id)).terminate('test done');
+    // The API shows the workflow's live progress for it: null while the query goes unanswered (a busy
+    // worker), and the commit's step may still read running after the pointer moved, so wait for it.
+    await waitUntil(
+      'the API to show the promotion commit step succeeded',
+      async () => {
+        const detail = await call(`${h.url}/v1/fleets/${fleet.slug}/operations/${promotions[0]!.id}`);
+        expect(detail.status).toBe(200);
+        const steps = (detail.body.progress?.steps ?? []) as { step: string; status: string }[];
+        return steps.find((s) => s.step === 'commitRouting')?.status === 'succeeded';
+      },
+      { timeoutMs: 30_000, intervalMs: 250 },
+    );
+    await server.client.workflow.getHandle(monitorWorkflowId(fleet.id)).terminate('test done');
   });
 });

@@ -3,32 +3,24 @@
  * answers. The monitor must fail it by its policy (consecutive failed polls or a stale heartbeat) and fail
  * over; when the supervisor thaws (SIGCONT) and answers again, nothing flips back.
  */
-import type { Client } from '@temporalio/client';
-import type { NativeConnection } from '@temporalio/worker';
 import { signalPid } from '../../sim/processes';
 import { checkNowSignal, healthQuery, monitorWorkflowId } from '../../workflows/definitions';
 import { complete } from '../workflows/support/sim-fleet';
-import { connectTestServer, eventually, uniqueTaskQueue } from '../workflows/support/temporal';
+import { eventually, uniqueTaskQueue, useTestServer } from '../workflows/support/temporal';
 import { type ChaosRig, startChaosRig } from './support/rig';
 
 jest.setTimeout(300_000);
 
-let connection: NativeConnection;
-let client: Client;
 let rig: ChaosRig | undefined;
 let frozenPid = 0;
-beforeAll(async () => {
-  ({ connection, client } = await connectTestServer());
-});
-afterAll(async () => {
+const server = useTestServer(async () => {
   if (frozenPid) signalPid(frozenPid, 'SIGCONT');
   await rig?.close();
-  await connection?.close();
 });
 
 it('fails over from a frozen active supervisor within the policy, and SIGCONT does not flip routing back', async () => {
   rig = await startChaosRig({
-    client,
+    temporal: server,
     temporalAddress: process.env.TEMPORAL_TEST_ADDRESS!,
     taskQueue: uniqueTaskQueue('chaos-sigstop'),
     policy: { autoFailover: true },
@@ -36,7 +28,7 @@ it('fails over from a frozen active supervisor within the policy, and SIGCONT do
   const { fleet } = rig;
   const policy = fleet.layout.fleet.policy;
   await rig.startWorker();
-  const monitor = client.workflow.getHandle(monitorWorkflowId(fleet.fleetId));
+  const monitor = server.client.workflow.getHandle(monitorWorkflowId(fleet.fleetId));
   await eventually(
     'the monitor to see west as a viable standby',
     async () => (await monitor.query(healthQuery))?.domains.find((d) => d.slug === 'west')?.isViableStandby,
@@ -98,7 +90,7 @@ it('fails over from a frozen active supervisor within the policy, and SIGCONT do
     100,
   );
   expect(health.domains.find((d) => d.slug === 'west')?.isActive).toBe(true);
-  await client.workflow.getHandle(operation!.workflowId).result();
+  await server.client.workflow.getHandle(operation!.workflowId).result();
   expect(await rig.routing()).toEqual({ activeDomainId: fleet.west.id, routeRevision: before.routeRevision + 1 });
   const promotions = (await fleet.db.store.operations.list(fleet.fleetId)).filter((o) => o.kind === 'promote');
   expect(promotions).toHaveLength(1);

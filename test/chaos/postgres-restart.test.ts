@@ -4,12 +4,11 @@
  * wakeModels. The worker's activities fail against it and are retried; the API keeps proxying with the
  * routing it last knew (marked stale); once the server is back the promotion completes and traffic moves.
  */
-import { Client, Connection } from '@temporalio/client';
 import { createDatabase, type HaruDatabase } from '../../db/client';
 import { migrate } from '../../db/migrate';
 import { createStore } from '../../db/store';
 import { MODEL } from '../workflows/support/sim-fleet';
-import { eventually, uniqueTaskQueue } from '../workflows/support/temporal';
+import { eventually, uniqueTaskQueue, useTestServer } from '../workflows/support/temporal';
 import { type ChaosApi, proxiedCompletion, startChaosApi } from './support/api';
 import { type PrivatePostgres, startPrivatePostgres } from './support/private-postgres';
 import { type ChaosRig, startChaosRig } from './support/rig';
@@ -19,18 +18,16 @@ jest.setTimeout(300_000);
 
 let pg: PrivatePostgres | undefined;
 let database: HaruDatabase | undefined;
-let connection: Connection | undefined;
 let rig: ChaosRig | undefined;
 let api: ChaosApi | undefined;
 let isStoreDown = false;
 
-afterAll(async () => {
+const server = useTestServer(async () => {
   // Back up first, so every client below can close cleanly even when the test failed mid-outage.
   if (isStoreDown) await pg?.start();
   await api?.close();
   await rig?.close();
   await database?.close();
-  await connection?.close();
   await pg?.destroy();
 });
 
@@ -39,11 +36,9 @@ it('retries activities through a PostgreSQL restart mid-promotion while the prox
   database = await createDatabase({ databaseUrl: pg.url(), max: 5 });
   await migrate(database);
   const temporalAddress = process.env.TEMPORAL_TEST_ADDRESS!;
-  connection = await Connection.connect({ address: temporalAddress });
-  const client = new Client({ connection });
   const taskQueue = uniqueTaskQueue('chaos-postgres');
   const db = { url: pg.url(), database, store: createStore(database), drop: async () => undefined };
-  rig = await startChaosRig({ client, temporalAddress, taskQueue, db, policy: { wakeTimeoutMs: 180_000 } });
+  rig = await startChaosRig({ temporal: server, temporalAddress, taskQueue, db, policy: { wakeTimeoutMs: 180_000 } });
   const { fleet } = rig;
   const slug = fleet.layout.fleet.slug;
   // The worker must ride out the outage: a crash fails the test at once, with the worker's log.

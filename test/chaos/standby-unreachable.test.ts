@@ -4,32 +4,24 @@
  * once the supervisor is reachable again the standby is put back on standby (asleep, training) and the
  * monitor counts it as ready again.
  */
-import type { Client } from '@temporalio/client';
-import type { NativeConnection } from '@temporalio/worker';
 import { seedLayout } from '../../db/testing';
 import { hostState, MODEL } from '../workflows/support/sim-fleet';
-import { connectTestServer, eventually, uniqueTaskQueue } from '../workflows/support/temporal';
+import { eventually, uniqueTaskQueue, useTestServer } from '../workflows/support/temporal';
 import { type ChaosRig, startChaosRig } from './support/rig';
 import { startTcpRelay, type TcpRelay } from './support/tcp-relay';
 
 jest.setTimeout(300_000);
 
-let connection: NativeConnection;
-let client: Client;
 let rig: ChaosRig | undefined;
 let relay: TcpRelay | undefined;
-beforeAll(async () => {
-  ({ connection, client } = await connectTestServer());
-});
-afterAll(async () => {
+const server = useTestServer(async () => {
   await rig?.close();
   await relay?.close();
-  await connection?.close();
 });
 
 it('fails before commit when the standby supervisor is unreachable, routing unchanged, standby restored when it returns', async () => {
   rig = await startChaosRig({
-    client,
+    temporal: server,
     temporalAddress: process.env.TEMPORAL_TEST_ADDRESS!,
     taskQueue: uniqueTaskQueue('chaos-unreachable'),
     // The wake budget runs out while the host is unreachable; compensation has room to wait for it.

@@ -6,11 +6,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Connection } from '@temporalio/client';
 import { type DevServer, startTemporalDevServer } from '../../cli/temporal-dev-server';
 import { freePort } from '../support/ports';
 import { complete } from '../workflows/support/sim-fleet';
-import { uniqueTaskQueue } from '../workflows/support/temporal';
+import { testClients, uniqueTaskQueue } from '../workflows/support/temporal';
 import { type ChaosRig, startChaosRig } from './support/rig';
 
 jest.setTimeout(300_000);
@@ -44,9 +44,8 @@ afterAll(async () => {
 it('completes a promotion across a Temporal server restart (same --db-filename)', async () => {
   // Lazy: the client's channel reconnects on its own once the server is back.
   connection = Connection.lazy({ address: server!.address });
-  const client = new Client({ connection });
   rig = await startChaosRig({
-    client,
+    temporal: testClients(connection),
     temporalAddress: server!.address,
     taskQueue: uniqueTaskQueue('chaos-temporal'),
     policy: { wakeTimeoutMs: 180_000 },

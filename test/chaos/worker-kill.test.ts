@@ -4,24 +4,15 @@
  * kill provably lands inside the step; a fresh `haru worker` process then finishes the promotion. The
  * routing pointer must move exactly once (revision +1) and the old active must be demoted exactly once.
  */
-import type { Client } from '@temporalio/client';
-import type { NativeConnection } from '@temporalio/worker';
 import postgres from 'postgres';
 import { signalGroup } from '../../sim/processes';
 import { complete, hostState } from '../workflows/support/sim-fleet';
-import { connectTestServer, eventually, uniqueTaskQueue } from '../workflows/support/temporal';
+import { eventually, uniqueTaskQueue, useTestServer } from '../workflows/support/temporal';
 import { type ChaosRig, type ChaosRigOptions, startChaosRig, vllmCalls } from './support/rig';
 
 jest.setTimeout(300_000);
 
-let connection: NativeConnection;
-let client: Client;
-beforeAll(async () => {
-  ({ connection, client } = await connectTestServer());
-});
-afterAll(async () => {
-  await connection?.close();
-});
+const server = useTestServer();
 
 /** Budgets wide enough that a step held by a fault outlives a worker restart on a loaded machine. */
 const WIDE = {
@@ -45,7 +36,7 @@ interface Gate {
 
 async function killInStep(step: string, gate: Gate, rigOptions: Partial<ChaosRigOptions> = {}): Promise<void> {
   const rig = await startChaosRig({
-    client,
+    temporal: server,
     temporalAddress: process.env.TEMPORAL_TEST_ADDRESS!,
     taskQueue: uniqueTaskQueue(`chaos-kill-${step}`),
     ...rigOptions,

@@ -130,9 +130,9 @@ export async function startProvisioningRig(layout: FleetLayout, name: string, to
   const ids: Record<string, string> = {};
   for (const d of (await db.store.fleets.snapshot(fleetId))!.domains) ids[d.slug] = d.id;
   const sky = createFakeSky();
-  const { connection, client } = await connectTestServer();
+  const server = await connectTestServer();
   const taskQueue = uniqueTaskQueue(name);
-  const { worker, stop } = await startTestWorker(connection, db.store, taskQueue, {
+  const { worker, stop } = await startTestWorker(server.connection, db.store, taskQueue, {
     supervisorToken: token,
     sky: sky.cli,
   });
@@ -141,14 +141,14 @@ export async function startProvisioningRig(layout: FleetLayout, name: string, to
     fleetId,
     ids,
     sky,
-    connection,
-    client,
+    connection: server.connection,
+    client: server.client,
     taskQueue,
     worker,
     async stop() {
       await stop();
       await sky.cleanup();
-      await connection.close();
+      await server.close();
       await db.drop();
     },
   };

@@ -4,8 +4,7 @@
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import type { Client } from '@temporalio/client';
-import { type NativeConnection, Worker } from '@temporalio/worker';
+import { Worker } from '@temporalio/worker';
 import type { Activities } from '../../activities';
 import type { FleetObservation, WatchFleetInput } from '../../activities/fleet-monitor';
 import type { DomainView, FleetView } from '../../workflows/logic/fleet-view';
@@ -20,16 +19,9 @@ import {
 import { fleetMonitorWorkflow } from '../../workflows';
 import { workflowBundle } from './support/bundle';
 import { fastPolicy, STUB, stubActivities } from './support/stub-activities';
-import { connectTestServer, eventually, uniqueTaskQueue } from './support/temporal';
+import { eventually, uniqueTaskQueue, useTestServer } from './support/temporal';
 
-let connection: NativeConnection;
-let client: Client;
-beforeAll(async () => {
-  ({ connection, client } = await connectTestServer());
-});
-afterAll(async () => {
-  await connection?.close();
-});
+const server = useTestServer();
 
 // Staleness is not under test here: a loaded machine must not make a scripted heartbeat look old.
 const policy = fastPolicy({ heartbeatStaleMs: 600_000 });
@@ -102,14 +94,14 @@ function monitorHarness(overrides: Partial<Activities> = {}) {
   };
   const taskQueue = uniqueTaskQueue('monitor');
   const start = () =>
-    client.workflow.start(fleetMonitorWorkflow, {
+    server.client.workflow.start(fleetMonitorWorkflow, {
       taskQueue,
       workflowId: monitorWorkflowId(fleetId),
       args: [{ fleetId }],
     });
   const run = async <T>(fn: (handle: Awaited<ReturnType<typeof start>>) => Promise<T>): Promise<T> => {
     const worker = await Worker.create({
-      connection,
+      connection: server.connection,
       taskQueue,
       workflowBundle: workflowBundle(),
       activities: stubs.activities,
@@ -145,7 +137,7 @@ describe('fleetMonitorWorkflow', () => {
     const h = monitorHarness();
     h.set(observation(h.fleetId, failingActive));
     await h.run(async () => {
-      const promotion = client.workflow.getHandle(operationWorkflowId(h.fleetId, STUB.op));
+      const promotion = server.client.workflow.getHandle(operationWorkflowId(h.fleetId, STUB.op));
       await eventually('the promotion to be started', () => promotion.describe().catch(() => null));
       expect(await promotion.result()).toMatchObject({ state: 'succeeded' });
       const described = await promotion.describe();
@@ -176,7 +168,7 @@ describe('fleetMonitorWorkflow', () => {
       h.set(observation(h.fleetId, { state: 'failed' }));
       await handle.signal(resumeAutoFailoverSignal);
       await eventually('the promotion request', () => h.calls.includes('requestPromotion'));
-      const promotion = client.workflow.getHandle(operationWorkflowId(h.fleetId, STUB.op));
+      const promotion = server.client.workflow.getHandle(operationWorkflowId(h.fleetId, STUB.op));
       await eventually('the promotion to be started', () => promotion.describe().catch(() => null));
       expect(await promotion.result()).toMatchObject({ state: 'succeeded' });
     });
@@ -242,7 +234,7 @@ describe('fleetMonitorWorkflow', () => {
       ),
     );
     await h.run(async () => {
-      const promotion = client.workflow.getHandle(operationWorkflowId(h.fleetId, opId));
+      const promotion = server.client.workflow.getHandle(operationWorkflowId(h.fleetId, opId));
       await eventually('the orphaned promotion to be started', () => promotion.describe().catch(() => null));
       expect(await promotion.result()).toMatchObject({ operationId: opId, state: 'succeeded' });
     });

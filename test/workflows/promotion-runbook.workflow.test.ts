@@ -3,26 +3,18 @@
  * compensation, failure reporting, abort. The end-to-end tests with simulated hosts live beside this file.
  */
 import { Context } from '@temporalio/activity';
-import { WorkflowFailedError, type Client } from '@temporalio/client';
+import { WorkflowFailedError, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { type NativeConnection, Worker } from '@temporalio/worker';
+import { Worker } from '@temporalio/worker';
 import type { Activities } from '../../activities';
 import { FailureType } from '../../schemas/failures';
 import { abortSignal, operationWorkflowId, progressQuery } from '../../workflows/definitions';
 import { demotionWorkflow, promotionWorkflow } from '../../workflows';
 import { workflowBundle } from './support/bundle';
 import { fastPolicy, STUB, stubActivities } from './support/stub-activities';
-import { connectTestServer, eventually, uniqueTaskQueue } from './support/temporal';
+import { eventually, uniqueTaskQueue, useTestServer } from './support/temporal';
 
-let connection: NativeConnection;
-let client: Client;
-
-beforeAll(async () => {
-  ({ connection, client } = await connectTestServer());
-});
-afterAll(async () => {
-  await connection?.close();
-});
+const server = useTestServer();
 
 const input = (policy = fastPolicy()) => ({
   fleetId: STUB.fleet,
@@ -35,7 +27,12 @@ const input = (policy = fastPolicy()) => ({
 /** Runs `fn` with a worker over the stub activities on a fresh task queue. */
 async function withWorker<T>(activities: Activities, fn: (taskQueue: string) => Promise<T>): Promise<T> {
   const taskQueue = uniqueTaskQueue('runbook');
-  const worker = await Worker.create({ connection, taskQueue, workflowBundle: workflowBundle(), activities });
+  const worker = await Worker.create({
+    connection: server.connection,
+    taskQueue,
+    workflowBundle: workflowBundle(),
+    activities,
+  });
   return worker.runUntil(fn(taskQueue));
 }
 
@@ -59,19 +56,36 @@ const waitsForever = (waitingFor: string) => async () => {
   }
 };
 
+/** Starts a promotion of `args` on a worker over `activities` and runs `fn` with its handle while the worker runs. */
+async function withPromotion<T>(
+  activities: Activities,
+  args: ReturnType<typeof input>,
+  fn: (handle: WorkflowHandleWithFirstExecutionRunId<typeof promotionWorkflow>) => Promise<T>,
+): Promise<T> {
+  return withWorker(activities, async (taskQueue) =>
+    fn(
+      await server.client.workflow.start(promotionWorkflow, {
+        taskQueue,
+        workflowId: operationWorkflowId(args.fleetId, args.operationId),
+        args: [args],
+      }),
+    ),
+  );
+}
+
 /** Runs one promotion with `activities` to its end; its input, result and final progress. */
 async function promoteToEnd(activities: Activities) {
   const args = input();
-  const ended = await withWorker(activities, async (taskQueue) => {
-    const handle = await client.workflow.start(promotionWorkflow, {
-      taskQueue,
-      workflowId: operationWorkflowId(args.fleetId, args.operationId),
-      args: [args],
-    });
-    return { result: await handle.result(), progress: await handle.query(progressQuery) };
-  });
+  const ended = await withPromotion(activities, args, async (handle) => ({
+    result: await handle.result(),
+    progress: await handle.query(progressQuery),
+  }));
   return { args, ...ended };
 }
+
+/** Runs one promotion of `args` with `activities` to its failure; the ApplicationFailure it failed with. */
+const promotionFailure = (activities: Activities, args = input()): Promise<ApplicationFailure> =>
+  withPromotion(activities, args, (handle) => failureOf(handle.result()));
 
 describe('promotionWorkflow runbook', () => {
   it('runs the six steps in order, proving each before the next, and reports every timing', async () => {
@@ -123,16 +137,7 @@ describe('promotionWorkflow runbook', () => {
           throw ApplicationFailure.nonRetryable(`${step} broke`, FailureType.ProbeFailed);
         },
       });
-      const args = input();
-      const failure = await withWorker(activities, async (taskQueue) =>
-        failureOf(
-          client.workflow.execute(promotionWorkflow, {
-            taskQueue,
-            workflowId: operationWorkflowId(args.fleetId, args.operationId),
-            args: [args],
-          }),
-        ),
-      );
+      const failure = await promotionFailure(activities);
       expect(failure).toMatchObject({ type: 'PromotionFailed', message: `promotion failed at ${step}: ${step} broke` });
       expect(calls).not.toContain('commitRouting');
       const after = calls.slice(calls.indexOf(step) + 1).filter((c) => !c.startsWith('step:'));
@@ -145,16 +150,7 @@ describe('promotionWorkflow runbook', () => {
 
   it('fails a step that outlives its budget, naming what it was waiting for', async () => {
     const { activities, finished } = stubActivities({ wakeModels: waitsForever('models not awake: llama (asleep)') });
-    const args = input(fastPolicy({ wakeTimeoutMs: 1_500 }));
-    const failure = await withWorker(activities, async (taskQueue) =>
-      failureOf(
-        client.workflow.execute(promotionWorkflow, {
-          taskQueue,
-          workflowId: operationWorkflowId(args.fleetId, args.operationId),
-          args: [args],
-        }),
-      ),
-    );
+    const failure = await promotionFailure(activities, input(fastPolicy({ wakeTimeoutMs: 1_500 })));
     expect(failure.message).toMatch(
       /^promotion failed at wakeModels: step budget spent \(.+\): models not awake: llama \(asleep\)$/,
     );
@@ -167,16 +163,7 @@ describe('promotionWorkflow runbook', () => {
         throw ApplicationFailure.retryable('supervisor refused wake of GPU 0: llama: still asleep', FailureType.NotYet);
       },
     });
-    const args = input(fastPolicy({ wakeTimeoutMs: 1_500 }));
-    const failure = await withWorker(activities, async (taskQueue) =>
-      failureOf(
-        client.workflow.execute(promotionWorkflow, {
-          taskQueue,
-          workflowId: operationWorkflowId(args.fleetId, args.operationId),
-          args: [args],
-        }),
-      ),
-    );
+    const failure = await promotionFailure(activities, input(fastPolicy({ wakeTimeoutMs: 1_500 })));
     expect(failure.message).toMatch(
       /^promotion failed at wakeModels: (step budget spent \(.+\): last error: )?supervisor refused wake of GPU 0: llama: still asleep$/,
     );
@@ -194,28 +181,13 @@ describe('promotionWorkflow runbook', () => {
         return { attempt: Context.current().info.attempt, models: ['llama'] };
       },
     });
-    const args = input();
-    const progress = await withWorker(activities, async (taskQueue) => {
-      const handle = await client.workflow.start(promotionWorkflow, {
-        taskQueue,
-        workflowId: operationWorkflowId(args.fleetId, args.operationId),
-        args: [args],
-      });
-      await handle.result();
-      return handle.query(progressQuery);
-    });
+    const { progress } = await promoteToEnd(activities);
     expect(progress.steps.find((s) => s.step === 'wakeModels')).toMatchObject({ status: 'succeeded', attempts: 3 });
   });
 
   it('an abort before commit cancels the waiting step, compensates and ends cancelled', async () => {
     const { activities, calls, finished } = stubActivities({ wakeModels: waitsForever('models not awake') });
-    const args = input(fastPolicy({ wakeTimeoutMs: 60_000 }));
-    const failure = await withWorker(activities, async (taskQueue) => {
-      const handle = await client.workflow.start(promotionWorkflow, {
-        taskQueue,
-        workflowId: operationWorkflowId(args.fleetId, args.operationId),
-        args: [args],
-      });
+    const failure = await withPromotion(activities, input(fastPolicy({ wakeTimeoutMs: 60_000 })), async (handle) => {
       await eventually('wakeModels to run', () => calls.includes('wakeModels'));
       await handle.signal(abortSignal, { reason: 'operator changed their mind' });
       const f = await failureOf(handle.result());
@@ -244,16 +216,7 @@ describe('promotionWorkflow runbook', () => {
         throw ApplicationFailure.nonRetryable('routing pointer moved', FailureType.RouteConflict);
       },
     });
-    const args = input();
-    const failure = await withWorker(activities, async (taskQueue) =>
-      failureOf(
-        client.workflow.execute(promotionWorkflow, {
-          taskQueue,
-          workflowId: operationWorkflowId(args.fleetId, args.operationId),
-          args: [args],
-        }),
-      ),
-    );
+    const failure = await promotionFailure(activities);
     expect(failure.message).toBe('promotion failed at commitRouting: routing pointer moved');
     expect(calls.slice(calls.indexOf('commitRouting') + 1).filter((c) => !c.startsWith('step:'))).toEqual([
       'readRoutingOutcome',
@@ -302,16 +265,7 @@ describe('promotionWorkflow runbook', () => {
         throw ApplicationFailure.nonRetryable('domain b is the active domain of fleet f', FailureType.InvalidTarget);
       },
     });
-    const args = input();
-    const failure = await withWorker(activities, async (taskQueue) =>
-      failureOf(
-        client.workflow.execute(promotionWorkflow, {
-          taskQueue,
-          workflowId: operationWorkflowId(args.fleetId, args.operationId),
-          args: [args],
-        }),
-      ),
-    );
+    const failure = await promotionFailure(activities);
     expect(failure.type).toBe(FailureType.InvalidTarget);
     expect(calls).toEqual(['beginOperation', 'finishOperation']);
     expect(finished).toEqual([
@@ -328,14 +282,7 @@ describe('promotionWorkflow runbook', () => {
         throw ApplicationFailure.nonRetryable('supervisor refused our token', FailureType.Unauthorized);
       },
     });
-    const args = input();
-    const result = await withWorker(activities, async (taskQueue) =>
-      client.workflow.execute(promotionWorkflow, {
-        taskQueue,
-        workflowId: operationWorkflowId(args.fleetId, args.operationId),
-        args: [args],
-      }),
-    );
+    const { result } = await promoteToEnd(activities);
     expect(result).toMatchObject({ state: 'succeeded', demotion: 'failed' });
     expect(finished).toEqual([{ outcome: 'succeeded' }]);
   });
@@ -355,7 +302,7 @@ describe('demotionWorkflow runbook', () => {
     });
     const failure = await withWorker(activities, async (taskQueue) =>
       failureOf(
-        client.workflow.execute(demotionWorkflow, {
+        server.client.workflow.execute(demotionWorkflow, {
           taskQueue,
           workflowId: uniqueTaskQueue('demote'),
           args: [{ fleetId: STUB.fleet, domainId: STUB.active }],
@@ -372,7 +319,7 @@ describe('demotionWorkflow runbook', () => {
   it('drains, sleeps and trains, and ends its operation succeeded', async () => {
     const { activities, calls, finished } = stubActivities();
     const result = await withWorker(activities, async (taskQueue) =>
-      client.workflow.execute(demotionWorkflow, {
+      server.client.workflow.execute(demotionWorkflow, {
         taskQueue,
         workflowId: uniqueTaskQueue('demote'),
         args: [{ fleetId: STUB.fleet, operationId: STUB.op, domainId: STUB.standby }],

@@ -3,12 +3,9 @@
  * domains (real supervisor, fake vLLM and trainer processes). One fleet serves the tests in order; every
  * failure test also proves the fleet is back where it was, so the next one starts from a clean standby.
  */
-import type { Client } from '@temporalio/client';
-import type { NativeConnection } from '@temporalio/worker';
 import type { Operation } from '../../schemas/entities';
 import type { FleetPolicy } from '../../schemas/policy';
 import { setHolding } from '../../sim/gpu-state';
-import { startOperationWorkflow } from '../../workers/start';
 import { abortSignal, progressQuery, type PromotionInput } from '../../workflows/definitions';
 import { promotionWorkflow } from '../../workflows';
 import {
@@ -20,26 +17,22 @@ import {
   startSimFleet,
   TEST_POLICY,
 } from './support/sim-fleet';
-import { connectTestServer, eventually, uniqueTaskQueue } from './support/temporal';
+import { eventually, uniqueTaskQueue, useTestServer } from './support/temporal';
 import { replayAndRecord, startTestWorker } from './support/worker';
 
 jest.setTimeout(180_000);
 
-let connection: NativeConnection;
-let client: Client;
 let fleet: SimFleet;
 let worker: Awaited<ReturnType<typeof startTestWorker>>;
 const taskQueue = uniqueTaskQueue('promotion');
-
-beforeAll(async () => {
-  ({ connection, client } = await connectTestServer());
-  fleet = await startSimFleet();
-  worker = await startTestWorker(connection, fleet.db.store, taskQueue);
-});
-afterAll(async () => {
+const server = useTestServer(async () => {
   await worker?.stop();
   await fleet?.close();
-  await connection?.close();
+});
+
+beforeAll(async () => {
+  fleet = await startSimFleet();
+  worker = await startTestWorker(server.connection, fleet.db.store, taskQueue);
 });
 
 const store = () => fleet.db.store;
@@ -68,8 +61,8 @@ const createPromotion = async (target: SimFleetDomain): Promise<Operation> => {
 /** Starts the operation's workflow as the API does (policy read from the store) and waits for it to end. */
 const runPromotion = async (target: SimFleetDomain) => {
   const operation = await createPromotion(target);
-  expect(await startOperationWorkflow(client, operation, taskQueue)).toBe('started');
-  const handle = client.workflow.getHandle(operation.workflowId);
+  expect(await server.orchestrator(taskQueue).startOperation(operation)).toBe('started');
+  const handle = server.client.workflow.getHandle(operation.workflowId);
   const outcome = await handle.result().then(
     () => 'completed',
     (err: Error) => err.message,
@@ -147,7 +140,7 @@ it('1. promotes the standby: routing flips once, new active serves, old active a
     'probeModels',
     'commitRouting',
   ]);
-  await replayAndRecord(client, handle, 'promotion');
+  await replayAndRecord(server.client, handle, 'promotion');
 });
 
 describe('2. a failure before commit leaves routing where it was and puts the target back on standby', () => {
@@ -202,13 +195,13 @@ it('5. an abort before commit ends the operation cancelled, routing unchanged, t
   await standby.sim.faults.set(MODEL, { wakeDelayMs: 8_000 });
   try {
     const operation = await createPromotion(standby);
-    await startOperationWorkflow(client, operation, taskQueue);
+    await server.orchestrator(taskQueue).startOperation(operation);
     await eventually(
       'the promotion to be waking models',
       async () => (await store().operations.get(operation.id))?.step === 'wakeModels',
       60_000,
     );
-    const handle = client.workflow.getHandle(operation.workflowId);
+    const handle = server.client.workflow.getHandle(operation.workflowId);
     await handle.signal(abortSignal, { reason: 'operator abort' });
     await expect(handle.result()).rejects.toThrow();
     expect(await store().operations.get(operation.id)).toMatchObject({
@@ -230,7 +223,7 @@ describe('2. (trainer ignores SIGTERM and its grace outlives the step budget)', 
   const queue = uniqueTaskQueue('stubborn');
   beforeAll(async () => {
     stubborn = await startSimFleet({ trainerEnv: { HARU_SIM_TRAINER_IGNORE_SIGTERM: '1' }, db: fleet.db });
-    stubbornWorker = await startTestWorker(connection, stubborn.db.store, queue);
+    stubbornWorker = await startTestWorker(server.connection, stubborn.db.store, queue);
   });
   afterAll(async () => {
     await stubbornWorker?.stop();
@@ -261,7 +254,11 @@ describe('2. (trainer ignores SIGTERM and its grace outlives the step budget)', 
       policy,
     };
     await expect(
-      client.workflow.execute(promotionWorkflow, { taskQueue: queue, workflowId: operation.workflowId, args: [input] }),
+      server.client.workflow.execute(promotionWorkflow, {
+        taskQueue: queue,
+        workflowId: operation.workflowId,
+        args: [input],
+      }),
     ).rejects.toThrow();
     const after = (await store().operations.get(operation.id))!;
     expect(after).toMatchObject({

@@ -2,35 +2,28 @@
  * Durable execution across a crashed worker: `haru worker` runs as a child process and is SIGKILLed while a
  * promotion is waking models; a second worker process picks the promotion up and commits exactly once.
  */
-import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import type { NativeConnection } from '@temporalio/worker';
-import { startOperationWorkflow } from '../../workers/start';
 import { monitorWorkflowId, progressQuery } from '../../workflows/definitions';
 import { complete, MODEL, type SimFleet, startSimFleet } from './support/sim-fleet';
-import { connectTestServer, eventually, uniqueTaskQueue } from './support/temporal';
+import { eventually, uniqueTaskQueue, useTestServer } from './support/temporal';
 import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';
 
 jest.setTimeout(240_000);
 const { PendingActivityState } = temporal.api.enums.v1;
 
-let connection: NativeConnection;
-let client: Client;
 let fleet: SimFleet;
 const workers: WorkerProcess[] = [];
-
-beforeAll(async () => {
-  ({ connection, client } = await connectTestServer());
-  fleet = await startSimFleet();
-});
-afterAll(async () => {
+const server = useTestServer(async () => {
   for (const w of workers) if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGKILL');
-  await client?.workflow
+  await server.client.workflow
     .getHandle(monitorWorkflowId(fleet?.fleetId ?? ''))
     .terminate('test over')
     .catch(() => undefined);
   await fleet?.close();
-  await connection?.close();
+});
+
+beforeAll(async () => {
+  fleet = await startSimFleet();
 });
 
 it('3. a worker SIGKILLed while waking models: a new worker resumes the promotion and commits exactly once', async () => {
@@ -50,8 +43,8 @@ it('3. a worker SIGKILLed while waking models: a new worker resumes the promotio
     reason: 'test',
     requestedBy: 'test',
   });
-  await startOperationWorkflow(client, operation, taskQueue);
-  const handle = client.workflow.getHandle(operation.workflowId);
+  await server.orchestrator(taskQueue).startOperation(operation);
+  const handle = server.client.workflow.getHandle(operation.workflowId);
   await eventually(
     'the first worker to be running wakeModels',
     async () =>

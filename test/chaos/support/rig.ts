@@ -5,10 +5,9 @@ import type { Client, WorkflowHandle } from '@temporalio/client';
 import { seedLayout, type TestDatabase } from '../../../db/testing';
 import type { Operation } from '../../../schemas/entities';
 import type { FleetPolicyInput } from '../../../schemas/policy';
-import { startOperationWorkflow } from '../../../workers/start';
 import { monitorWorkflowId } from '../../../workflows/definitions';
 import { type SimFleet, type SimFleetDomain, startSimFleet, TEST_POLICY } from '../../workflows/support/sim-fleet';
-import { eventually } from '../../workflows/support/temporal';
+import { eventually, type TestClients } from '../../workflows/support/temporal';
 import { startWorkerProcess, type WorkerProcess } from '../../support/worker-process';
 
 /** A simulated fleet driven by `haru worker` child processes on one task queue. */
@@ -31,7 +30,8 @@ export interface ChaosRig {
 }
 
 export interface ChaosRigOptions {
-  client: Client;
+  /** The server's clients: operations start through its orchestrator on `taskQueue`. */
+  temporal: TestClients;
   temporalAddress: string;
   taskQueue: string;
   policy?: FleetPolicyInput;
@@ -51,9 +51,11 @@ export async function startChaosRig(opts: ChaosRigOptions): Promise<ChaosRig> {
   });
   const workers: WorkerProcess[] = [];
   const store = fleet.db.store;
+  const { client } = opts.temporal;
+  const orchestrator = opts.temporal.orchestrator(opts.taskQueue);
   return {
     fleet,
-    client: opts.client,
+    client,
     taskQueue: opts.taskQueue,
     temporalAddress: opts.temporalAddress,
     workers,
@@ -76,8 +78,8 @@ export async function startChaosRig(opts: ChaosRigOptions): Promise<ChaosRig> {
         requestedBy: 'test',
       });
       if (outcome !== 'created') throw new Error(`promotion not created: ${outcome}`);
-      await startOperationWorkflow(opts.client, operation, opts.taskQueue);
-      return { operation, handle: opts.client.workflow.getHandle(operation.workflowId) };
+      await orchestrator.startOperation(operation);
+      return { operation, handle: client.workflow.getHandle(operation.workflowId) };
     },
     waitForStep(operationId, step, timeoutMs = 120_000) {
       return eventually(
@@ -99,7 +101,7 @@ export async function startChaosRig(opts: ChaosRigOptions): Promise<ChaosRig> {
     },
     async close() {
       await Promise.all(workers.map((w) => w.stop()));
-      await opts.client.workflow
+      await client.workflow
         .getHandle(monitorWorkflowId(fleet.fleetId))
         .terminate('chaos test over')
         .catch(() => undefined);

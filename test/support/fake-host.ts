@@ -1,0 +1,136 @@
+/** An in-memory GPU host behind a SupervisorClient, for activity tests that script a supervisor's answers. */
+import { ApplicationFailure } from '@temporalio/common';
+import type { SupervisorClient } from '../../activities/supervisor-client';
+import { FailureType } from '../../schemas/failures';
+import type {
+  GpuMemory,
+  ModelAwakeState,
+  ProbeModelResult,
+  SupervisorActionResponse,
+  SupervisorStatus,
+  TrainingRunStatus,
+} from '../../schemas/supervisor';
+import { T0 } from './fleet-fixtures';
+
+interface HostModel {
+  name: string;
+  gpuIndex: number;
+  state: ModelAwakeState;
+  runningRequests: number | null;
+}
+
+/** An in-memory GPU host. Its `client` answers like a supervisor; tests change state and script failures. */
+export class FakeHost {
+  models: HostModel[] = [{ name: 'llama', gpuIndex: 0, state: 'asleep', runningRequests: 0 }];
+  training: TrainingRunStatus[] = [{ gpuIndex: 0, state: 'running', pids: [4242], startedAt: T0, lastExit: null }];
+  gpus: GpuMemory[] = [
+    { index: 0, uuid: 'GPU-0', usedMiB: 70_000, totalMiB: 80_000, processes: [{ pid: 4242, usedMiB: 69_000 }] },
+  ];
+  probeResults: ProbeModelResult[] | null = null;
+  calls: string[] = [];
+  /** Thrown by the next call of the named method (then cleared). */
+  failures = new Map<string, Error>();
+  /** Runs on every status read: the place to make time pass on the host. */
+  onStatus: (host: FakeHost, reads: number) => void = () => undefined;
+  /** What training stop does (default: the run exits at once and its memory is released). */
+  onStop: (host: FakeHost, gpuIndex: number) => void = (host, gpuIndex) => host.exitTraining(gpuIndex);
+  private reads = 0;
+  private nextPid = 5000;
+
+  exitTraining(gpuIndex: number, code: number | null = null): void {
+    const run = this.training.find((r) => r.gpuIndex === gpuIndex)!;
+    const pids = run.pids;
+    Object.assign(run, {
+      state: 'idle',
+      pids: [],
+      lastExit: { code, signal: code === null ? 'SIGTERM' : null, at: T0 },
+    });
+    for (const gpu of this.gpus) {
+      const held = gpu.processes.filter((p) => pids.includes(p.pid)).reduce((n, p) => n + p.usedMiB, 0);
+      gpu.processes = gpu.processes.filter((p) => !pids.includes(p.pid));
+      gpu.usedMiB -= held;
+    }
+  }
+
+  private take(method: string): void {
+    this.calls.push(method);
+    const err = this.failures.get(method);
+    if (err) {
+      this.failures.delete(method);
+      throw err;
+    }
+  }
+
+  private action(gpuIndexes: number[]): SupervisorActionResponse {
+    return { accepted: true, gpuIndexes, errors: [] };
+  }
+
+  readonly client: SupervisorClient = {
+    status: async (_url, opts) => {
+      if (opts?.signal?.aborted) throw opts.signal.reason;
+      this.take('status');
+      this.onStatus(this, ++this.reads);
+      const status: SupervisorStatus = {
+        models: this.models.map((m) => ({ ...m, port: 8000, error: null })),
+        training: structuredClone(this.training),
+        at: new Date().toISOString(),
+      };
+      return status;
+    },
+    gpuMemory: async () => {
+      this.take('gpuMemory');
+      return { gpus: structuredClone(this.gpus), at: new Date().toISOString() };
+    },
+    sleep: async (_url, body) => {
+      this.take(`sleep:${body.gpuIndex}:${body.level}`);
+      for (const m of this.models.filter((x) => x.gpuIndex === body.gpuIndex)) m.state = 'asleep';
+      return this.action([body.gpuIndex ?? 0]);
+    },
+    wake: async (_url, body) => {
+      this.take(`wake:${body.gpuIndex}`);
+      for (const m of this.models.filter((x) => x.gpuIndex === body.gpuIndex)) m.state = 'awake';
+      return this.action([body.gpuIndex ?? 0]);
+    },
+    startTraining: async (_url, body) => {
+      this.take(`startTraining:${body.gpuIndex}`);
+      const run = this.training.find((r) => r.gpuIndex === body.gpuIndex)!;
+      if (run.state === 'idle') Object.assign(run, { state: 'running', pids: [this.nextPid++], startedAt: T0 });
+      return this.action([body.gpuIndex ?? 0]);
+    },
+    stopTraining: async (_url, body) => {
+      this.take(`stopTraining:${body.gpuIndex}:${body.graceMs}`);
+      const run = this.training.find((r) => r.gpuIndex === body.gpuIndex)!;
+      if (run.state === 'running') run.state = 'stopping';
+      this.onStop(this, body.gpuIndex ?? 0);
+      return this.action([body.gpuIndex ?? 0]);
+    },
+    probe: async (_url, body) => {
+      this.take('probe');
+      const results =
+        this.probeResults ?? (body.models ?? []).map((model) => ({ model, ok: true, latencyMs: 12, error: null }));
+      return { results };
+    },
+  };
+}
+
+/** The failure a supervisor client throws for a dead host. */
+export const unreachable = (): ApplicationFailure =>
+  ApplicationFailure.retryable('supervisor GET /v1/status: ECONNREFUSED', FailureType.SupervisorUnreachable);
+
+/** One SupervisorClient over several fake hosts, chosen by supervisor URL. */
+export function routedClient(hosts: Record<string, FakeHost>): SupervisorClient {
+  const pick = (url: string) => {
+    const host = hosts[url];
+    if (!host) throw new Error(`no fake host at ${url}`);
+    return host.client;
+  };
+  return {
+    status: (url, o) => pick(url).status(url, o),
+    gpuMemory: (url, o) => pick(url).gpuMemory(url, o),
+    sleep: (url, b, o) => pick(url).sleep(url, b, o),
+    wake: (url, b, o) => pick(url).wake(url, b, o),
+    startTraining: (url, b, o) => pick(url).startTraining(url, b, o),
+    stopTraining: (url, b, o) => pick(url).stopTraining(url, b, o),
+    probe: (url, b, o) => pick(url).probe(url, b, o),
+  };
+}
