@@ -1,22 +1,16 @@
-import { type Client, WorkflowIdConflictPolicy } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { Store } from '../db/store';
 import type { Operation } from '../schemas/entities';
-import { monitorWorkflowId, searchAttributes } from '../workflows/definitions';
-import type { demotionWorkflow, fleetMonitorWorkflow, promotionWorkflow } from '../workflows';
+import { monitorStart, operationStart } from '../workflows/start-options';
 
 /**
  * Starts the fleet's monitor (`haru/<fleetId>/monitor`) unless one runs (USE_EXISTING), so calling it
  * on every worker start and on fleet creation is harmless.
  */
 export async function ensureMonitor(client: Client, fleetId: string, taskQueue: string): Promise<void> {
-  await client.workflow.start<typeof fleetMonitorWorkflow>('fleetMonitorWorkflow', {
-    workflowId: monitorWorkflowId(fleetId),
-    taskQueue,
-    args: [{ fleetId }],
-    workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-    typedSearchAttributes: [{ key: searchAttributes.fleet, value: fleetId }],
-  });
+  const { workflowType, options } = monitorStart(fleetId);
+  await client.workflow.start(workflowType, { ...options, taskQueue });
 }
 
 /** Ensures a monitor for every fleet in the store; returns the fleet ids. */
@@ -27,43 +21,17 @@ export async function ensureMonitors(client: Client, store: Store, taskQueue: st
 }
 
 /**
- * Starts an operation's workflow under its business id (`operation.workflowId`). Starting it twice is
- * harmless: the second call answers `already_started`. The policy is read from the store by the workflow.
+ * Starts an operation's workflow under its business id, as the API's orchestrator does. Starting it again
+ * answers `already_started` and never runs it twice. The policy is read from the store by the workflow.
  */
 export async function startOperationWorkflow(
   client: Client,
   operation: Operation,
   taskQueue: string,
 ): Promise<'started' | 'already_started'> {
-  const common = {
-    workflowId: operation.workflowId,
-    taskQueue,
-    typedSearchAttributes: [
-      { key: searchAttributes.fleet, value: operation.fleetId },
-      { key: searchAttributes.domain, value: operation.targetDomainId },
-      { key: searchAttributes.operation, value: operation.kind },
-    ],
-    memo: { reason: operation.reason, requestedBy: operation.requestedBy },
-  };
+  const { workflowType, options } = operationStart(operation);
   try {
-    if (operation.kind === 'promote') {
-      await client.workflow.start<typeof promotionWorkflow>('promotionWorkflow', {
-        ...common,
-        args: [
-          {
-            fleetId: operation.fleetId,
-            operationId: operation.id,
-            targetDomainId: operation.targetDomainId,
-            reason: operation.reason,
-          },
-        ],
-      });
-    } else {
-      await client.workflow.start<typeof demotionWorkflow>('demotionWorkflow', {
-        ...common,
-        args: [{ fleetId: operation.fleetId, operationId: operation.id, domainId: operation.targetDomainId }],
-      });
-    }
+    await client.workflow.start(workflowType, { ...options, taskQueue });
     return 'started';
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) return 'already_started';
