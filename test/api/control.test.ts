@@ -171,7 +171,7 @@ describe('control routes', () => {
       await expect(describeWorkflow(operation.workflowId)).rejects.toBeInstanceOf(WorkflowNotFoundError);
       const res = await post(`/v1/fleets/${fleet.slug}/operations/${operation.id}/abort`);
       expect(res.status).toBe(200);
-      expect(res.body).toMatchObject({ id: operation.id, state: 'cancelled', error: { code: 'aborted' } });
+      expect(res.body).toMatchObject({ id: operation.id, state: 'cancelled', error: { code: 'Aborted' } });
       const again = await post(`/v1/fleets/${fleet.slug}/operations/${operation.id}/abort`);
       expect(again.status).toBe(409);
       expect(again.body.error.code).toBe('operation_conflict');
