@@ -81,7 +81,7 @@ describe('control routes', () => {
       expect(again.body.operation.id).toBe(op.id);
     });
 
-    it('joins a re-posted promote whose workflow closed without running the operation a second time', async () => {
+    it('joins a re-posted promote whose run closed without running it again; an abort then closes the row', async () => {
       const fleet = await seed();
       const first = await post(`/v1/fleets/${fleet.slug}/promote`, { targetDomainId: 'west' });
       const { workflowId } = first.body.operation;
@@ -90,6 +90,10 @@ describe('control routes', () => {
       expect(again.status).toBe(202);
       expect(again.body).toMatchObject({ status: 'joined', operation: { id: first.body.operation.id } });
       expect(await latestRun(workflowId)).toEqual({ runId, status: 'TERMINATED' });
+      // The way out is an abort: with no run to signal, the API closes the row itself.
+      const abort = await post(`/v1/fleets/${fleet.slug}/operations/${first.body.operation.id}/abort`);
+      expect(abort.status).toBe(200);
+      expect(abort.body).toMatchObject({ state: 'cancelled' });
     });
 
     it('answers 200 already_active with the route revision when the target is the active domain', async () => {
