@@ -4,23 +4,19 @@ import { type OperationProgress, operationProgressSchema } from '../schemas/api'
 import type { Operation } from '../schemas/entities';
 import { HaruError } from '../schemas/errors';
 import { type FleetHealth, fleetHealthSchema } from '../schemas/health';
-import {
-  abortSignal,
-  checkNowSignal,
-  type DemotionInput,
-  healthQuery,
-  monitorWorkflowId,
-  progressQuery,
-  type PromotionInput,
-  searchAttributes,
-} from '../workflows/definitions';
+import { monitorWorkflowId } from '../core/workflow-ids';
+import { abortSignal, checkNowSignal, healthQuery, progressQuery } from '../workflows/definitions';
+import { monitorStart, operationStart } from '../workflows/start-options';
 
 /**
  * What the API asks of Temporal. Every method is bounded by a deadline; an unreachable or timed-out
  * server throws HaruError `orchestrator_unavailable` (503). Implemented by `createTemporalOrchestrator`.
  */
 export interface Orchestrator {
-  /** Starts the operation's workflow (id = operation.workflowId). Starting twice is harmless: `already_started`. */
+  /**
+   * Starts the operation's workflow (id = operation.workflowId, workflows/start-options.ts). Starting it
+   * again is harmless and never runs it twice: `already_started` while it runs and after it closed.
+   */
   startOperation(operation: Operation): Promise<'started' | 'already_started'>;
   /** Sends `checkNow` to the fleet monitor, starting the monitor if none runs. */
   checkNow(fleetId: string): Promise<void>;
@@ -66,31 +62,6 @@ function unavailable(err: unknown): HaruError {
   return new HaruError('orchestrator_unavailable', `Temporal is unreachable: ${why}`);
 }
 
-/** Workflow name and arguments of an operation, as the workflows declare them (DESIGN.md §4). */
-export function operationWorkflowStart(
-  operation: Operation,
-):
-  | { workflowType: 'promotionWorkflow'; args: [PromotionInput] }
-  | { workflowType: 'demotionWorkflow'; args: [DemotionInput] } {
-  if (operation.kind === 'promote') {
-    return {
-      workflowType: 'promotionWorkflow',
-      args: [
-        {
-          fleetId: operation.fleetId,
-          operationId: operation.id,
-          targetDomainId: operation.targetDomainId,
-          reason: operation.reason,
-        },
-      ],
-    };
-  }
-  return {
-    workflowType: 'demotionWorkflow',
-    args: [{ fleetId: operation.fleetId, operationId: operation.id, domainId: operation.targetDomainId }],
-  };
-}
-
 /** The Orchestrator over a Temporal client. */
 export function createTemporalOrchestrator(opts: TemporalOrchestratorOptions): Orchestrator {
   const { client, connection, taskQueue } = opts;
@@ -112,21 +83,9 @@ export function createTemporalOrchestrator(opts: TemporalOrchestratorOptions): O
 
   return {
     async startOperation(operation) {
-      const { workflowType, args } = operationWorkflowStart(operation);
+      const { workflowType, options } = operationStart(operation);
       try {
-        await bounded(() =>
-          client.workflow.start(workflowType, {
-            workflowId: operation.workflowId,
-            taskQueue,
-            args,
-            typedSearchAttributes: [
-              { key: searchAttributes.fleet, value: operation.fleetId },
-              { key: searchAttributes.domain, value: operation.targetDomainId },
-              { key: searchAttributes.operation, value: operation.kind },
-            ],
-            memo: { reason: operation.reason, requestedBy: operation.requestedBy },
-          }),
-        );
+        await bounded(() => client.workflow.start(workflowType, { ...options, taskQueue }));
         return 'started';
       } catch (err) {
         if (err instanceof WorkflowExecutionAlreadyStartedError) return 'already_started';
@@ -135,14 +94,13 @@ export function createTemporalOrchestrator(opts: TemporalOrchestratorOptions): O
     },
 
     async checkNow(fleetId) {
+      const { workflowType, options } = monitorStart(fleetId);
       await bounded(() =>
-        client.workflow.signalWithStart('fleetMonitorWorkflow', {
-          workflowId: monitorWorkflowId(fleetId),
+        client.workflow.signalWithStart(workflowType, {
+          ...options,
           taskQueue,
-          args: [{ fleetId }],
           signal: checkNowSignal,
           signalArgs: [],
-          typedSearchAttributes: [{ key: searchAttributes.fleet, value: fleetId }],
         }),
       );
     },

@@ -10,7 +10,6 @@ export type { CreateOperationInput, CreateOperationResult } from './repo/operati
 export type { AppendEventInput } from './repo/events';
 export type { PollResult } from './repo/domains';
 export { ROUTE_CHANNEL } from './repo/routing';
-export { operationWorkflowId } from './repo/operations';
 
 /** The state store: one repository per aggregate over one database. */
 export interface Store {

@@ -41,3 +41,9 @@ export const NON_RETRYABLE_FAILURES: readonly FailureType[] = [
   FailureType.LaunchFailed,
   FailureType.ProvisioningUnavailable,
 ];
+
+/**
+ * The `code` on the error of an operation an operator aborted, whether its workflow ended it or the API
+ * closed a row whose workflow never started. Rows the API closed before both wrote it carry `aborted`.
+ */
+export const ABORTED_ERROR_CODE = 'Aborted';

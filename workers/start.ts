@@ -1,20 +1,14 @@
-import { type Client, WorkflowIdConflictPolicy } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import type { Store } from '../db/store';
-import { monitorWorkflowId, searchAttributes } from '../workflows/definitions';
-import type { fleetMonitorWorkflow } from '../workflows';
+import { monitorStart } from '../workflows/start-options';
 
 /**
  * Starts the fleet's monitor (`haru/<fleetId>/monitor`) unless one runs (USE_EXISTING), so calling it
  * on every worker start and on fleet creation is harmless.
  */
 export async function ensureMonitor(client: Client, fleetId: string, taskQueue: string): Promise<void> {
-  await client.workflow.start<typeof fleetMonitorWorkflow>('fleetMonitorWorkflow', {
-    workflowId: monitorWorkflowId(fleetId),
-    taskQueue,
-    args: [{ fleetId }],
-    workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-    typedSearchAttributes: [{ key: searchAttributes.fleet, value: fleetId }],
-  });
+  const { workflowType, options } = monitorStart(fleetId);
+  await client.workflow.start(workflowType, { ...options, taskQueue });
 }
 
 /** Ensures a monitor for every fleet in the store; returns the fleet ids. */

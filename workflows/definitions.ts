@@ -29,12 +29,13 @@ export const searchAttributes = {
   operation: defineSearchAttributeKey('HaruOperation', SearchAttributeType.KEYWORD),
 } as const;
 
-export const monitorWorkflowId = (fleetId: string): string => `haru/${fleetId}/monitor`;
-export const operationWorkflowId = (fleetId: string, operationId: string): string =>
-  `haru/${fleetId}/op/${operationId}`;
-/** The demotion a promotion starts for the old active: a child of the operation, not an operation itself. */
-export const demotionChildWorkflowId = (fleetId: string, operationId: string): string =>
-  `${operationWorkflowId(fleetId, operationId)}/demote`;
+export {
+  demotionChildWorkflowId,
+  monitorWorkflowId,
+  operationWorkflowId,
+  provisionWorkflowId,
+  teardownWorkflowId,
+} from '../core/workflow-ids';
 
 export const DEFAULT_TASK_QUEUE = 'haru';
 
@@ -83,11 +84,6 @@ export interface FleetMonitorInput {
   watchingSince?: string;
   lookedUntil?: string;
 }
-
-/** The provisioning of a skypilot/skyserve domain: one at a time per domain. */
-export const provisionWorkflowId = (domainId: string): string => `haru/${domainId}/provision`;
-/** The teardown of a skypilot/skyserve domain. */
-export const teardownWorkflowId = (domainId: string): string => `haru/${domainId}/teardown`;
 
 export interface ProvisionDomainInput {
   domainId: string;

@@ -1,9 +1,9 @@
-import { ApplicationFailure, CancellationScope, CancelledFailure } from '@temporalio/workflow';
+import { ApplicationFailure } from '@temporalio/workflow';
+import type { Activities } from '../activities';
 import { FailureType } from '../schemas/failures';
 import type { FleetPolicy } from '../schemas/policy';
 import { controlActivities, stepActivities } from './activity-options';
 import type { DemotionInput, DemotionResult } from './definitions';
-import { describeFailure } from './failure-info';
 import { stepMessages } from './logic/step-messages';
 import { planDemotion } from './logic/step-plan';
 import { createOperationRuntime, type OperationRuntime, StepFailure } from './operation-runtime';
@@ -19,7 +19,7 @@ export async function demotionWorkflow(input: DemotionInput): Promise<DemotionRe
   const control = controlActivities();
   const op = createOperationRuntime({ fleetId, operationId: operationId ?? null, domainId, kind: 'demote', control });
 
-  const target = await beginOrFail(input, op);
+  const target = await op.begin(() => demotionTarget(input, control));
   if (target.state !== 'running') return { domainId, state: target.state, drained: null };
   const policy = input.policy ?? target.policy;
   const steps = stepActivities(policy);
@@ -30,22 +30,9 @@ export async function demotionWorkflow(input: DemotionInput): Promise<DemotionRe
     drained = await standDown(op, steps, policy, fleetId, domainId);
   } catch (err) {
     if (!(err instanceof StepFailure)) throw err;
-    const isCancel = err.isAbort || err.info.code === 'Cancelled';
-    const error = { step: err.step, code: err.info.code, message: err.info.message };
-    await CancellationScope.nonCancellable(async () => {
-      if (operationId)
-        await control.finishOperation({ fleetId, operationId, outcome: isCancel ? 'cancelled' : 'failed', error });
-    });
-    op.setPhase(isCancel ? 'cancelled' : 'failed');
-    if (err.info.code === 'Cancelled' && !err.isAbort) throw new CancelledFailure('demotion cancelled');
-    throw ApplicationFailure.nonRetryable(
-      `demotion ${isCancel ? 'aborted' : 'failed'} at ${err.step}: ${err.info.message}`,
-      isCancel ? 'DemotionAborted' : 'DemotionFailed',
-      error,
-    );
+    return op.finishFailed(err);
   }
-  if (operationId) await control.finishOperation({ fleetId, operationId, outcome: 'succeeded' });
-  op.setPhase('succeeded');
+  await op.finishSucceeded();
   return { domainId, state: 'succeeded', drained };
 }
 
@@ -55,33 +42,22 @@ interface DemotionTarget {
   trainingSlotCount: number;
 }
 
-/** Validates the target: never the active. An operation is started (and failed at `begin` when refused). */
-async function beginOrFail(input: DemotionInput, op: OperationRuntime): Promise<DemotionTarget> {
-  const control = controlActivities();
+/** Validates the target: never the active. An operation is started; a child only checks its domain. */
+async function demotionTarget(input: DemotionInput, control: Activities): Promise<DemotionTarget> {
   const { fleetId, operationId, domainId } = input;
-  try {
-    if (operationId) {
-      const begin = await control.beginOperation({ fleetId, operationId, kind: 'demote', targetDomainId: domainId });
-      const state = begin.state === 'pending' ? 'running' : begin.state;
-      return { state, policy: begin.policy, trainingSlotCount: begin.target.trainingSlotCount };
-    }
-    const domain = await control.inspectDomain({ fleetId, domainId });
-    if (domain.isActive) {
-      throw ApplicationFailure.nonRetryable(
-        `domain ${domain.slug} is the active domain; refusing to demote it`,
-        FailureType.InvalidTarget,
-      );
-    }
-    return { state: 'running', policy: domain.policy, trainingSlotCount: domain.trainingSlotCount };
-  } catch (err) {
-    const info = describeFailure(err);
-    const error = { step: 'begin', code: info.code, message: info.message };
-    if (operationId && info.code !== 'OperationClosed') {
-      await control.finishOperation({ fleetId, operationId, outcome: 'failed', error });
-    }
-    op.setPhase('failed');
-    throw ApplicationFailure.nonRetryable(`demotion refused: ${info.message}`, info.code, error);
+  if (operationId) {
+    const begin = await control.beginOperation({ fleetId, operationId, kind: 'demote', targetDomainId: domainId });
+    const state = begin.state === 'pending' ? 'running' : begin.state;
+    return { state, policy: begin.policy, trainingSlotCount: begin.target.trainingSlotCount };
   }
+  const domain = await control.inspectDomain({ fleetId, domainId });
+  if (domain.isActive) {
+    throw ApplicationFailure.nonRetryable(
+      `domain ${domain.slug} is the active domain; refusing to demote it`,
+      FailureType.InvalidTarget,
+    );
+  }
+  return { state: 'running', policy: domain.policy, trainingSlotCount: domain.trainingSlotCount };
 }
 
 /** Drain, sleep, train; returns whether the drain finished within its budget. */

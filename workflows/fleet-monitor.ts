@@ -3,17 +3,13 @@ import {
   allHandlersFinished,
   ApplicationFailure,
   CancellationScope,
-  ChildWorkflowCancellationType,
   condition,
   continueAsNew,
   isCancellation,
   log,
-  ParentClosePolicy,
   patched,
   setHandler,
-  startChild,
   workflowInfo,
-  WorkflowIdReusePolicy,
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { Activities } from '../activities';
@@ -26,15 +22,10 @@ import { controlActivities, monitorActivities } from './activity-options';
 import {
   checkNowSignal,
   healthQuery,
-  operationWorkflowId,
   pauseAutoFailoverSignal,
-  provisionWorkflowId,
   resumeAutoFailoverSignal,
-  searchAttributes,
-  teardownWorkflowId,
   type FleetMonitorInput,
 } from './definitions';
-import { demotionWorkflow } from './demotion';
 import { summarizeHealth } from './logic/health';
 import {
   coolingDownIds,
@@ -51,9 +42,8 @@ import {
   type ReplacementAction,
   type ReplacementState,
 } from './logic/standby-replacement';
-import { promotionWorkflow } from './promotion';
-import { provisionDomainWorkflow } from './provision';
-import { teardownDomainWorkflow } from './teardown';
+import { startAbandonedChild } from './start-child';
+import { operationStart, provisionStart, teardownStart } from './start-options';
 
 const DEFAULT_CHECKPOINT_MS = 60_000;
 
@@ -253,31 +243,8 @@ async function failOver(
 
 /** Starts an operation's workflow as an abandoned child under its business id; already started is fine. */
 async function startOperation(op: OperationRef, policy: FleetPolicy): Promise<void> {
-  const common = {
-    workflowId: operationWorkflowId(op.fleetId, op.id),
-    parentClosePolicy: ParentClosePolicy.ABANDON,
-    cancellationType: ChildWorkflowCancellationType.ABANDON,
-    // One run per operation: a finished operation's workflow is never started again.
-    workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-    typedSearchAttributes: [
-      { key: searchAttributes.fleet, value: op.fleetId },
-      { key: searchAttributes.domain, value: op.targetDomainId },
-      { key: searchAttributes.operation, value: op.kind },
-    ],
-    memo: { reason: op.reason, requestedBy: op.requestedBy },
-  };
   try {
-    if (op.kind === 'promote') {
-      const args = [
-        { fleetId: op.fleetId, operationId: op.id, targetDomainId: op.targetDomainId, reason: op.reason, policy },
-      ] as const;
-      await startChild(promotionWorkflow, { ...common, args: [...args] });
-    } else {
-      await startChild(demotionWorkflow, {
-        ...common,
-        args: [{ fleetId: op.fleetId, operationId: op.id, domainId: op.targetDomainId, policy }],
-      });
-    }
+    await startAbandonedChild(operationStart(op, policy));
   } catch (err) {
     if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
   }
@@ -292,29 +259,14 @@ async function startOperation(op: OperationRef, policy: FleetPolicy): Promise<vo
 async function startReplacementStep(fleetId: string, action: ReplacementAction, onDone: () => void): Promise<void> {
   const reason = action.kind === 'teardown' ? action.reason : `standby ${action.slug} torn down: provisioning it again`;
   await controlActivities().recordStandbyReplacement({ domainId: action.domainId, step: action.kind, reason });
-  const common = {
-    parentClosePolicy: ParentClosePolicy.ABANDON,
-    cancellationType: ChildWorkflowCancellationType.ABANDON,
-    workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
-    typedSearchAttributes: [
-      { key: searchAttributes.fleet, value: fleetId },
-      { key: searchAttributes.domain, value: action.domainId },
-    ],
-    memo: { reason, requestedBy: 'monitor' },
-  };
+  const request = { fleetId, reason, requestedBy: 'monitor' };
   try {
     const child =
       action.kind === 'teardown'
-        ? await startChild(teardownDomainWorkflow, {
-            ...common,
-            workflowId: teardownWorkflowId(action.domainId),
-            args: [{ domainId: action.domainId, mode: 'down', onlyIfFailed: true }],
-          })
-        : await startChild(provisionDomainWorkflow, {
-            ...common,
-            workflowId: provisionWorkflowId(action.domainId),
-            args: [{ domainId: action.domainId }],
-          });
+        ? await startAbandonedChild(
+            teardownStart({ domainId: action.domainId, mode: 'down', onlyIfFailed: true }, request),
+          )
+        : await startAbandonedChild(provisionStart({ domainId: action.domainId }, request));
     void child.result().then(onDone, onDone);
     log.warn('replacing a failed standby', { fleetId, domainId: action.domainId, step: action.kind });
   } catch (err) {

@@ -1,7 +1,16 @@
-import { CancellationScope, condition, isCancellation, patched, setHandler } from '@temporalio/workflow';
+import {
+  ApplicationFailure,
+  CancellationScope,
+  CancelledFailure,
+  condition,
+  isCancellation,
+  patched,
+  setHandler,
+} from '@temporalio/workflow';
 import type { OperationProgress } from '../schemas/api';
 import type { Activities } from '../activities';
 import type { StepJournal } from '../activities/step-journal';
+import { ABORTED_ERROR_CODE, FailureType } from '../schemas/failures';
 import { abortSignal, progressQuery } from './definitions';
 import { describeFailure, type FailureInfo } from './failure-info';
 import { abortRequested, createProgress, stepFailed, stepStarted, stepSucceeded, withPhase } from './logic/progress';
@@ -21,11 +30,18 @@ export class StepFailure extends Error {
 
 export interface OperationRuntimeOptions {
   fleetId: string;
+  /** Null for a promotion's demotion child: no row to begin or finish. */
   operationId: string | null;
   domainId: string;
-  kind: string;
+  kind: 'promote' | 'demote';
   control: Activities;
 }
+
+/** How a workflow names itself in the failure it ends with: `promotion failed at …`, `PromotionAborted`. */
+const WORKFLOW_NAMES = {
+  promote: { noun: 'promotion', type: 'Promotion' },
+  demote: { noun: 'demotion', type: 'Demotion' },
+} as const;
 
 /**
  * Patch id: step activities record their own `started`/`succeeded` (one round trip per step instead of
@@ -34,15 +50,17 @@ export interface OperationRuntimeOptions {
 export const STEPS_RECORD_THEMSELVES = 'steps-record-themselves';
 
 /**
- * The bookkeeping every operation workflow shares: the `progress` query, the `abort` signal, and
- * `run(step, fn)`, which records the step (operation row + event), races it against an abort (only
- * while `isAbortable`), and turns any failure into a StepFailure. Must be created first thing in the
- * workflow so the handlers exist before the first await.
+ * The bookkeeping every operation workflow shares: the `progress` query, the `abort` signal, `begin`,
+ * one way to run a step (`step`, `run`: the step is recorded on the operation row and as events, raced
+ * against an abort while `isAbortable`, and any failure becomes a StepFailure), and one way to end
+ * (`finishSucceeded`, `finishFailed`). Must be created first thing in the workflow so the handlers exist
+ * before the first await.
  */
 export function createOperationRuntime(opts: OperationRuntimeOptions) {
   let progress: OperationProgress = createProgress(opts.operationId ?? opts.domainId, opts.kind, []);
   let abortReason: string | null = null;
   let isAbortable = true;
+  const names = WORKFLOW_NAMES[opts.kind];
   // Decided once, before the first command: an execution either always or never lets steps record themselves.
   const stepsRecordThemselves = patched(STEPS_RECORD_THEMSELVES);
   setHandler(progressQuery, () => progress);
@@ -85,34 +103,52 @@ export function createOperationRuntime(opts: OperationRuntimeOptions) {
 
   const now = () => new Date().toISOString();
 
-  async function execute<T>(
-    step: string,
-    fn: () => Promise<T>,
-    describe: (result: T) => string,
-    recordsItself: boolean,
-  ): Promise<T> {
+  /**
+   * The one way a step runs: refused at once while an abort is pending, tracked in `progress`, a failure
+   * recorded and thrown as StepFailure. `work` records the step's start and success (in its activity, or
+   * through `recordedHere`).
+   */
+  async function execute<T>(step: string, work: () => Promise<T>): Promise<T> {
     if (isAbortable && abortReason !== null) {
-      throw new StepFailure(step, { code: 'Aborted', message: abortReason }, true);
+      throw new StepFailure(step, { code: ABORTED_ERROR_CODE, message: abortReason }, true);
     }
     progress = stepStarted(progress, step, now());
     try {
       // Inside the try: an operation closed under us (OperationClosed) fails the step like any other error.
-      if (!recordsItself) await record(step, 'started', `${step} started`);
-      const result = await abortable(fn);
-      const attempt = (result as { attempt?: unknown } | undefined)?.attempt;
-      progress = stepSucceeded(progress, step, now(), typeof attempt === 'number' ? attempt : undefined);
-      if (!recordsItself) {
-        await record(step, 'succeeded', describe(result), typeof attempt === 'number' ? { attempt } : {});
-      }
+      const result = await work();
+      progress = stepSucceeded(progress, step, now(), attemptOf(result));
       return result;
     } catch (err) {
       const isAbort = abortReason !== null && isCancellation(err);
-      const info: FailureInfo = isAbort ? { code: 'Aborted', message: abortReason! } : describeFailure(err);
+      const info: FailureInfo = isAbort ? { code: ABORTED_ERROR_CODE, message: abortReason! } : describeFailure(err);
       progress = stepFailed(progress, step, now(), `${info.code}: ${info.message}`, info.attempts);
       await record(step, 'failed', `${step} failed: ${info.message}`, { code: info.code });
       throw new StepFailure(step, info, isAbort);
     }
   }
+
+  /** Work that is not one step activity, recorded by the workflow: `started`, `fn` (abortable), `succeeded`. */
+  async function recordedHere<T>(step: string, fn: () => Promise<T>, describe: (result: T) => string): Promise<T> {
+    await record(step, 'started', `${step} started`);
+    const result = await abortable(fn);
+    const attempt = attemptOf(result);
+    await record(step, 'succeeded', describe(result), attempt === undefined ? {} : { attempt });
+    return result;
+  }
+
+  const run = <T>(step: string, fn: () => Promise<T>, describe: (result: T) => string = () => `${step} done`) =>
+    execute(step, () => recordedHere(step, fn, describe));
+
+  /** Writes the operation's outcome on its row (a demotion child has none); an abort cannot cut it short. */
+  const finish = (
+    outcome: 'succeeded' | 'failed' | 'cancelled',
+    error?: { step: string; code: string; message: string },
+  ) =>
+    CancellationScope.nonCancellable(async () => {
+      if (opts.operationId) {
+        await opts.control.finishOperation({ fleetId: opts.fleetId, operationId: opts.operationId, outcome, error });
+      }
+    });
 
   return {
     get progress(): OperationProgress {
@@ -147,34 +183,76 @@ export function createOperationRuntime(opts: OperationRuntimeOptions) {
       await record(step, 'succeeded', message);
     },
     /**
-     * Runs one step: records it started, runs `fn` (abortable), records success with the attempt the
-     * result reports, or records the failure and throws StepFailure. Throws StepFailure at once, without
-     * running `fn`, when an abort is already pending. For work that is not one step activity (a
-     * compensation of several, a child workflow).
+     * Runs work that is not one step activity (a compensation of several, a child workflow) as a step: the
+     * workflow records it started, runs `fn` (abortable), records success with the attempt the result
+     * reports, or records the failure and throws StepFailure. Throws StepFailure at once, without running
+     * `fn`, when an abort is already pending.
      */
-    run<T>(step: string, fn: () => Promise<T>, describe: (result: T) => string = () => `${step} done`): Promise<T> {
-      return execute(step, fn, describe, false);
-    },
+    run,
     /**
      * Runs one step activity that records its own `started` and `succeeded` (activities/step-journal.ts):
-     * `call` gets the journal to pass it. Executions from before that change record them here instead,
-     * with `describe`, so their histories replay. Failures are recorded here either way.
+     * `call` gets the journal to pass it. Failures and a pending abort are handled as in `run`.
      */
     step<T>(
       step: string,
       call: (journal: StepJournal | undefined) => Promise<T>,
       describe: (result: T) => string,
     ): Promise<T> {
-      if (!stepsRecordThemselves) return execute(step, () => call(undefined), describe, false);
+      // Executions recorded before steps recorded themselves replay with the workflow recording them, via `describe`.
+      if (!stepsRecordThemselves) return run(step, () => call(undefined), describe);
       const journal: StepJournal = {
         fleetId: opts.fleetId,
         operationId: opts.operationId,
         domainId: opts.domainId,
         step,
       };
-      return execute(step, () => call(journal), describe, true);
+      return execute(step, () => abortable(() => call(journal)));
+    },
+    /**
+     * Runs the workflow's opening activities (start the operation, check the target). A refusal fails the
+     * operation at step `begin`, unless someone else closed it already, and fails the execution with
+     * `<workflow> refused: …` typed by the refusal's code.
+     */
+    async begin<T>(start: () => Promise<T>): Promise<T> {
+      try {
+        return await start();
+      } catch (err) {
+        const info = describeFailure(err);
+        const error = { step: 'begin', code: info.code, message: info.message };
+        if (info.code !== FailureType.OperationClosed) await finish('failed', error);
+        progress = withPhase(progress, 'failed');
+        throw ApplicationFailure.nonRetryable(`${names.noun} refused: ${info.message}`, info.code, error);
+      }
+    },
+    /** Ends the operation as succeeded. */
+    async finishSucceeded(): Promise<void> {
+      await finish('succeeded');
+      progress = withPhase(progress, 'succeeded');
+    },
+    /**
+     * Ends the operation after `failure`: cancelled when it was aborted or cancelled, failed otherwise, with
+     * `{ step, code, message }`. Throws what the execution ends with: a CancelledFailure for a cancellation
+     * from outside, else `<Workflow>Aborted` or `<Workflow>Failed`.
+     */
+    async finishFailed(failure: StepFailure): Promise<never> {
+      const isCancel = failure.isAbort || failure.info.code === 'Cancelled';
+      const error = { step: failure.step, code: failure.info.code, message: failure.info.message };
+      await finish(isCancel ? 'cancelled' : 'failed', error);
+      progress = withPhase(progress, isCancel ? 'cancelled' : 'failed');
+      if (isCancel && !failure.isAbort) throw new CancelledFailure(`${names.noun} cancelled`);
+      throw ApplicationFailure.nonRetryable(
+        `${names.noun} ${failure.isAbort ? 'aborted' : 'failed'} at ${failure.step}: ${failure.info.message}`,
+        `${names.type}${failure.isAbort ? 'Aborted' : 'Failed'}`,
+        error,
+      );
     },
   };
 }
 
 export type OperationRuntime = ReturnType<typeof createOperationRuntime>;
+
+/** The attempt a step activity's result reports, if any. */
+function attemptOf(result: unknown): number | undefined {
+  const attempt = (result as { attempt?: unknown } | undefined)?.attempt;
+  return typeof attempt === 'number' ? attempt : undefined;
+}

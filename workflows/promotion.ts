@@ -1,23 +1,14 @@
-import {
-  ApplicationFailure,
-  CancellationScope,
-  CancelledFailure,
-  ChildWorkflowCancellationType,
-  log,
-  ParentClosePolicy,
-  patched,
-  startChild,
-} from '@temporalio/workflow';
-import type { BeginOperationResult } from '../activities/fleet-store';
+import { CancellationScope, log, patched } from '@temporalio/workflow';
 import type { FleetPolicy } from '../schemas/policy';
 import { controlActivities, probeRequestTimeoutMs, stepActivities } from './activity-options';
-import { demotionWorkflow } from './demotion';
-import { demotionChildWorkflowId, searchAttributes, type PromotionInput, type PromotionResult } from './definitions';
-import { describeFailure } from './failure-info';
+import type { demotionWorkflow } from './demotion';
+import type { PromotionInput, PromotionResult } from './definitions';
 import { startedSteps } from './logic/progress';
 import { stepMessages } from './logic/step-messages';
 import { compensationFor, planPromotion, type PromotionStep } from './logic/step-plan';
 import { createOperationRuntime, type OperationRuntime, StepFailure } from './operation-runtime';
+import { startAbandonedChild } from './start-child';
+import { demotionChildStart } from './start-options';
 
 type Steps = ReturnType<typeof stepActivities>;
 
@@ -32,7 +23,7 @@ export async function promotionWorkflow(input: PromotionInput): Promise<Promotio
   const control = controlActivities();
   const op = createOperationRuntime({ fleetId, operationId, domainId: targetDomainId, kind: 'promote', control });
 
-  const begin = await beginOrFail(input, op);
+  const begin = await op.begin(() => control.beginOperation({ ...input, kind: 'promote' }));
   if (begin.state !== 'running') {
     // A repeat start of an operation that already ended: nothing to do.
     return {
@@ -86,30 +77,8 @@ export async function promotionWorkflow(input: PromotionInput): Promise<Promotio
   const demotion = op.isStepSkipped('demoteOldActive')
     ? 'skipped'
     : await demoteOldActive(op, fleetId, operationId, begin.fromDomainId!, policy);
-  await CancellationScope.nonCancellable(() => control.finishOperation({ fleetId, operationId, outcome: 'succeeded' }));
-  op.setPhase('succeeded');
+  await op.finishSucceeded();
   return { operationId, state: 'succeeded', routeRevision: commit.routeRevision, demotion };
-}
-
-/** Starts the operation; a refused target fails the operation at step `begin`. */
-async function beginOrFail(input: PromotionInput, op: OperationRuntime): Promise<BeginOperationResult> {
-  const control = controlActivities();
-  try {
-    return await control.beginOperation({ ...input, kind: 'promote' });
-  } catch (err) {
-    const info = describeFailure(err);
-    const error = { step: 'begin', code: info.code, message: info.message };
-    if (info.code !== 'OperationClosed') {
-      await control.finishOperation({
-        fleetId: input.fleetId,
-        operationId: input.operationId,
-        outcome: 'failed',
-        error,
-      });
-    }
-    op.setPhase('failed');
-    throw ApplicationFailure.nonRetryable(`promotion refused: ${info.message}`, info.code, error);
-  }
 }
 
 /**
@@ -194,11 +163,11 @@ async function abandon(
   const { fleetId, operationId, targetDomainId: domainId } = input;
   op.closeAbortWindow();
   const actions = compensationFor(startedSteps(op.progress) as PromotionStep[]);
-  await CancellationScope.nonCancellable(async () => {
-    if (actions.length > 0) {
-      op.setPhase('compensating');
-      try {
-        await op.run(
+  if (actions.length > 0) {
+    op.setPhase('compensating');
+    try {
+      await CancellationScope.nonCancellable(() =>
+        op.run(
           'compensate',
           async () => {
             if (actions.includes('sleepModels')) await steps.sleepModels({ fleetId, domainId });
@@ -206,29 +175,14 @@ async function abandon(
             return {};
           },
           () => `target back on standby (${actions.join(', ')})`,
-        );
-      } catch (err) {
-        if (!(err instanceof StepFailure)) throw err;
-        log.error('compensation failed', { fleetId, operationId, domainId, error: err.message });
-      }
+        ),
+      );
+    } catch (err) {
+      if (!(err instanceof StepFailure)) throw err;
+      log.error('compensation failed', { fleetId, operationId, domainId, error: err.message });
     }
-    const isCancel = failure.isAbort || failure.info.code === 'Cancelled';
-    const error = { step: failure.step, code: failure.info.code, message: failure.info.message };
-    await controlActivities().finishOperation({
-      fleetId,
-      operationId,
-      outcome: isCancel ? 'cancelled' : 'failed',
-      error,
-    });
-    op.setPhase(isCancel ? 'cancelled' : 'failed');
-  });
-  if (failure.info.code === 'Cancelled' && !failure.isAbort) throw new CancelledFailure('promotion cancelled');
-  const verb = failure.isAbort ? 'aborted' : 'failed';
-  throw ApplicationFailure.nonRetryable(
-    `promotion ${verb} at ${failure.step}: ${failure.info.message}`,
-    failure.isAbort ? 'PromotionAborted' : 'PromotionFailed',
-    { step: failure.step, code: failure.info.code, message: failure.info.message },
-  );
+  }
+  return op.finishFailed(failure);
 }
 
 /** Step 6: drain, sleep and retrain the old active as a child that outlives this workflow. Best effort. */
@@ -243,18 +197,9 @@ async function demoteOldActive(
     await op.run(
       'demoteOldActive',
       async () => {
-        const child = await startChild(demotionWorkflow, {
-          workflowId: demotionChildWorkflowId(fleetId, operationId),
-          args: [{ fleetId, domainId: oldActiveId, policy }],
-          parentClosePolicy: ParentClosePolicy.ABANDON,
-          cancellationType: ChildWorkflowCancellationType.ABANDON,
-          typedSearchAttributes: [
-            { key: searchAttributes.fleet, value: fleetId },
-            { key: searchAttributes.domain, value: oldActiveId },
-            { key: searchAttributes.operation, value: 'demote' },
-          ],
-          memo: { reason: `demotion after promotion ${operationId}`, requestedBy: 'promotion' },
-        });
+        const child = await startAbandonedChild<typeof demotionWorkflow>(
+          demotionChildStart({ fleetId, operationId, oldActiveId, policy }),
+        );
         return child.result();
       },
       (r) => `old active on standby${r.drained === false ? ' (drain budget spent)' : ''}`,

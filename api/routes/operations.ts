@@ -3,6 +3,7 @@ import { abortRequestSchema } from '../../schemas/api';
 import { operationsQuerySchema } from '../../schemas/api-responses';
 import type { FleetSnapshot, Operation } from '../../schemas/entities';
 import { HaruError } from '../../schemas/errors';
+import { ABORTED_ERROR_CODE } from '../../schemas/failures';
 import { storeDeadline } from '../timeout';
 import { controlStoreTimeoutMs, loadFleet, param, parseWith, type RouteContext, UUID_RE } from './context';
 
@@ -61,7 +62,7 @@ export function operationRoutes(ctx: RouteContext): Router {
     const cancelled = await storeDeadline(
       ctx.store.operations.cancel(operation.id, {
         step: operation.step ?? 'pending',
-        code: 'aborted',
+        code: ABORTED_ERROR_CODE,
         message: reason,
       }),
       controlStoreTimeoutMs(ctx.config),

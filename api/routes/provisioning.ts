@@ -10,13 +10,7 @@ import {
   teardownRequestSchema,
   type TeardownMode,
 } from '../../schemas/provisioning';
-import {
-  provisionWorkflowId,
-  searchAttributes,
-  teardownWorkflowId,
-  type ProvisionDomainInput,
-  type TeardownDomainInput,
-} from '../../workflows/definitions';
+import { provisionStart, teardownStart } from '../../workflows/start-options';
 import type { RouteDoc } from '../openapi';
 import { isOrchestratorUnreachable } from '../orchestrator';
 import { findDomain, loadFleet, param, parseWith, type RouteContext } from './context';
@@ -51,28 +45,15 @@ export function createTemporalProvisioningStarter(opts: {
   const now = opts.now ?? (() => new Date());
   return {
     async start(request) {
-      const workflowId =
-        request.kind === 'provision' ? provisionWorkflowId(request.domainId) : teardownWorkflowId(request.domainId);
-      const options = {
-        workflowId,
-        taskQueue: opts.taskQueue,
-        typedSearchAttributes: [
-          { key: searchAttributes.fleet, value: request.fleetId },
-          { key: searchAttributes.domain, value: request.domainId },
-        ],
-        memo: { reason: request.reason, requestedBy: request.requestedBy },
-      };
+      const by = { fleetId: request.fleetId, reason: request.reason, requestedBy: request.requestedBy };
+      const { workflowType, options } =
+        request.kind === 'provision'
+          ? provisionStart({ domainId: request.domainId }, by)
+          : teardownStart({ domainId: request.domainId, mode: request.mode }, by);
+      const { workflowId } = options;
       try {
         await opts.connection.withDeadline(now().getTime() + opts.timeoutMs, () =>
-          request.kind === 'provision'
-            ? opts.client.workflow.start('provisionDomainWorkflow', {
-                ...options,
-                args: [{ domainId: request.domainId } satisfies ProvisionDomainInput],
-              })
-            : opts.client.workflow.start('teardownDomainWorkflow', {
-                ...options,
-                args: [{ domainId: request.domainId, mode: request.mode } satisfies TeardownDomainInput],
-              }),
+          opts.client.workflow.start(workflowType, { ...options, taskQueue: opts.taskQueue }),
         );
         return { workflowId, outcome: 'started' };
       } catch (err) {

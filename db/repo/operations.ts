@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { and, asc, desc, eq, inArray, sql } from 'drizzle-orm';
 import type { PgUpdateSetSource } from 'drizzle-orm/pg-core';
+import { operationWorkflowId } from '../../core/workflow-ids';
 import type { Operation, OperationError } from '../../schemas/entities';
 import {
   IN_FLIGHT_OPERATION_STATES,
@@ -28,9 +29,6 @@ export interface CreateOperationResult {
   /** The created operation, or the one already in flight. */
   operation: Operation;
 }
-
-/** Workflow ids are business keys derived from the row (DESIGN.md §4). */
-export const operationWorkflowId = (fleetId: string, operationId: string) => `haru/${fleetId}/op/${operationId}`;
 
 const inFlight = inArray(operations.state, [...IN_FLIGHT_OPERATION_STATES]);
 const IN_FLIGHT_INDEX_WHERE = sql.raw(`state in (${IN_FLIGHT_OPERATION_STATES.map((s) => `'${s}'`).join(', ')})`);

@@ -1,4 +1,5 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
 import type { FleetSnapshot } from '../../schemas/entities';
 import { call, type Harness, startHarness, twoDomainLayout, uniqueSlug } from './support/harness';
 import { type FakeUpstream, startFakeUpstream } from './support/upstream';
@@ -20,6 +21,24 @@ describe('control routes', () => {
   const domain = (fleet: FleetSnapshot, slug: string) => fleet.domains.find((d) => d.slug === slug)!;
   const post = (path: string, body?: unknown) => call(`${h.url}${path}`, { method: 'POST', body: body ?? {} });
   const describeWorkflow = (id: string) => h.temporal.client.workflow.getHandle(id).describe();
+  /** The arguments the workflow's first run was started with. */
+  const startArgs = async (id: string) => {
+    const history = await h.temporal.client.workflow.getHandle(id).fetchHistory();
+    const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
+    return (started?.input?.payloads ?? []).map((p) => defaultPayloadConverter.fromPayload(p));
+  };
+  /** Terminates the workflow's run (as if it had died while its row stays in flight); returns its run id. */
+  const loseRun = async (id: string) => {
+    const handle = h.temporal.client.workflow.getHandle(id);
+    const { runId } = await handle.describe();
+    await handle.terminate('run lost');
+    return runId;
+  };
+  /** The run id and status of the workflow's latest run. */
+  const latestRun = async (id: string) => {
+    const { runId, status } = await describeWorkflow(id);
+    return { runId, status: status.name };
+  };
 
   describe('GET /v1/fleets', () => {
     it('lists fleets and reads one by slug or UUID; an unknown fleet is 404 fleet_not_found', async () => {
@@ -51,11 +70,30 @@ describe('control routes', () => {
       const wf = await describeWorkflow(op.workflowId);
       expect(wf.type).toBe('promotionWorkflow');
       expect(wf.taskQueue).toBe(h.config.HARU_TASK_QUEUE);
+      expect(await startArgs(op.workflowId)).toEqual([
+        { fleetId: fleet.id, operationId: op.id, targetDomainId: west.id, reason: 'drill' },
+      ]);
+      expect(await wf.memo).toEqual({ reason: 'drill', requestedBy: 'api' });
 
       const again = await post(`/v1/fleets/${fleet.id}/promote`, { targetDomainId: west.id });
       expect(again.status).toBe(202);
       expect(again.body.status).toBe('joined');
       expect(again.body.operation.id).toBe(op.id);
+    });
+
+    it('joins a re-posted promote whose run closed without running it again; an abort then closes the row', async () => {
+      const fleet = await seed();
+      const first = await post(`/v1/fleets/${fleet.slug}/promote`, { targetDomainId: 'west' });
+      const { workflowId } = first.body.operation;
+      const runId = await loseRun(workflowId);
+      const again = await post(`/v1/fleets/${fleet.slug}/promote`, { targetDomainId: 'west' });
+      expect(again.status).toBe(202);
+      expect(again.body).toMatchObject({ status: 'joined', operation: { id: first.body.operation.id } });
+      expect(await latestRun(workflowId)).toEqual({ runId, status: 'TERMINATED' });
+      // The way out is an abort: with no run to signal, the API closes the row itself.
+      const abort = await post(`/v1/fleets/${fleet.slug}/operations/${first.body.operation.id}/abort`);
+      expect(abort.status).toBe(200);
+      expect(abort.body).toMatchObject({ state: 'cancelled' });
     });
 
     it('answers 200 already_active with the route revision when the target is the active domain', async () => {
@@ -125,7 +163,7 @@ describe('control routes', () => {
   });
 
   describe('POST /demote', () => {
-    it('starts demotionWorkflow for a standby and refuses the active with 422', async () => {
+    it('starts demotionWorkflow for a standby, once, and refuses the active with 422', async () => {
       const fleet = await seed();
       const active = await post(`/v1/fleets/${fleet.slug}/demote`, { targetDomainId: 'east' });
       expect(active.status).toBe(422);
@@ -133,9 +171,17 @@ describe('control routes', () => {
       const res = await post(`/v1/fleets/${fleet.slug}/demote`, { targetDomainId: 'west' });
       expect(res.status).toBe(202);
       expect(res.body).toMatchObject({ status: 'accepted', operation: { kind: 'demote' } });
-      expect((await describeWorkflow(res.body.operation.workflowId)).type).toBe('demotionWorkflow');
+      const op = res.body.operation;
+      expect((await describeWorkflow(op.workflowId)).type).toBe('demotionWorkflow');
+      expect(await startArgs(op.workflowId)).toEqual([
+        { fleetId: fleet.id, operationId: op.id, domainId: domain(fleet, 'west').id },
+      ]);
       const joined = await post(`/v1/fleets/${fleet.slug}/demote`, { targetDomainId: 'west' });
-      expect(joined.body).toMatchObject({ status: 'joined', operation: { id: res.body.operation.id } });
+      expect(joined.body).toMatchObject({ status: 'joined', operation: { id: op.id } });
+      const runId = await loseRun(op.workflowId);
+      const again = await post(`/v1/fleets/${fleet.slug}/demote`, { targetDomainId: 'west' });
+      expect(again.body).toMatchObject({ status: 'joined', operation: { id: op.id } });
+      expect(await latestRun(op.workflowId)).toEqual({ runId, status: 'TERMINATED' });
     });
   });
 
@@ -171,7 +217,7 @@ describe('control routes', () => {
       await expect(describeWorkflow(operation.workflowId)).rejects.toBeInstanceOf(WorkflowNotFoundError);
       const res = await post(`/v1/fleets/${fleet.slug}/operations/${operation.id}/abort`);
       expect(res.status).toBe(200);
-      expect(res.body).toMatchObject({ id: operation.id, state: 'cancelled', error: { code: 'aborted' } });
+      expect(res.body).toMatchObject({ id: operation.id, state: 'cancelled', error: { code: 'Aborted' } });
       const again = await post(`/v1/fleets/${fleet.slug}/operations/${operation.id}/abort`);
       expect(again.status).toBe(409);
       expect(again.body.error.code).toBe('operation_conflict');

@@ -1,0 +1,167 @@
+import { type SearchAttributePair, WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/common';
+import {
+  demotionChildWorkflowId,
+  monitorWorkflowId,
+  operationWorkflowId,
+  provisionWorkflowId,
+  teardownWorkflowId,
+} from '../core/workflow-ids';
+import type { OperationKind } from '../schemas/enums';
+import type { FleetPolicy } from '../schemas/policy';
+import {
+  type DemotionInput,
+  type FleetMonitorInput,
+  type PromotionInput,
+  type ProvisionDomainInput,
+  searchAttributes,
+  type TeardownDomainInput,
+} from './definitions';
+
+/**
+ * How each workflow kind is started, whoever starts it: the API and the worker through the client, the
+ * monitor and a promotion as children. Pure, with no Node built-ins and nothing that only runs inside a
+ * workflow, so both sides import it. The caller adds only where it runs: `taskQueue` on the client, the
+ * parent close policy for a child (workflows/start-child.ts).
+ *
+ * Policy in arguments: a caller that holds the fleet policy passes it; without it the workflow reads the
+ * policy from the store when it begins.
+ */
+export interface WorkflowStart<Type extends string, Input> {
+  workflowType: Type;
+  options: {
+    workflowId: string;
+    args: [Input];
+    /** What a start does when a run under the same id has closed. */
+    workflowIdReusePolicy: WorkflowIdReusePolicy;
+    typedSearchAttributes: SearchAttributePair[];
+    memo?: StartMemo;
+  };
+}
+
+/** Why and by whom a workflow was started, shown in the Web UI. */
+export type StartMemo = { reason: string; requestedBy: string };
+
+export type PromotionStart = WorkflowStart<'promotionWorkflow', PromotionInput>;
+export type DemotionStart = WorkflowStart<'demotionWorkflow', DemotionInput>;
+export type ProvisionStart = WorkflowStart<'provisionDomainWorkflow', ProvisionDomainInput>;
+export type TeardownStart = WorkflowStart<'teardownDomainWorkflow', TeardownDomainInput>;
+/** The monitor is started only through the client, and joins the run already under way. */
+export type MonitorStart = WorkflowStart<'fleetMonitorWorkflow', FleetMonitorInput> & {
+  options: { workflowIdConflictPolicy: WorkflowIdConflictPolicy };
+};
+
+/** The part of an operation its start needs: a stored `Operation` or the monitor's `OperationRef`. */
+export interface OperationToStart {
+  id: string;
+  fleetId: string;
+  kind: OperationKind;
+  targetDomainId: string;
+  reason: string;
+  requestedBy: string;
+}
+
+/**
+ * A promote or demote operation's workflow under `haru/<fleetId>/op/<operationId>`. One run per operation:
+ * a second start while it runs, or after it closed in any way, is refused (REJECT_DUPLICATE), so a
+ * re-posted request or the monitor's restart of a pending operation never runs it twice.
+ */
+export function operationStart(operation: OperationToStart, policy?: FleetPolicy): PromotionStart | DemotionStart {
+  const { id: operationId, fleetId, targetDomainId, reason } = operation;
+  const options = {
+    workflowId: operationWorkflowId(fleetId, operationId),
+    workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+    typedSearchAttributes: [
+      { key: searchAttributes.fleet, value: fleetId },
+      { key: searchAttributes.domain, value: targetDomainId },
+      { key: searchAttributes.operation, value: operation.kind },
+    ],
+    memo: { reason, requestedBy: operation.requestedBy },
+  };
+  if (operation.kind === 'promote') {
+    const input: PromotionInput = { fleetId, operationId, targetDomainId, reason, ...withPolicy(policy) };
+    return { workflowType: 'promotionWorkflow', options: { ...options, args: [input] } };
+  }
+  const input: DemotionInput = { fleetId, operationId, domainId: targetDomainId, ...withPolicy(policy) };
+  return { workflowType: 'demotionWorkflow', options: { ...options, args: [input] } };
+}
+
+/**
+ * The demotion of the old active that promotion `operationId` starts once routing moved
+ * (`haru/<fleetId>/op/<operationId>/demote`). A closed run does not block a new one: a promotion reset to
+ * before its demotion demotes again.
+ */
+export function demotionChildStart(promotion: {
+  fleetId: string;
+  operationId: string;
+  oldActiveId: string;
+  policy?: FleetPolicy;
+}): DemotionStart {
+  const { fleetId, operationId, oldActiveId } = promotion;
+  return {
+    workflowType: 'demotionWorkflow',
+    options: {
+      workflowId: demotionChildWorkflowId(fleetId, operationId),
+      args: [{ fleetId, domainId: oldActiveId, ...withPolicy(promotion.policy) }],
+      workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+      typedSearchAttributes: [
+        { key: searchAttributes.fleet, value: fleetId },
+        { key: searchAttributes.domain, value: oldActiveId },
+        { key: searchAttributes.operation, value: 'demote' },
+      ],
+      memo: { reason: `demotion after promotion ${operationId}`, requestedBy: 'promotion' },
+    },
+  };
+}
+
+/**
+ * The fleet's monitor (`haru/<fleetId>/monitor`). A start while one runs joins it (USE_EXISTING), so
+ * starting it on every worker start, fleet creation or reconcile is harmless; one that ended (its fleet
+ * was deleted, an operator terminated it) may be started again.
+ */
+export function monitorStart(fleetId: string): MonitorStart {
+  return {
+    workflowType: 'fleetMonitorWorkflow',
+    options: {
+      workflowId: monitorWorkflowId(fleetId),
+      args: [{ fleetId }],
+      workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+      workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+      typedSearchAttributes: [{ key: searchAttributes.fleet, value: fleetId }],
+    },
+  };
+}
+
+/** Who asks for a provisioning or teardown, and why. */
+export type DomainStartRequest = StartMemo & { fleetId: string };
+
+/**
+ * Provisioning of a skypilot/skyserve domain (`haru/<domainId>/provision`). One runs at a time per
+ * domain; a domain torn down is provisioned again under the same id (ALLOW_DUPLICATE).
+ */
+export function provisionStart(input: ProvisionDomainInput, request: DomainStartRequest): ProvisionStart {
+  return {
+    workflowType: 'provisionDomainWorkflow',
+    options: { ...domainStartOptions(provisionWorkflowId(input.domainId), input.domainId, request), args: [input] },
+  };
+}
+
+/** Teardown of a skypilot/skyserve domain (`haru/<domainId>/teardown`); like provisioning, once at a time. */
+export function teardownStart(input: TeardownDomainInput, request: DomainStartRequest): TeardownStart {
+  return {
+    workflowType: 'teardownDomainWorkflow',
+    options: { ...domainStartOptions(teardownWorkflowId(input.domainId), input.domainId, request), args: [input] },
+  };
+}
+
+const domainStartOptions = (workflowId: string, domainId: string, request: DomainStartRequest) => ({
+  workflowId,
+  workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+  typedSearchAttributes: [
+    { key: searchAttributes.fleet, value: request.fleetId },
+    { key: searchAttributes.domain, value: domainId },
+  ],
+  memo: { reason: request.reason, requestedBy: request.requestedBy },
+});
+
+// An absent policy stays absent in the arguments (the workflow then reads the store), never `policy: undefined`.
+const withPolicy = (policy: FleetPolicy | undefined): { policy?: FleetPolicy } => (policy ? { policy } : {});
