@@ -35,7 +35,7 @@ import {
   type FleetMonitorInput,
 } from './definitions';
 import { demotionWorkflow } from './demotion';
-import { summarizeHealth } from './logic/health';
+import { summarizeHealth } from '../core/fleet-health';
 import {
   coolingDownIds,
   decideMonitorAction,
@@ -43,14 +43,16 @@ import {
   operationToStart,
   PENDING_OPERATION_GRACE_MS,
   promotionCooldownMs,
-} from './logic/monitor-decision';
-import { ageMs } from './logic/fleet-view';
+} from '../core/monitor-decision';
+import { ageMs } from '../core/fleet-view';
 import {
   emptyReplacementState,
+  hasReplacementState,
   planStandbyReplacements,
   type ReplacementAction,
   type ReplacementState,
-} from './logic/standby-replacement';
+} from '../core/standby-replacement';
+import { continuityAfterWatch, type WatchContinuity } from '../core/watch-window';
 import { promotionWorkflow } from './promotion';
 import { provisionDomainWorkflow } from './provision';
 import { teardownDomainWorkflow } from './teardown';
@@ -85,10 +87,8 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
   setHandler(resumeAutoFailoverSignal, () => void ((isPaused = false), (isWakeRequested = true)));
   setHandler(healthQuery, () => health);
 
-  // Since when the watches have followed one another (the degraded grace counts from there) and when the
-  // last one looked: the watch decides whether it follows on (activities/fleet-monitor.ts watchingSinceMs).
-  let watchingSince = input.watchingSince;
-  let lookedUntil = input.lookedUntil;
+  // The watch decides whether it follows on from the last one (core/watch-window.ts).
+  let continuity: WatchContinuity = { watchingSince: input.watchingSince, lookedUntil: input.lookedUntil };
   while (!workflowInfo().continueAsNewSuggested) {
     const isImmediate = isWakeRequested;
     isWakeRequested = false;
@@ -104,8 +104,7 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
         pendingGraceMs: PENDING_OPERATION_GRACE_MS,
         alreadyTriedIds: triedOperationIds,
         coolingDownIds: policy ? coolingDownIds(recentPromotions, policy, new Date()) : [],
-        watchingSince,
-        lookedUntil,
+        ...continuity,
       });
     } catch (err) {
       if (isFleetGone(err)) {
@@ -114,9 +113,7 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
       }
       throw err;
     }
-    // A watch's result carries the activity's own time: a pause before this workflow task ran still counts as a gap.
-    lookedUntil = observation?.observedAt ?? new Date().toISOString();
-    watchingSince = observation?.watchingSince ?? watchingSince;
+    continuity = continuityAfterWatch(continuity, observation, new Date().toISOString());
     if (!observation) continue;
     policy = observation.policy;
     const now = new Date(observation.observedAt);
@@ -176,11 +173,8 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
     isAutoFailoverPaused: isPaused,
     recentPromotions,
     checkpointMs: input.checkpointMs,
-    ...(Object.keys(replacements.failedSince).length + Object.keys(replacements.inFlight).length > 0
-      ? { replacements }
-      : {}),
-    watchingSince,
-    lookedUntil,
+    ...(hasReplacementState(replacements) ? { replacements } : {}),
+    ...continuity,
   });
 }
 

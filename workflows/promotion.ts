@@ -14,9 +14,9 @@ import { controlActivities, probeRequestTimeoutMs, stepActivities } from './acti
 import { demotionWorkflow } from './demotion';
 import { demotionChildWorkflowId, searchAttributes, type PromotionInput, type PromotionResult } from './definitions';
 import { describeFailure } from './failure-info';
-import { startedSteps } from './logic/progress';
-import { stepMessages } from './logic/step-messages';
-import { compensationFor, planPromotion, type PromotionStep } from './logic/step-plan';
+import { startedSteps } from '../core/operation-progress';
+import { stepMessages } from '../core/step-messages';
+import { compensationFor, planPromotion, type PromotionStep } from '../core/step-plan';
 import { createOperationRuntime, type OperationRuntime, StepFailure } from './operation-runtime';
 
 type Steps = ReturnType<typeof stepActivities>;

@@ -8,7 +8,7 @@ import type { Client } from '@temporalio/client';
 import { type NativeConnection, Worker } from '@temporalio/worker';
 import type { Activities } from '../../activities';
 import type { FleetObservation, WatchFleetInput } from '../../activities/fleet-monitor';
-import type { DomainView, FleetView } from '../../workflows/logic/fleet-view';
+import type { DomainView, FleetView } from '../../core/fleet-view';
 import {
   checkNowSignal,
   healthQuery,

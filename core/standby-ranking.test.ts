@@ -1,4 +1,4 @@
-import { ago, domain, fleet, ID, NOW, policy } from './fixtures';
+import { ago, domain, fleet, ID, NOW, policy } from './fleet-fixtures';
 import { bestStandby, compareStandbys, rankStandbys, standbyViability } from './standby-ranking';
 
 const p = policy({ heartbeatStaleMs: 5_000, failureThreshold: 3 });

@@ -1,4 +1,4 @@
-import type { FleetPolicy } from '../../schemas/policy';
+import type { FleetPolicy } from '../schemas/policy';
 import { hasExceededFailureThreshold, isStale } from './domain-health';
 import { activeDomainOf, type DomainView, type FleetView } from './fleet-view';
 
