@@ -48,8 +48,3 @@ export function rankStandbys(fleet: FleetView, policy: FleetPolicy, now: Date): 
   const active = activeDomainOf(fleet);
   return fleet.domains.filter((d) => standbyViability(d, active, policy, now).isViable).sort(compareStandbys);
 }
-
-/** The standby to promote, or null when no domain is viable. */
-export function bestStandby(fleet: FleetView, policy: FleetPolicy, now: Date): DomainView | null {
-  return rankStandbys(fleet, policy, now)[0] ?? null;
-}
