@@ -17,7 +17,7 @@ import {
   type ProvisionDomainInput,
   type TeardownDomainInput,
 } from '../../workflows/definitions';
-import type { RouteDoc } from '../openapi';
+import type { RouteDoc } from '../route-doc';
 import { isOrchestratorUnreachable } from '../orchestrator';
 import { findDomain, loadFleet, param, parseWith, type RouteContext } from './context';
 
