@@ -71,7 +71,7 @@ export function planStandbyReplacements(
   const failedSince: Record<string, string> = {};
   for (const d of fleet.domains) {
     if (d.state !== 'failed' || !isStandby(d) || !isManaged(d)) continue;
-    failedSince[d.id] = state.failedSince[d.id] ?? countedFrom(d.stateChangedAt, Date.parse(watchStartedAt));
+    failedSince[d.id] = state.failedSince[d.id] ?? countedFrom(d.stateChangedAt, watchStartedAt);
   }
 
   const actions: ReplacementAction[] = [];

@@ -112,7 +112,7 @@ describe('watchingSinceMs', () => {
 });
 
 describe('countedFrom (one dating rule for every clock the monitor keeps)', () => {
-  const since = Date.parse('2026-01-01T01:00:00.000Z');
+  const since = '2026-01-01T01:00:00.000Z';
 
   it('dates a time from before the looking began to its start, and keeps a later one', () => {
     expect(countedFrom('2026-01-01T00:00:00.000Z', since)).toBe('2026-01-01T01:00:00.000Z');

@@ -31,9 +31,9 @@ export interface WatchWindow {
 /** True when `iso` lies within looking that began at `sinceMs`. An unparsable time never does. */
 export const isWithinWatch = (iso: string, sinceMs: number): boolean => Date.parse(iso) >= sinceMs;
 
-/** The time the monitor may count from for something recorded at `iso`: `iso`, or `sinceMs` (as ISO) when it lies before. */
-export const countedFrom = (iso: string, sinceMs: number): string =>
-  isWithinWatch(iso, sinceMs) ? iso : new Date(sinceMs).toISOString();
+/** The time the monitor may count from for something recorded at `iso`: `iso`, or `since` (ISO) when it lies before. */
+export const countedFrom = (iso: string, since: string): string =>
+  isWithinWatch(iso, Date.parse(since)) ? iso : since;
 
 /**
  * Staleness counts only time this watch has been looking: a heartbeat older than the watch's start is
