@@ -1,4 +1,5 @@
 import js from '@eslint/js';
+import { createNodeResolver, importX } from 'eslint-plugin-import-x';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
@@ -6,6 +7,11 @@ export default tseslint.config(
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
+    plugins: { 'import-x': importX },
+    settings: {
+      'import-x/extensions': ['.ts', '.js', '.cjs', '.mjs'],
+      'import-x/resolver-next': [createNodeResolver({ extensions: ['.ts', '.js', '.cjs', '.mjs', '.json'] })],
+    },
     languageOptions: {
       globals: {
         process: 'readonly',
@@ -22,14 +28,47 @@ export default tseslint.config(
         'error',
         { selector: 'TSEnumDeclaration', message: 'Use `as const` tuples or objects (STYLE.md).' },
       ],
+      // Type-only imports are erased and never form a cycle at run time.
+      'import-x/no-cycle': ['error', { ignoreExternal: true }],
     },
+  },
+  {
+    // Type-aware rules on TypeScript only: the project service costs a program per tsconfig, not per file.
+    files: ['**/*.ts'],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: { '@typescript-eslint/no-floating-promises': 'error' },
+  },
+  {
+    // Drizzle tables reference each other for foreign keys (and relations): the only cycles allowed.
+    files: ['db/schema/**/*.ts'],
+    rules: { 'import-x/no-cycle': 'off' },
   },
   {
     files: ['**/*.js', '**/*.cjs'],
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
   {
+    // The pure decisions: functions of (state, now) that workflows and activities share. Nothing with
+    // effects, not even a clock: only schemas/ and core/ itself.
+    files: ['core/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^(?!\\./[^./]|\\.\\./schemas/)',
+              message:
+                'core/ imports only ../schemas/* and ./*: no Node built-ins, Temporal, db, api, activities or workflows.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // Workflow code is deterministic: no Node built-ins, no db, no activity implementations (STYLE.md).
+    // Pure decisions come from core/.
     files: ['workflows/**/*.ts'],
     rules: {
       'no-restricted-imports': [
@@ -41,12 +80,30 @@ export default tseslint.config(
               message: 'workflows/ must stay deterministic.',
             },
             {
-              group: ['../db/*', '../../db/*', '../api/*', '../../api/*'],
+              group: ['../db', '../db/*', '../api', '../api/*'],
               message: 'workflows/ never imports db or api.',
             },
             {
-              group: ['../activities/*', '../../activities/*'],
+              group: ['../activities', '../activities/*'],
               message: 'import activities as `import type` only.',
+              allowTypeImports: true,
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // Activities run under workflows, never the other way round: they share decisions through core/.
+    files: ['activities/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['../workflows', '../workflows/*'],
+              message: 'activities/ imports workflows/ as `import type` only; shared decisions live in core/.',
               allowTypeImports: true,
             },
           ],
@@ -64,6 +121,7 @@ export default tseslint.config(
           patterns: [
             {
               group: [
+                '../core/*',
                 '../db/*',
                 '../api/*',
                 '../workflows/*',

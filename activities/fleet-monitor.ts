@@ -6,13 +6,18 @@ import { FailureType } from '../schemas/failures';
 import { DOMAIN_TRANSITIONS, predecessorsOf } from '../schemas/transitions';
 import type { FleetPolicy } from '../schemas/policy';
 import type { SupervisorStatus } from '../schemas/supervisor';
-import { assessDomain } from '../workflows/logic/domain-health';
-import { toFleetView, type FleetView } from '../workflows/logic/fleet-view';
-import { isDecisionDue } from '../workflows/logic/monitor-decision';
+import { assessDomain } from '../core/domain-health';
+import { nextDomainState, observeDomain } from '../core/domain-observation';
+import { toFleetView, type FleetView } from '../core/fleet-view';
+import { isDecisionDue } from '../core/monitor-decision';
+import { openWatchWindow, watchedFleet, type WatchContinuity, type WatchWindow } from '../core/watch-window';
 import type { ActivityDeps } from './deps';
-import { nextDomainState, observeDomain } from './observation';
 
-export interface WatchFleetInput {
+/**
+ * The watch activity's input. `watchingSince` and `lookedUntil` are as the previous watch left them: the
+ * degraded grace counts from `watchingSince` only if this watch follows on without a gap (`openWatchWindow`).
+ */
+export interface WatchFleetInput extends WatchContinuity {
   fleetId: string;
   isAutoFailoverPaused: boolean;
   /** Poll once and return at once (after `checkNow` or a pause/resume). */
@@ -25,13 +30,6 @@ export interface WatchFleetInput {
   alreadyTriedIds: string[];
   /** Standbys the workflow promoted recently and will not pick again yet. */
   coolingDownIds: string[];
-  /**
-   * Since when the watches have followed one another (ISO), as the previous watch reported it, and when
-   * that watch last looked. The degraded grace counts from `watchingSince` only if this watch follows on
-   * without a gap (see `watchingSinceMs`); absent (the first watch, or executions from before): from its start.
-   */
-  watchingSince?: string;
-  lookedUntil?: string;
 }
 
 /** One observation of a fleet after a round of polls: the input of every monitor decision. */
@@ -46,65 +44,15 @@ export interface FleetObservation {
   watchingSince?: string;
 }
 
+/** One supervisor poll of a round: the status it answered, or why it did not. */
+type Probe = { domain: DomainSnapshot; at: Date } & ({ status: SupervisorStatus } | { error: string });
+
 /**
  * The fleet monitor's poll loop. Polls every domain's supervisor each `heartbeatIntervalMs`, records
  * heartbeats and observed state transitions, and returns only when a decision is due (see
  * `isDecisionDue`), on `isImmediate`, or at the checkpoint, so the workflow's history does not grow per
  * poll. Heartbeats after every round; cancellation ends it (the workflow cancels it for `checkNow`).
  */
-/**
- * Staleness counts only time this watch has been looking: a heartbeat older than the watch's start is
- * dated to the start. After a control-plane outage (worker down, Postgres restored) the stored heartbeats
- * are old through no fault of the domains, and one slow first poll must not fail over a healthy active.
- * A domain that really stopped answering still fails by `failureThreshold` (every poll has a timeout).
- */
-export function heardSince(fleet: FleetView, watchStartedAtMs: number): FleetView {
-  const since = new Date(watchStartedAtMs).toISOString();
-  return {
-    ...fleet,
-    domains: fleet.domains.map((d) => {
-      const heard = d.lastSeenAt ?? d.stateChangedAt;
-      return Date.parse(heard) >= watchStartedAtMs ? d : { ...d, lastSeenAt: since };
-    }),
-  };
-}
-
-/**
- * The degraded grace counts only time the monitor has been looking, like staleness: a domain degraded
- * since before `watchingSinceMs` is dated to it. Otherwise a degradation recorded before a control-plane
- * outage would fail the active over on the first look after it, without the grace ever being watched.
- */
-export function degradedSince(fleet: FleetView, watchingSinceMs: number): FleetView {
-  const since = new Date(watchingSinceMs).toISOString();
-  return {
-    ...fleet,
-    domains: fleet.domains.map((d) =>
-      d.state !== 'degraded' || Date.parse(d.stateChangedAt) >= watchingSinceMs ? d : { ...d, stateChangedAt: since },
-    ),
-  };
-}
-
-/**
- * Since when the monitor has been looking without a gap. The previous watch's `watchingSince` carries on
- * when this is a first attempt that started within `maxGapMs` of that watch's last look; otherwise (the
- * first watch, a retry after a dead worker, a watch that waited in the queue or behind a paused workflow)
- * counting starts again at this attempt's start. One rule for every kind of gap.
- */
-export function watchingSinceMs(
-  input: Pick<WatchFleetInput, 'watchingSince' | 'lookedUntil'>,
-  attempt: number,
-  startedAtMs: number,
-  maxGapMs: number,
-): number {
-  const since = input.watchingSince ? Date.parse(input.watchingSince) : Number.NaN;
-  const lastLook = input.lookedUntil ? Date.parse(input.lookedUntil) : Number.NaN;
-  const followsOn = attempt === 1 && startedAtMs - lastLook <= maxGapMs;
-  return followsOn && Number.isFinite(since) ? Math.min(since, startedAtMs) : startedAtMs;
-}
-
-/** One supervisor poll of a round: the status it answered, or why it did not. */
-type Probe = { domain: DomainSnapshot; at: Date } & ({ status: SupervisorStatus } | { error: string });
-
 export function createFleetMonitorActivities(deps: ActivityDeps) {
   const { store, supervisor } = deps;
 
@@ -217,13 +165,13 @@ export function createFleetMonitorActivities(deps: ActivityDeps) {
     async watchFleet(input: WatchFleetInput): Promise<FleetObservation> {
       const ctx = Context.current();
       const startedAt = deps.now().getTime();
-      let lookingSince: number | undefined;
-      const watched = (snapshot: FleetSnapshot) =>
-        degradedSince(heardSince(toFleetView(snapshot), startedAt), lookingSince!);
+      // Opened after the first poll: the gap it tolerates is the fleet's `heartbeatStaleMs`.
+      let watchWindow: WatchWindow | undefined;
+      const watched = (snapshot: FleetSnapshot) => watchedFleet(toFleetView(snapshot), watchWindow!);
       for (let polls = 1; ; polls += 1) {
         const roundStart = deps.now().getTime();
         const snapshot = await pollOnce(input.fleetId);
-        lookingSince ??= watchingSinceMs(input, ctx.info.attempt, startedAt, snapshot.policy.heartbeatStaleMs);
+        watchWindow ??= openWatchWindow(input, ctx.info.attempt, startedAt, snapshot.policy.heartbeatStaleMs);
         let fleet = watched(snapshot);
         let now = deps.now();
         let isDue = isDecisionDue(fleet, snapshot.policy, now, input);
@@ -236,7 +184,7 @@ export function createFleetMonitorActivities(deps: ActivityDeps) {
           isDue = isDecisionDue(fleet, latest.policy, now, input);
           if (isDue || input.isImmediate || isCheckpoint) {
             const reason = isDue ? 'decision_due' : input.isImmediate ? 'immediate' : 'checkpoint';
-            const since = new Date(lookingSince).toISOString();
+            const since = new Date(watchWindow.watchingSinceMs).toISOString();
             return { fleet, policy: latest.policy, observedAt: now.toISOString(), reason, polls, watchingSince: since };
           }
         }

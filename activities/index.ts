@@ -4,7 +4,7 @@ import { createFleetStoreActivities } from './fleet-store';
 import { createProvisioningActivities } from './provisioning';
 import { withJournal } from './step-journal';
 import { createSupervisorActivities } from './supervisor';
-import { stepMessages } from '../workflows/logic/step-messages';
+import { stepMessages } from '../core/step-messages';
 
 /**
  * Every activity the worker registers, keyed by the name stored in workflow history (renaming one is a

@@ -21,21 +21,9 @@ import {
 } from '../schemas/api-responses';
 import { errorBodySchema } from '../schemas/errors';
 import { routeIntentSchema } from '../schemas/route-intent';
+import type { RouteDoc } from './route-doc';
 import { PROVISIONING_ROUTE_DOCS } from './routes/provisioning';
 import { fleetSnapshotSchema, operationSchema } from '../schemas/entities';
-
-/** One documented route. `path` is written the Express way (`/v1/fleets/:fleet`). */
-export interface RouteDoc {
-  method: 'get' | 'post';
-  path: string;
-  summary: string;
-  tag: 'health' | 'fleets' | 'operations' | 'events' | 'inference' | 'meta';
-  /** Bearer token required (every /v1/* route). */
-  auth: boolean;
-  query?: z.ZodObject;
-  body?: z.ZodType;
-  responses: Record<number, { description: string; schema?: z.ZodType; contentType?: string }>;
-}
 
 const error = (description: string) => ({ description, schema: errorBodySchema });
 const common = { 401: error('missing or invalid bearer token (`unauthorized`)') };

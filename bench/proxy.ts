@@ -91,7 +91,8 @@ async function load(url: string, kind: Kind, connections: number, durationS: num
   });
   // Each 2xx response's time in ms with the fraction (autocannon's histogram truncates to whole ms).
   const times: number[] = [];
-  run.on('response', (_client: unknown, status: number, _bytes: number, ms: number) => {
+  // `on` returns the run itself (a thenable), which is awaited below.
+  void run.on('response', (_client: unknown, status: number, _bytes: number, ms: number) => {
     if (status >= 200 && status < 300) times.push(ms);
   });
   const r = await run;

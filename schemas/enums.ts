@@ -10,7 +10,6 @@ export const slotKindSchema = z.enum(SLOT_KINDS);
 export type SlotKind = z.infer<typeof slotKindSchema>;
 
 /** vLLM sleep levels: 1 keeps weights in CPU RAM (fast wake), 2 discards them (reload on wake). */
-export const SLEEP_LEVELS = [1, 2] as const;
 export const sleepLevelSchema = z.union([z.literal(1), z.literal(2)]);
 export type SleepLevel = z.infer<typeof sleepLevelSchema>;
 
@@ -48,11 +47,6 @@ export const operationStateSchema = z.enum(OPERATION_STATES);
 export type OperationState = z.infer<typeof operationStateSchema>;
 /** Operations in these states hold the fleet's single in-flight slot (partial unique index). */
 export const IN_FLIGHT_OPERATION_STATES = ['pending', 'running'] as const satisfies readonly OperationState[];
-export const TERMINAL_OPERATION_STATES = [
-  'succeeded',
-  'failed',
-  'cancelled',
-] as const satisfies readonly OperationState[];
 
 /** The promotion's steps, in order. Names are stored in operation rows and workflow progress. */
 export const PROMOTION_STEPS = [

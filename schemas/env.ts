@@ -4,14 +4,6 @@ import { z } from 'zod';
 export const blankable = <T extends z.ZodType>(schema: T) =>
   z.preprocess((v) => (typeof v === 'string' && v.trim() === '' ? undefined : v), schema);
 
-/** A boolean env var: 1/true/yes/on and 0/false/no/off, case-insensitive. */
-export const envBoolean = z
-  .string()
-  .trim()
-  .toLowerCase()
-  .pipe(z.enum(['1', 'true', 'yes', 'on', '0', 'false', 'no', 'off']))
-  .transform((v) => ['1', 'true', 'yes', 'on'].includes(v));
-
 export const portSchema = z.coerce.number().int().min(0).max(65_535);
 export const positiveMsSchema = z.coerce.number().int().positive();
 

@@ -43,13 +43,12 @@ export function createVllmClient(opts: VllmClientOptions) {
     pathAndQuery: string,
     timeoutMs: number,
     body?: unknown,
-    signal?: AbortSignal,
   ): Promise<{ status: number; text: string }> {
     const url = `http://127.0.0.1:${port}${pathAndQuery}`;
     const timeout = AbortSignal.timeout(timeoutMs);
     const init: RequestInit = {
       method,
-      signal: signal ? AbortSignal.any([timeout, signal]) : timeout,
+      signal: timeout,
       headers: body === undefined ? {} : { 'content-type': 'application/json' },
       body: body === undefined ? undefined : JSON.stringify(body),
     };

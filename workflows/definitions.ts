@@ -3,7 +3,7 @@ import { defineQuery, defineSignal } from '@temporalio/workflow';
 import type { AbortRequest, OperationProgress } from '../schemas/api';
 import type { FleetHealth } from '../schemas/health';
 import type { FleetPolicy } from '../schemas/policy';
-import type { ReplacementState } from './logic/standby-replacement';
+import type { ReplacementState } from '../core/standby-replacement';
 
 /**
  * Names and shapes shared by the workflows and whoever starts, signals or queries them (API, worker,

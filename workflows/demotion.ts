@@ -4,8 +4,8 @@ import { FailureType } from '../schemas/failures';
 import type { FleetPolicy } from '../schemas/policy';
 import { controlActivities, stepActivities } from './activity-options';
 import type { DemotionInput, DemotionResult } from './definitions';
-import { stepMessages } from './logic/step-messages';
-import { planDemotion } from './logic/step-plan';
+import { stepMessages } from '../core/step-messages';
+import { planDemotion } from '../core/step-plan';
 import { createOperationRuntime, type OperationRuntime, StepFailure } from './operation-runtime';
 
 /**

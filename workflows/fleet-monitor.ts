@@ -26,7 +26,7 @@ import {
   resumeAutoFailoverSignal,
   type FleetMonitorInput,
 } from './definitions';
-import { summarizeHealth } from './logic/health';
+import { summarizeHealth } from '../core/fleet-health';
 import {
   coolingDownIds,
   decideMonitorAction,
@@ -34,14 +34,16 @@ import {
   operationToStart,
   PENDING_OPERATION_GRACE_MS,
   promotionCooldownMs,
-} from './logic/monitor-decision';
-import { ageMs } from './logic/fleet-view';
+} from '../core/monitor-decision';
+import { ageMs } from '../core/fleet-view';
 import {
   emptyReplacementState,
+  hasReplacementState,
   planStandbyReplacements,
   type ReplacementAction,
   type ReplacementState,
-} from './logic/standby-replacement';
+} from '../core/standby-replacement';
+import { continuityAfterWatch, type WatchContinuity } from '../core/watch-window';
 import { startAbandonedChild } from './start-child';
 import { operationStart, provisionStart, teardownStart } from './start-options';
 
@@ -75,10 +77,8 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
   setHandler(resumeAutoFailoverSignal, () => void ((isPaused = false), (isWakeRequested = true)));
   setHandler(healthQuery, () => health);
 
-  // Since when the watches have followed one another (the degraded grace counts from there) and when the
-  // last one looked: the watch decides whether it follows on (activities/fleet-monitor.ts watchingSinceMs).
-  let watchingSince = input.watchingSince;
-  let lookedUntil = input.lookedUntil;
+  // The watch decides whether it follows on from the last one (core/watch-window.ts).
+  let continuity: WatchContinuity = { watchingSince: input.watchingSince, lookedUntil: input.lookedUntil };
   while (!workflowInfo().continueAsNewSuggested) {
     const isImmediate = isWakeRequested;
     isWakeRequested = false;
@@ -94,8 +94,7 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
         pendingGraceMs: PENDING_OPERATION_GRACE_MS,
         alreadyTriedIds: triedOperationIds,
         coolingDownIds: policy ? coolingDownIds(recentPromotions, policy, new Date()) : [],
-        watchingSince,
-        lookedUntil,
+        ...continuity,
       });
     } catch (err) {
       if (isFleetGone(err)) {
@@ -104,9 +103,7 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
       }
       throw err;
     }
-    // A watch's result carries the activity's own time: a pause before this workflow task ran still counts as a gap.
-    lookedUntil = observation?.observedAt ?? new Date().toISOString();
-    watchingSince = observation?.watchingSince ?? watchingSince;
+    continuity = continuityAfterWatch(continuity, observation, new Date().toISOString());
     if (!observation) continue;
     policy = observation.policy;
     const now = new Date(observation.observedAt);
@@ -166,11 +163,8 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
     isAutoFailoverPaused: isPaused,
     recentPromotions,
     checkpointMs: input.checkpointMs,
-    ...(Object.keys(replacements.failedSince).length + Object.keys(replacements.inFlight).length > 0
-      ? { replacements }
-      : {}),
-    watchingSince,
-    lookedUntil,
+    ...(hasReplacementState(replacements) ? { replacements } : {}),
+    ...continuity,
   });
 }
 

@@ -13,8 +13,15 @@ import type { StepJournal } from '../activities/step-journal';
 import { ABORTED_ERROR_CODE, FailureType } from '../schemas/failures';
 import { abortSignal, progressQuery } from './definitions';
 import { describeFailure, type FailureInfo } from './failure-info';
-import { abortRequested, createProgress, stepFailed, stepStarted, stepSucceeded, withPhase } from './logic/progress';
-import type { PlannedStep } from './logic/step-plan';
+import {
+  abortRequested,
+  createProgress,
+  stepFailed,
+  stepStarted,
+  stepSucceeded,
+  withPhase,
+} from '../core/operation-progress';
+import type { PlannedStep } from '../core/step-plan';
 
 /** Thrown by a step that failed or was aborted: carries the step and the reduced failure. */
 export class StepFailure extends Error {

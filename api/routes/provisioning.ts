@@ -11,7 +11,7 @@ import {
   type TeardownMode,
 } from '../../schemas/provisioning';
 import { provisionStart, teardownStart } from '../../workflows/start-options';
-import type { RouteDoc } from '../openapi';
+import type { RouteDoc } from '../route-doc';
 import { isOrchestratorUnreachable } from '../orchestrator';
 import { findDomain, loadFleet, param, parseWith, type RouteContext } from './context';
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { and, asc, desc, eq, inArray, sql } from 'drizzle-orm';
+import { and, desc, eq, inArray, sql } from 'drizzle-orm';
 import type { PgUpdateSetSource } from 'drizzle-orm/pg-core';
 import { operationWorkflowId } from '../../core/workflow-ids';
 import type { Operation, OperationError } from '../../schemas/entities';
@@ -146,16 +146,6 @@ export function createOperationRepo({ db, now }: RepoDeps) {
 
     /** The fleet's pending or running operation, or null. */
     inFlight: (fleetId: string) => (isUuid(fleetId) ? inFlightOf(fleetId) : Promise.resolve(null)),
-
-    /** Every pending operation of every fleet, oldest first (the monitor starts their workflows). */
-    async listPending(): Promise<Operation[]> {
-      const rows = await db
-        .select()
-        .from(operations)
-        .where(eq(operations.state, 'pending'))
-        .orderBy(asc(operations.createdAt));
-      return rows.map(toOperation);
-    },
 
     /** pending -> running. Idempotent: an already running operation is returned as is (startedAt kept). */
     start: (id: string) =>

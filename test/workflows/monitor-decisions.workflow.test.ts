@@ -7,7 +7,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { Worker } from '@temporalio/worker';
 import type { Activities } from '../../activities';
 import type { FleetObservation, WatchFleetInput } from '../../activities/fleet-monitor';
-import type { DomainView, FleetView } from '../../workflows/logic/fleet-view';
+import type { DomainView, FleetView } from '../../core/fleet-view';
 import {
   checkNowSignal,
   healthQuery,

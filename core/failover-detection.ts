@@ -1,4 +1,4 @@
-import type { FleetPolicy } from '../../schemas/policy';
+import type { FleetPolicy } from '../schemas/policy';
 import { hasExceededFailureThreshold, heartbeatAgeMs, isStale } from './domain-health';
 import { ageMs, type DomainView } from './fleet-view';
 

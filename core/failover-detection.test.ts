@@ -1,5 +1,5 @@
 import { detectActiveFailure } from './failover-detection';
-import { ago, domain, NOW, policy } from './fixtures';
+import { ago, domain, NOW, policy } from './fleet-fixtures';
 
 const p = policy({ heartbeatStaleMs: 5_000, failureThreshold: 3, degradedGraceMs: 30_000 });
 

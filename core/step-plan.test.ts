@@ -1,4 +1,4 @@
-import { ID } from './fixtures';
+import { ID } from './fleet-fixtures';
 import { compensationFor, planDemotion, planPromotion } from './step-plan';
 
 const base = { targetDomainId: ID.b, fromDomainId: ID.a, trainingSlotCount: 1, isRoutingCommitted: false };

@@ -1,5 +1,6 @@
-import type { ReplaceFailedStandbyPolicy } from '../../schemas/policy';
+import type { ReplaceFailedStandbyPolicy } from '../schemas/policy';
 import { ageMs, type DomainView, type FleetView } from './fleet-view';
+import { countedFrom } from './watch-window';
 
 /**
  * The `replaceFailedStandby` policy as the fleet monitor applies it: a standby whose machines Haru
@@ -70,8 +71,7 @@ export function planStandbyReplacements(
   const failedSince: Record<string, string> = {};
   for (const d of fleet.domains) {
     if (d.state !== 'failed' || !isStandby(d) || !isManaged(d)) continue;
-    const seen = Date.parse(d.stateChangedAt) >= Date.parse(watchStartedAt) ? d.stateChangedAt : watchStartedAt;
-    failedSince[d.id] = state.failedSince[d.id] ?? seen;
+    failedSince[d.id] = state.failedSince[d.id] ?? countedFrom(d.stateChangedAt, watchStartedAt);
   }
 
   const actions: ReplacementAction[] = [];
@@ -127,6 +127,6 @@ function teardownOf(d: DomainView, since: string): ReplacementAction {
   };
 }
 
-/** True when the policy or the carried state may make the monitor act on replacements at all. */
-export const hasReplacementWork = (settings: ReplaceFailedStandbyPolicy | undefined, state: ReplacementState) =>
-  settings?.enabled === true || Object.keys(state.inFlight).length > 0;
+/** True when `state` holds a sighting or a replacement under way: only then does continue-as-new carry it on. */
+export const hasReplacementState = (state: ReplacementState): boolean =>
+  Object.keys(state.failedSince).length + Object.keys(state.inFlight).length > 0;

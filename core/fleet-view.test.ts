@@ -1,5 +1,5 @@
-import type { FleetSnapshot } from '../../schemas/entities';
-import { ID, policy } from './fixtures';
+import type { FleetSnapshot } from '../schemas/entities';
+import { ID, policy } from './fleet-fixtures';
 import { activeDomainOf, toFleetView } from './fleet-view';
 
 const T = '2030-01-01T00:00:00.000Z';

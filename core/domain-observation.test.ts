@@ -1,6 +1,8 @@
 import type { SupervisorStatus } from '../schemas/supervisor';
-import { domainSnapshot, IDS, T0 } from '../test/support/fleet-fixtures';
-import { nextDomainState, observeDomain } from './observation';
+import { nextDomainState, observeDomain } from './domain-observation';
+import { domainSnapshot, ID, NOW } from './fleet-fixtures';
+
+const T0 = NOW.toISOString();
 
 const status = (over: Partial<SupervisorStatus> = {}): SupervisorStatus => ({
   models: [{ name: 'llama', gpuIndex: 0, port: 1, state: 'asleep', runningRequests: 0, error: null }],
@@ -22,7 +24,7 @@ describe('observeDomain', () => {
     const o = observeDomain(domainSnapshot('a'), true, status({ training: [] }));
     expect(o.state).toBe('degraded');
     expect(o.problems).toEqual(['model llama is asleep on the active']);
-    expect(o.slotChanges).toEqual([{ slotId: IDS.aInference, to: 'sleeping' }]);
+    expect(o.slotChanges).toEqual([{ slotId: ID.aInference, to: 'sleeping' }]);
   });
 
   it('degrades a domain with a model in state unknown or not reported', () => {
@@ -44,7 +46,7 @@ describe('observeDomain', () => {
       ],
     });
     expect(observeDomain(domainSnapshot('b'), false, crashed).slotChanges).toEqual([
-      { slotId: IDS.bTraining, to: 'failed' },
+      { slotId: ID.bTraining, to: 'failed' },
     ]);
     const stopped = status({
       training: [
@@ -52,7 +54,7 @@ describe('observeDomain', () => {
       ],
     });
     expect(observeDomain(domainSnapshot('b'), false, stopped).slotChanges).toEqual([
-      { slotId: IDS.bTraining, to: 'idle' },
+      { slotId: ID.bTraining, to: 'idle' },
     ]);
   });
 

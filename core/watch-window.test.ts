@@ -1,7 +1,15 @@
 import { defaultFleetPolicy } from '../schemas/policy';
-import { detectActiveFailure } from '../workflows/logic/failover-detection';
-import type { FleetView } from '../workflows/logic/fleet-view';
-import { degradedSince, heardSince, watchingSinceMs } from './fleet-monitor';
+import { detectActiveFailure } from './failover-detection';
+import type { FleetView } from './fleet-view';
+import {
+  continuityAfterWatch,
+  countedFrom,
+  degradedSince,
+  heardSince,
+  openWatchWindow,
+  watchedFleet,
+  watchingSinceMs,
+} from './watch-window';
 
 const domain = (over: Partial<FleetView['domains'][number]>): FleetView['domains'][number] => ({
   id: '00000000-0000-4000-8000-000000000001',
@@ -100,5 +108,58 @@ describe('watchingSinceMs', () => {
     expect(watchingSinceMs({}, 1, start, GAP)).toBe(start);
     expect(watchingSinceMs({ watchingSince: carried.watchingSince }, 1, start, GAP)).toBe(start);
     expect(watchingSinceMs({ ...carried, watchingSince: '2026-01-01T02:00:00.000Z' }, 1, start, GAP)).toBe(start);
+  });
+});
+
+describe('countedFrom (one dating rule for every clock the monitor keeps)', () => {
+  const since = '2026-01-01T01:00:00.000Z';
+
+  it('dates a time from before the looking began to its start, and keeps a later one', () => {
+    expect(countedFrom('2026-01-01T00:00:00.000Z', since)).toBe('2026-01-01T01:00:00.000Z');
+    expect(countedFrom('2026-01-01T01:00:00.000Z', since)).toBe('2026-01-01T01:00:00.000Z');
+    expect(countedFrom('2026-01-01T01:00:05.000Z', since)).toBe('2026-01-01T01:00:05.000Z');
+  });
+});
+
+describe('openWatchWindow and watchedFleet', () => {
+  const start = Date.parse('2026-01-01T01:00:00.000Z');
+  const carried = { watchingSince: '2026-01-01T00:30:00.000Z', lookedUntil: '2026-01-01T00:59:59.000Z' };
+  const old = domain({ state: 'degraded', stateChangedAt: '2026-01-01T00:00:00.000Z' });
+
+  it('dates heartbeats to this attempt and degradations to the continuous watching', () => {
+    const w = openWatchWindow(carried, 1, start, 5_000);
+    expect(w).toEqual({ startedAtMs: start, watchingSinceMs: Date.parse(carried.watchingSince) });
+    const seen = watchedFleet(fleet(old), w).domains[0]!;
+    expect(seen.lastSeenAt).toBe('2026-01-01T01:00:00.000Z');
+    expect(seen.stateChangedAt).toBe('2026-01-01T00:30:00.000Z');
+  });
+
+  it('dates degradations to this attempt too when it does not follow on', () => {
+    const seen = watchedFleet(fleet(old), openWatchWindow(carried, 2, start, 5_000)).domains[0]!;
+    expect(seen.stateChangedAt).toBe('2026-01-01T01:00:00.000Z');
+  });
+});
+
+describe('continuityAfterWatch', () => {
+  const carried = { watchingSince: '2026-01-01T00:30:00.000Z', lookedUntil: '2026-01-01T00:59:00.000Z' };
+  const now = '2026-01-01T01:00:09.000Z';
+
+  it('takes what a returning watch reported and its own time as the last look', () => {
+    const watched = { observedAt: '2026-01-01T01:00:05.000Z', watchingSince: '2026-01-01T01:00:00.000Z' };
+    expect(continuityAfterWatch(carried, watched, now)).toEqual({
+      watchingSince: '2026-01-01T01:00:00.000Z',
+      lookedUntil: '2026-01-01T01:00:05.000Z',
+    });
+  });
+
+  it('keeps the carried watchingSince when the watch reported none, or was woken without a result', () => {
+    expect(continuityAfterWatch(carried, { observedAt: '2026-01-01T01:00:05.000Z' }, now)).toEqual({
+      watchingSince: carried.watchingSince,
+      lookedUntil: '2026-01-01T01:00:05.000Z',
+    });
+    expect(continuityAfterWatch(carried, null, now)).toEqual({
+      watchingSince: carried.watchingSince,
+      lookedUntil: now,
+    });
   });
 });

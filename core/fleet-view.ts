@@ -1,8 +1,8 @@
-import type { DomainState, OperationKind, OperationState, Provider } from '../../schemas/enums';
-import type { FleetSnapshot } from '../../schemas/entities';
+import type { DomainState, OperationKind, OperationState, Provider } from '../schemas/enums';
+import type { FleetSnapshot } from '../schemas/entities';
 
 /**
- * The compact picture of one domain that every decision in `logic/` works from. It is built from a
+ * The compact picture of one domain that every decision in `core/` works from. It is built from a
  * FleetSnapshot by the monitor's activity and travels through workflow history, so it carries only what a
  * decision reads.
  */

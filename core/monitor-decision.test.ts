@@ -1,4 +1,4 @@
-import { ago, domain, fleet, ID, NOW, operation, policy } from './fixtures';
+import { ago, domain, fleet, ID, NOW, operation, policy } from './fleet-fixtures';
 import { coolingDownIds, decideMonitorAction, isDecisionDue, operationToStart } from './monitor-decision';
 
 const p = policy({ heartbeatStaleMs: 5_000, failureThreshold: 3, degradedGraceMs: 30_000 });

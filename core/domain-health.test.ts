@@ -1,5 +1,5 @@
 import { assessDomain, heartbeatAgeMs, isStale } from './domain-health';
-import { ago, domain, NOW, policy } from './fixtures';
+import { ago, domain, NOW, policy } from './fleet-fixtures';
 
 describe('assessDomain', () => {
   const p = policy({ heartbeatStaleMs: 5_000, failureThreshold: 3 });

@@ -1,4 +1,4 @@
-import type { FleetPolicy } from '../../schemas/policy';
+import type { FleetPolicy } from '../schemas/policy';
 import { type ActiveFailure, detectActiveFailure } from './failover-detection';
 import { activeDomainOf, ageMs, type FleetView, type OperationView } from './fleet-view';
 import { rankStandbys } from './standby-ranking';

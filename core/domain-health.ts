@@ -1,4 +1,4 @@
-import type { FleetPolicy } from '../../schemas/policy';
+import type { FleetPolicy } from '../schemas/policy';
 import { ageMs, type DomainView } from './fleet-view';
 
 /**

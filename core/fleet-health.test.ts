@@ -1,6 +1,6 @@
-import { fleetHealthSchema } from '../../schemas/health';
-import { ago, domain, fleet, ID, NOW, policy } from './fixtures';
-import { summarizeHealth } from './health';
+import { fleetHealthSchema } from '../schemas/health';
+import { ago, domain, fleet, ID, NOW, policy } from './fleet-fixtures';
+import { summarizeHealth } from './fleet-health';
 
 const p = policy({ heartbeatStaleMs: 5_000, failureThreshold: 3 });
 

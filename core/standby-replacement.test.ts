@@ -1,9 +1,9 @@
-import type { ReplaceFailedStandbyPolicy } from '../../schemas/policy';
-import { ago, domain, fleet, ID, NOW, operation } from './fixtures';
+import type { ReplaceFailedStandbyPolicy } from '../schemas/policy';
+import { ago, domain, fleet, ID, NOW, operation } from './fleet-fixtures';
 import type { DomainView, FleetView } from './fleet-view';
 import {
   emptyReplacementState,
-  hasReplacementWork,
+  hasReplacementState,
   planStandbyReplacements,
   type ReplacementState,
 } from './standby-replacement';
@@ -121,8 +121,6 @@ describe('planStandbyReplacements: a replacement in flight', () => {
       graceMs: 60_000,
     });
     expect(next.actions.map((a) => a.kind)).toEqual(['provision']);
-    expect(hasReplacementWork({ enabled: false, graceMs: 1 }, next.state)).toBe(true);
-    expect(hasReplacementWork(undefined, emptyReplacementState())).toBe(false);
   });
 
   it('drops a phase that failed and sees the domain failed from then on: replaced again after another grace', () => {
@@ -161,5 +159,25 @@ describe('planStandbyReplacements: a replacement in flight', () => {
       state: emptyReplacementState(),
       actions: [],
     });
+  });
+});
+
+describe('hasReplacementState (what continue-as-new carries on)', () => {
+  it('is false for the empty state, so a monitor that never saw a failed standby carries nothing', () => {
+    expect(hasReplacementState(emptyReplacementState())).toBe(false);
+  });
+
+  it('is true for a sighting alone, even with the option off: the grace already watched is kept', () => {
+    const seen = plan(failedB(1_000), emptyReplacementState(), { enabled: false, graceMs: 60_000 });
+    expect(seen.state.inFlight).toEqual({});
+    expect(hasReplacementState(seen.state)).toBe(true);
+  });
+
+  it('is true for a replacement under way alone', () => {
+    const state: ReplacementState = {
+      failedSince: {},
+      inFlight: { [ID.b]: { domainId: ID.b, phase: 'provision', startedAt: ago(5_000) } },
+    };
+    expect(hasReplacementState(state)).toBe(true);
   });
 });

@@ -1,5 +1,5 @@
-import type { FleetHealth } from '../../schemas/health';
-import type { FleetPolicy } from '../../schemas/policy';
+import type { FleetHealth } from '../schemas/health';
+import type { FleetPolicy } from '../schemas/policy';
 import { assessDomain } from './domain-health';
 import { activeDomainOf, type FleetView } from './fleet-view';
 import { decideMonitorAction, type MonitorDecisionOptions } from './monitor-decision';

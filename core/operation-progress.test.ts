@@ -1,4 +1,4 @@
-import { ID } from './fixtures';
+import { ID } from './fleet-fixtures';
 import {
   abortRequested,
   createProgress,
@@ -8,7 +8,7 @@ import {
   stepStarted,
   stepSucceeded,
   withPhase,
-} from './progress';
+} from './operation-progress';
 
 const plan = [
   { step: 'stopTraining', skipReason: null },

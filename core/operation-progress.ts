@@ -1,4 +1,4 @@
-import type { OperationProgress, StepProgress } from '../../schemas/api';
+import type { OperationProgress, StepProgress } from '../schemas/api';
 import type { PlannedStep } from './step-plan';
 
 /**

@@ -1,4 +1,4 @@
-import type { FleetPolicy } from '../../schemas/policy';
+import type { FleetPolicy } from '../schemas/policy';
 import { hasExceededFailureThreshold, isStale } from './domain-health';
 import { activeDomainOf, type DomainView, type FleetView } from './fleet-view';
 
@@ -47,9 +47,4 @@ export function compareStandbys(a: DomainView, b: DomainView): number {
 export function rankStandbys(fleet: FleetView, policy: FleetPolicy, now: Date): DomainView[] {
   const active = activeDomainOf(fleet);
   return fleet.domains.filter((d) => standbyViability(d, active, policy, now).isViable).sort(compareStandbys);
-}
-
-/** The standby to promote, or null when no domain is viable. */
-export function bestStandby(fleet: FleetView, policy: FleetPolicy, now: Date): DomainView | null {
-  return rankStandbys(fleet, policy, now)[0] ?? null;
 }
