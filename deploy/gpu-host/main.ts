@@ -75,7 +75,8 @@ export async function runHost(env: NodeJS.ProcessEnv): Promise<never> {
   };
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => void stop(0));
 
-  start('supervisor', process.execPath, [path.join(ROOT, 'bin/haru.js'), 'supervisor'], env);
+  // A process's exit is handled inside start() (it stops the host); nothing waits for it here.
+  void start('supervisor', process.execPath, [path.join(ROOT, 'bin/haru.js'), 'supervisor'], env);
   // The supervisor's token is its own: vLLM gets neither it nor the supervisor's settings.
   const { HARU_SUPERVISOR_TOKEN: _token, HARU_SUPERVISOR_CONFIG: _config, ...vllmEnv } = env;
   const waitReady = (server: VllmServerPlan) =>
@@ -96,7 +97,7 @@ export async function runHost(env: NodeJS.ProcessEnv): Promise<never> {
     for (const server of servers) {
       if (stopping) return;
       logger.info('starting vLLM server', { model: server.name, gpuIndex: server.gpuIndex, port: server.port });
-      start(
+      void start(
         `vllm ${server.name}`,
         path.join(ROOT, 'examples/vllm-launch.sh'),
         [String(server.gpuIndex), String(server.port), server.name, server.model, ...server.args],
