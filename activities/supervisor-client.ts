@@ -26,7 +26,7 @@ export interface SupervisorRequestOptions {
 }
 
 /**
- * The supervisor HTTP API (DESIGN.md §6) as typed calls. Every method either returns a parsed response or
+ * The supervisor HTTP API (docs/architecture.md §6.2) as typed calls. Every method either returns a parsed response or
  * throws an ApplicationFailure whose type says what to do about it:
  * - `Unauthorized` (non-retryable): 401/403, the token is wrong or missing;
  * - `SupervisorUnreachable` (retryable): connection error, timeout, 5xx or 429 (`nextRetryDelay` from Retry-After);

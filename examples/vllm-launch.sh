@@ -1,5 +1,5 @@
 #!/bin/sh
-# Starts one vLLM server the way Haru requires it (DESIGN.md §6):
+# Starts one vLLM server the way Haru requires it (docs/architecture.md §6.1):
 #   --enable-sleep-mode      the standby keeps weights in CPU RAM (level 1) and frees the VRAM for training
 #   VLLM_SERVER_DEV_MODE=1   exposes /sleep, /wake_up, /is_sleeping, which the supervisor drives
 #   --served-model-name      the name clients send as `model`, and the name in the fleet layout

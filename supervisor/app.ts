@@ -56,7 +56,7 @@ const route =
   };
 
 /**
- * The supervisor's HTTP API (DESIGN.md §6). `/healthz` and `/metrics` are open; every `/v1/*` route needs the
+ * The supervisor's HTTP API (docs/architecture.md §6.2). `/healthz` and `/metrics` are open; every `/v1/*` route needs the
  * bearer token when one is configured. Bodies are strict JSON (unknown keys are a 400); errors use the
  * `{ error: { code, message } }` envelope.
  */

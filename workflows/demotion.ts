@@ -9,7 +9,7 @@ import { planDemotion } from '../core/step-plan';
 import { createOperationRuntime, type OperationRuntime, StepFailure } from './operation-runtime';
 
 /**
- * Puts a domain on standby (DESIGN.md §4): drain (wait for no running requests, at most
+ * Puts a domain on standby (docs/architecture.md §4.4): drain (wait for no running requests, at most
  * `drainTimeoutMs`), sleep every model at its slot's level and prove it asleep, start training and prove
  * every run alive. Refuses the active domain here and again in the sleep activity's guard. With an
  * `operationId` it runs as an operation (row, steps, abort); without one it is a promotion's child.

@@ -13,7 +13,7 @@ import { demotionChildStart } from './start-options';
 type Steps = ReturnType<typeof stepActivities>;
 
 /**
- * Promotes a standby domain to active (DESIGN.md §4): stop training, verify VRAM released, wake every
+ * Promotes a standby domain to active (docs/architecture.md §4.3): stop training, verify VRAM released, wake every
  * model, probe every model, move the routing pointer with one CAS, then demote the old active as a
  * best-effort child. Any failure or abort before the commit puts the target back on standby, marks the
  * operation failed or cancelled with `{ step, code, message }` and fails this execution; routing stays.

@@ -72,7 +72,7 @@ export function provisioningActivities(opts: { launchTimeoutMs: number; readyTim
 }
 
 /**
- * Brings a skypilot/skyserve domain up (DESIGN.md §4, `haru/<domainId>/provision`): `sky launch` (or
+ * Brings a skypilot/skyserve domain up (docs/architecture.md §4.6, `haru/<domainId>/provision`): `sky launch` (or
  * `sky serve up`) its rendered YAML, point the domain at the address SkyPilot exposes its supervisor on
  * (unless the layout pins it), wait until its supervisor answers with every model of the layout,
  * put it on standby (models asleep, training started) unless it is the fleet's active, and mark it

@@ -1,4 +1,4 @@
-/** `haru supervisor`: the GPU-host agent (environment in README; contract in DESIGN.md §6). */
+/** `haru supervisor`: the GPU-host agent (environment in README; contract in docs/architecture.md §6). */
 import type { Command } from 'commander';
 import { runSupervisor } from '../../supervisor/main';
 

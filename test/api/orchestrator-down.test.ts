@@ -23,7 +23,7 @@ describe('with Temporal unreachable', () => {
     const promote = await call(`${h.url}/v1/fleets/${fleet.slug}/promote`, { body: { targetDomainId: 'west' } });
     expect(promote.status).toBe(503);
     expect(promote.body.error.code).toBe('orchestrator_unavailable');
-    // The row went in first; the monitor starts it once Temporal is back (DESIGN.md §4).
+    // The row went in first; the monitor starts it once Temporal is back (docs/architecture.md §4.1).
     const [pending] = await h.store.operations.list(fleet.id);
     expect(pending).toMatchObject({ state: 'pending', kind: 'promote' });
 
