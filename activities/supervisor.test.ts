@@ -1,6 +1,6 @@
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { FailureType } from '../schemas/failures';
-import { domainSnapshot, FakeHost, fakeStore, IDS, quietEnvironment } from './fakes';
+import { domainSnapshot, FakeHost, fakeStore, gpuMemory, IDS, quietEnvironment } from './fakes';
 import { createSupervisorActivities } from './supervisor';
 
 function setup(opts: Parameters<typeof fakeStore>[0] = {}) {
@@ -115,13 +115,7 @@ describe('verifyGpuReleased', () => {
 
   it('keeps waiting while another process holds too much memory', async () => {
     const { host, acts, env, heartbeats } = setup();
-    host.gpus[0] = {
-      index: 0,
-      uuid: 'GPU-0',
-      usedMiB: 20_000,
-      totalMiB: 80_000,
-      processes: [{ pid: 1, usedMiB: 19_000 }],
-    };
+    host.gpus[0] = gpuMemory({ index: 0, usedMiB: 20_000, totalMiB: 80_000, processes: [{ pid: 1, usedMiB: 19_000 }] });
     let reads = 0;
     host.client.gpuMemory = async () => {
       reads += 1;
@@ -138,19 +132,62 @@ describe('verifyGpuReleased', () => {
 
   it('checks only the trainer pids where the device reports no total (MIG)', async () => {
     const { host, acts, env } = setup();
-    host.gpus[0] = {
+    host.gpus[0] = gpuMemory({
       index: 0,
-      uuid: 'MIG-0',
       usedMiB: 50_000,
       totalMiB: null,
       processes: [{ pid: 1, usedMiB: 50_000 }],
-    };
+      source: 'processes',
+    });
     const result = (await env.run(acts.verifyGpuReleased, {
       domainId: IDS.b,
       trainerPids: [4242],
       maxUsedRatio: 0.1,
     })) as Awaited<ReturnType<typeof acts.verifyGpuReleased>>;
     expect(result.gpus).toEqual([{ index: 0, usedMiB: 50_000, totalMiB: null }]);
+  });
+
+  it.each(['permission', 'lost'] as const)(
+    'fails at once (non-retryable) on a GPU whose memory reads as a %s error',
+    async (kind) => {
+      const { host, acts, env } = setup();
+      const message = `GPU 0 (GPU-0): ${kind}: the fix`;
+      host.gpus[0] = gpuMemory({ index: 0, usedMiB: null, totalMiB: null, error: { kind, message } });
+      const failure = await failureOf(
+        env.run(acts.verifyGpuReleased, { domainId: IDS.b, trainerPids: [4242], maxUsedRatio: 0.1 }),
+      );
+      expect(failure).toMatchObject({ type: FailureType.InvalidTarget, nonRetryable: true, message });
+    },
+  );
+
+  it('keeps waiting on an unknown driver error and on a trainer pid whose memory is not reported', async () => {
+    const { host, acts, env, heartbeats } = setup();
+    host.gpus[0] = gpuMemory({
+      index: 0,
+      usedMiB: null,
+      totalMiB: null,
+      error: { kind: 'unknown', message: 'GPU 0: [Unknown Error]' },
+    });
+    let reads = 0;
+    host.client.gpuMemory = async () => {
+      reads += 1;
+      if (reads === 2)
+        host.gpus[0] = gpuMemory({
+          index: 0,
+          usedMiB: 10,
+          totalMiB: 80_000,
+          processes: [{ pid: 4242, usedMiB: null }],
+        });
+      if (reads === 4) env.cancel('TIMED_OUT');
+      return { gpus: structuredClone(host.gpus), at: '' };
+    };
+    await expect(
+      env.run(acts.verifyGpuReleased, { domainId: IDS.b, trainerPids: [4242], maxUsedRatio: 0.1 }),
+    ).rejects.toBeInstanceOf(CancelledFailure);
+    expect(heartbeats).toContainEqual(expect.objectContaining({ waitingFor: 'GPU 0: [Unknown Error]' }));
+    expect(heartbeats).toContainEqual(
+      expect.objectContaining({ waitingFor: 'GPU 0: trainer pid 4242 still holds an unreported amount of MiB' }),
+    );
   });
 
   it('refuses a training GPU the supervisor does not report', async () => {

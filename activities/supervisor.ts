@@ -127,9 +127,17 @@ export function createSupervisorActivities(deps: ActivityDeps) {
         const seen = gpus.map((index) => {
           const gpu = memory.gpus.find((g) => g.index === index);
           if (!gpu) throw invalidTarget(`GPU ${index} of the layout is not reported by the supervisor`);
+          // No privilege (MIG) or no GPU (off the bus): waiting cannot help, a person must act.
+          if (gpu.error && gpu.error.kind !== 'unknown') throw invalidTarget(gpu.error.message);
+          if (gpu.error || gpu.usedMiB === null) {
+            problems.push(gpu.error?.message ?? `GPU ${index}: memory not reported`);
+            return { index, usedMiB: 0, totalMiB: gpu.totalMiB };
+          }
           for (const p of gpu.processes) {
-            if (input.trainerPids.includes(p.pid) && p.usedMiB > 0) {
-              problems.push(`GPU ${index}: trainer pid ${p.pid} still holds ${p.usedMiB} MiB`);
+            if (input.trainerPids.includes(p.pid) && p.usedMiB !== 0) {
+              problems.push(
+                `GPU ${index}: trainer pid ${p.pid} still holds ${p.usedMiB === null ? 'an unreported amount of' : p.usedMiB} MiB`,
+              );
             }
           }
           if (gpu.totalMiB && gpu.usedMiB / gpu.totalMiB > input.maxUsedRatio) {

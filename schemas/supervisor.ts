@@ -18,8 +18,24 @@ export const supervisorInferenceSlotSchema = z.strictObject({
   sleepLevel: sleepLevelSchema.default(1),
 });
 
+/**
+ * A MIG instance as nvidia-smi names it: `MIG-<uuid>` (R470 and later, `nvidia-smi -L`) or the older
+ * `MIG-<GPU-UUID>/<GI>/<CI>` form.
+ */
+export const migDeviceSchema = z
+  .string()
+  .regex(
+    /^MIG-(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|GPU-[0-9a-f-]{36}\/\d+\/\d+)$/i,
+    'must be a MIG device as nvidia-smi -L prints it: MIG-<uuid> or MIG-<GPU-UUID>/<GI>/<CI>',
+  );
+
 export const supervisorTrainingSlotSchema = z.strictObject({
   gpuIndex: gpuIndexSchema,
+  /**
+   * The MIG instance of `gpuIndex` the trainer and the models share. Its own memory figures are the proof the
+   * GPU was released: with MIG on, nvidia-smi reads a whole GPU's memory only with privileges it rarely has.
+   */
+  mig: migDeviceSchema.optional(),
   command: z.array(z.string().min(1)).min(1),
   checkpointDir: z.string().min(1),
   env: z
@@ -155,14 +171,38 @@ export const supervisorStatusSchema = z.object({
 });
 export type SupervisorStatus = z.infer<typeof supervisorStatusSchema>;
 
-export const gpuProcessMemorySchema = z.object({ pid: z.number().int(), usedMiB: z.number() });
+export const gpuProcessMemorySchema = z.object({
+  pid: z.number().int(),
+  /** null when the driver does not say (the process is listed, its memory is not). */
+  usedMiB: z.number().nullable(),
+});
+
+/**
+ * Where a GPU's figures come from: the device's own totals; the sum of its per-process figures (the device
+ * prints `[N/A]` / `[Not Supported]` for totals); or the MIG instance the slot names.
+ */
+export const GPU_MEMORY_SOURCES = ['device', 'processes', 'mig'] as const;
+/**
+ * Why a GPU's memory cannot be read: the caller lacks the privilege (MIG without a slot naming its instance),
+ * the GPU fell off the bus, or the driver gave an unknown error.
+ */
+export const GPU_MEMORY_ERRORS = ['permission', 'lost', 'unknown'] as const;
+export const gpuMemoryErrorSchema = z.object({ kind: z.enum(GPU_MEMORY_ERRORS), message: z.string() });
+export type GpuMemoryError = z.infer<typeof gpuMemoryErrorSchema>;
+
 export const gpuMemorySchema = z.object({
   index: z.number().int(),
   uuid: z.string(),
-  usedMiB: z.number(),
-  /** null when the device does not report totals (MIG); usage then comes from per-process figures. */
+  /** null only with `error`. */
+  usedMiB: z.number().nullable(),
+  /** null when the device does not report totals; usage then comes from per-process figures. */
   totalMiB: z.number().nullable(),
   processes: z.array(gpuProcessMemorySchema),
+  source: z.enum(GPU_MEMORY_SOURCES).default('device'),
+  /** The MIG instance the figures are of (source `mig`). */
+  migDevice: z.string().nullable().default(null),
+  /** Set when the figures cannot be read; the message names the GPU and the fix. */
+  error: gpuMemoryErrorSchema.nullable().default(null),
 });
 export type GpuMemory = z.infer<typeof gpuMemorySchema>;
 export const gpuMemoryReportSchema = z.object({ gpus: z.array(gpuMemorySchema), at: z.string() });

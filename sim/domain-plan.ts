@@ -72,7 +72,7 @@ export function planSimDomain(layout: FleetLayout, domainSlug: string, stateDir:
       name: SIM_GPU_NAME,
       totalMiB: SIM_GPU_TOTAL_MIB,
     })),
-    mig: false,
+    mig: null,
     baselineMiB: 4,
     fault: null,
   };

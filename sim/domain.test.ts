@@ -148,9 +148,9 @@ describe('simulated domain', () => {
     expect((await status(domain)).models.map((m) => m.state)).toEqual(['unknown', 'unknown', 'awake']);
     await expect(domain.faults.set(small!.name, { hang: true })).rejects.toThrow(/is not running/);
 
-    domain.faults.gpu({ mig: true });
-    const mig = gpuMemoryReportSchema.parse(await supervisor(domain, 'GET', '/v1/gpu/memory'));
-    expect(mig.gpus.every((g) => g.totalMiB === null)).toBe(true);
+    domain.faults.gpu({ lost: [0] });
+    const lost = gpuMemoryReportSchema.parse(await supervisor(domain, 'GET', '/v1/gpu/memory'));
+    expect(lost.gpus.map((g) => g.error?.kind ?? null)).toEqual(['lost', ...lost.gpus.slice(1).map(() => null)]);
     await domain.stop();
   });
 

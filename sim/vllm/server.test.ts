@@ -17,7 +17,7 @@ beforeAll(async () => {
   stateDir = mkdtempSync(path.join(os.tmpdir(), 'haru-fake-vllm-'));
   writeInventory(stateDir, {
     gpus: [{ index: 0, uuid: 'GPU-0', name: 'NVIDIA H100 80GB HBM3', totalMiB: 81559 }],
-    mig: false,
+    mig: null,
     baselineMiB: 0,
     fault: null,
   });

@@ -36,6 +36,9 @@ export function parseRocmMeminfo(stdout: string, command = 'rocm-smi --showmemin
       usedMiB: Math.round(card.data['VRAM Total Used Memory (B)'] / MIB),
       totalMiB: Math.round(card.data['VRAM Total Memory (B)'] / MIB),
       processes: [],
+      source: 'device',
+      migDevice: null,
+      error: null,
     });
   }
   if (gpus.length === 0) throw new GpuQueryError(command, 'reported no GPUs');
@@ -47,6 +50,7 @@ export function createAmdReader(opts: { exec: Exec; binary?: string; timeoutMs: 
   const binary = opts.binary ?? 'rocm-smi';
   return {
     vendor: 'amd',
+    async checkConfig() {},
     async read() {
       const stdout = await runTool(opts.exec, binary, ROCM_MEMINFO_ARGS, opts.timeoutMs);
       return parseRocmMeminfo(stdout, [binary, ...ROCM_MEMINFO_ARGS].join(' '));

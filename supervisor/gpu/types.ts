@@ -20,6 +20,8 @@ export interface GpuMemoryReader {
   readonly vendor: 'nvidia' | 'amd';
   /** Every GPU with used/total MiB and per-process usage. Throws GpuQueryError, never returns a guessed zero. */
   read(): Promise<GpuMemory[]>;
+  /** Refuses (ConfigError naming the field) configuration the host contradicts, e.g. a MIG device it lacks. */
+  checkConfig(): Promise<void>;
 }
 
 /** Most of a tool's stderr we keep in an error message. */
