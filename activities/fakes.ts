@@ -186,6 +186,7 @@ export const gpuMemory = (
   source: 'device',
   migDevice: null,
   error: null,
+  models: [],
   ...fields,
 });
 

@@ -6,10 +6,21 @@ import { gpuIndexSchema, modelNameSchema } from './layout';
 // Supervisor config (HARU_SUPERVISOR_CONFIG): what runs on one GPU host.
 // ---------------------------------------------------------------------------------------------------------------
 
+/** vLLM's default `--gpu-memory-utilization` (vllm/config: `gpu_memory_utilization: float = 0.9`). */
+export const VLLM_DEFAULT_GPU_MEMORY_UTILIZATION = 0.9;
+
 export const supervisorModelSchema = z.strictObject({
   name: modelNameSchema,
   /** The vLLM server's port on 127.0.0.1. */
   port: z.number().int().min(1).max(65_535),
+  /**
+   * The server's `--gpu-memory-utilization`: the share of the GPU (or MIG instance) it takes awake. vLLM's
+   * limit is per instance and checked against free memory at start, so a wake needs this share back, less
+   * what the sleeping server still holds. Default 0.9, vLLM's.
+   */
+  gpuMemoryUtilization: z.number().gt(0).max(1).optional(),
+  /** What the server needs free to wake, in MiB, when its share is not the right measure (overrides it). */
+  wakeMiB: z.number().int().positive().optional(),
 });
 
 export const supervisorInferenceSlotSchema = z.strictObject({
@@ -177,6 +188,18 @@ export const gpuProcessMemorySchema = z.object({
   usedMiB: z.number().nullable(),
 });
 
+/** A vLLM server configured on a GPU: its processes, what they hold there, what a wake needs free. */
+export const gpuModelMemorySchema = z.object({
+  name: z.string(),
+  /** The process serving its port and that process's descendants (engine core, tensor-parallel workers). */
+  pids: z.array(z.number().int()),
+  /** Memory its processes hold on this GPU (a sleeping server's residue); null when no per-process figure says. */
+  residueMiB: z.number().nullable(),
+  /** `wakeMiB`, else its share of the GPU less its residue; null when the GPU's total is unknown. */
+  wakeNeedMiB: z.number().nullable(),
+});
+export type GpuModelMemory = z.infer<typeof gpuModelMemorySchema>;
+
 /**
  * Where a GPU's figures come from: the device's own totals; the sum of its per-process figures (the device
  * prints `[N/A]` / `[Not Supported]` for totals); or the MIG instance the slot names.
@@ -203,6 +226,8 @@ export const gpuMemorySchema = z.object({
   migDevice: z.string().nullable().default(null),
   /** Set when the figures cannot be read; the message names the GPU and the fix. */
   error: gpuMemoryErrorSchema.nullable().default(null),
+  /** The vLLM servers configured on this GPU and the memory they hold and need. */
+  models: z.array(gpuModelMemorySchema).default([]),
 });
 export type GpuMemory = z.infer<typeof gpuMemorySchema>;
 export const gpuMemoryReportSchema = z.object({ gpus: z.array(gpuMemorySchema), at: z.string() });

@@ -11,6 +11,7 @@ import { createApp } from './app';
 import { loadSupervisorConfig, loadSupervisorEnv, migSlotsOf, resolveListenHost } from './config';
 import { createGpuReader, execFileTool } from './gpu';
 import { createInferenceController } from './inference';
+import { createListenerTable } from './listeners';
 import { createLogger, type Logger } from './logger';
 import { createSupervisorMetrics } from './metrics';
 import { createProcessTable } from './process-group';
@@ -94,6 +95,8 @@ export async function startSupervisor(
     inference: createInferenceController({ config, vllm, logger }),
     training,
     gpu,
+    config,
+    listeners: createListenerTable(),
     vllm,
     metrics,
     logger,

@@ -29,7 +29,7 @@ beforeAll(async () => {
     tokensPerSecond: 5_000,
     weightsMiB: 14_000,
     kvCacheMiB: 6_000,
-    contextMiB: 500,
+    residueMiB: 500,
     onCrash: () => {},
   });
   base = `http://127.0.0.1:${await fake.listen()}`;

@@ -2,7 +2,7 @@ import { createAmdReader } from './amd';
 import { createNvidiaReader, type MigSlot } from './nvidia';
 import type { Exec, GpuMemoryReader } from './types';
 
-export { GpuQueryError, type Exec, type GpuMemoryReader } from './types';
+export { GpuQueryError, type Exec, type GpuMemoryReader, type GpuReading } from './types';
 export { createExecFileTool, execFileTool } from './exec';
 export type { MigSlot } from './nvidia';
 

@@ -1,5 +1,4 @@
 import { ConfigError } from '../../schemas/env';
-import type { GpuMemory } from '../../schemas/supervisor';
 import {
   findMigInstance,
   type ListedGpu,
@@ -9,7 +8,7 @@ import {
   parseNvidiaList,
   parseNvidiaMigXml,
 } from './mig';
-import { type Exec, GpuQueryError, type GpuMemoryReader, runTool } from './types';
+import { type Exec, GpuQueryError, type GpuMemoryReader, type GpuReading, runTool } from './types';
 
 /**
  * The per-GPU query. `uuid` is in it because per-process rows name their GPU by UUID only; the join
@@ -146,7 +145,7 @@ export function joinNvidia(
   apps: AppRow[],
   command = 'nvidia-smi --query-compute-apps',
   mig: ReadonlyMap<number, MigFigures> = new Map(),
-): GpuMemory[] {
+): GpuReading[] {
   const byUuid = new Map(gpus.map((g) => [g.uuid, g]));
   for (const app of apps) {
     if (!byUuid.has(app.gpuUuid)) {
@@ -154,10 +153,10 @@ export function joinNvidia(
     }
   }
   return gpus
-    .map((gpu): GpuMemory => {
+    .map((gpu): GpuReading => {
       const processes = apps.filter((a) => a.gpuUuid === gpu.uuid).map((a) => ({ pid: a.pid, usedMiB: a.usedMiB }));
       const base = { index: gpu.index, uuid: gpu.uuid, processes, migDevice: null, error: null };
-      const failed = (kind: 'permission' | 'lost' | 'unknown', message: string): GpuMemory => ({
+      const failed = (kind: 'permission' | 'lost' | 'unknown', message: string): GpuReading => ({
         ...base,
         usedMiB: null,
         totalMiB: null,

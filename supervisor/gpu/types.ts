@@ -15,11 +15,14 @@ export interface ExecResult {
  */
 export type Exec = (file: string, args: string[], opts: { timeoutMs: number }) => Promise<ExecResult>;
 
+/** What a vendor tool tells about one GPU (the supervisor adds the models configured on it). */
+export type GpuReading = Omit<GpuMemory, 'models'>;
+
 /** Reads GPU memory from the vendor's tool. */
 export interface GpuMemoryReader {
   readonly vendor: 'nvidia' | 'amd';
   /** Every GPU with used/total MiB and per-process usage. Throws GpuQueryError, never returns a guessed zero. */
-  read(): Promise<GpuMemory[]>;
+  read(): Promise<GpuReading[]>;
   /** Refuses (ConfigError naming the field) configuration the host contradicts, e.g. a MIG device it lacks. */
   checkConfig(): Promise<void>;
 }

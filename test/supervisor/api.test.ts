@@ -17,6 +17,7 @@ import { createFakeVllm, type FakeVllm } from '../../sim/vllm/server';
 import { createApp } from '../../supervisor/app';
 import { createExecFileTool, createGpuReader } from '../../supervisor/gpu';
 import { createInferenceController } from '../../supervisor/inference';
+import { createListenerTable } from '../../supervisor/listeners';
 import { silentLogger } from '../../supervisor/logger';
 import { createSupervisorMetrics } from '../../supervisor/metrics';
 import { createProcessTable } from '../../supervisor/process-group';
@@ -101,6 +102,8 @@ beforeAll(async () => {
     token: TOKEN,
     inference: createInferenceController({ config, vllm, logger: silentLogger }),
     training,
+    config,
+    listeners: createListenerTable(),
     gpu: createGpuReader({
       vendor: 'nvidia',
       exec: createExecFileTool({ env: { ...process.env, HARU_SIM_GPU_STATE: gpuStateDir } }),
