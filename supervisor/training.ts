@@ -9,7 +9,7 @@ import type {
 } from '../schemas/supervisor';
 import { NoSlotError } from './errors';
 import type { Logger } from './logger';
-import { type ProcessTable, signalGroup } from './process-group';
+import { type ProcessTable, signalGroup, signalProcess } from './process-group';
 import { createKeyedSerializer } from './serial';
 
 type TrainingSlot = SupervisorConfig['training'][number];
@@ -79,8 +79,8 @@ interface RunFile {
 const errorMessage = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 /**
- * Training runs, one per training slot, each in its own process group. Stop = SIGTERM to the group, SIGKILL
- * when the grace expires; a second stop can only bring the deadline earlier. A run is over when its group has
+ * Training runs, one per training slot, each in its own process group. Stop = SIGTERM to the leader (then to
+ * what is left of the group once it exits), SIGKILL to the whole group when the grace expires; a second stop can only bring the deadline earlier. A run is over when its group has
  * no live member, so grandchildren never outlive a stop. State is in memory, plus a run file in the checkpoint
  * dir through which a restarted supervisor adopts runs that outlived it.
  */
@@ -165,11 +165,18 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
     run.killTimer = setTimeout(() => killNow(run), graceMs);
   }
 
+  /**
+   * SIGTERM to the leader alone while it lives: a whole-group SIGTERM kills PyTorch DataLoader workers at once,
+   * and the leader then crashes on its next batch before its final checkpoint. The leader stops its workers
+   * itself; whatever is left of the group gets SIGTERM once the leader is gone, and SIGKILL at the deadline.
+   */
   function beginStop(run: Run, graceMs: number, reason: string): void {
     if (run.state === 'running') {
       run.state = 'stopping';
+      const leaderAlive = processTable.groupPids(run.pgid)[0] === run.pgid;
       logger.info('training stopping', { gpuIndex: run.slot.gpuIndex, pgid: run.pgid, graceMs, reason });
-      signalGroup(run.pgid, 'SIGTERM');
+      if (leaderAlive) signalProcess(run.pgid, 'SIGTERM');
+      else signalGroup(run.pgid, 'SIGTERM');
     }
     tighten(run, graceMs);
   }
@@ -179,6 +186,8 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
     // Members left behind (dataloaders, launched workers) may still hold VRAM: they get the orphan grace.
     if (run.state === 'running' && processTable.groupPids(run.pgid).length > 0) {
       beginStop(run, deps.orphanGraceMs, 'leader exited');
+    } else if (run.state === 'stopping') {
+      signalGroup(run.pgid, 'SIGTERM'); // the leader had its turn: now the rest of the group
     }
     watchGroup(run);
   }
@@ -262,7 +271,7 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
     },
 
     /**
-     * Asks the selected runs to stop: SIGTERM now (once), SIGKILL to the whole group at now + graceMs unless a
+     * Asks the selected runs to stop: SIGTERM to the leader now (once), SIGKILL to the whole group at now + graceMs unless a
      * deadline already set is earlier. Returns at once; idle slots are a no-op. Throws NoSlotError.
      */
     stop(req: { gpuIndex?: number; graceMs: number }): SupervisorActionResponse {

@@ -2,6 +2,7 @@
  * Training runs with real processes and real signals: the fake trainer (sim/trainer.js) in its own process
  * group, SIGTERM then SIGKILL, checkpoints on disk.
  */
+import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { SupervisorConfig } from '../../schemas/supervisor';
@@ -119,6 +120,42 @@ describe('training runs', () => {
     expect(manager.status()[0]!.lastExit).toMatchObject({ code: 0, signal: null }); // the leader's own exit
     expect(isAlive(leader)).toBe(false);
     expect(isAlive(child)).toBe(false);
+  });
+
+  it('stops the leader first: its DataLoader-like workers live on until it has written its final checkpoint', async () => {
+    const { manager, checkpointDir, gpuIndex } = setup({ command: trainer('--workers', '2') });
+    await startTraining(manager, gpuIndex, checkpointDir);
+    const workers = await waitFor('workers in the group', () => {
+      const pids = manager.status()[0]!.pids;
+      return pids.length === 3 && pids.slice(1);
+    });
+    manager.stop({ gpuIndex, graceMs: 10_000 });
+    await manager.idle(gpuIndex);
+    const events = trainerEvents(checkpointDir).map((e) => e.event);
+    expect(events).toContain('final checkpoint');
+    expect(events).not.toContain('crashed');
+    expect(manager.status()[0]!.lastExit).toMatchObject({ code: 0, signal: null });
+    expect(workers.filter(isAlive)).toEqual([]);
+  });
+
+  it('the fake trainer crashes before its checkpoint when its whole group gets SIGTERM, as a PyTorch one does', async () => {
+    const checkpointDir = path.join(dirs.make(), 'ckpt');
+    const child = spawn(process.execPath, [TRAINER, '--interval-ms', '30', '--workers', '2'], {
+      env: { ...process.env, HARU_CHECKPOINT_DIR: checkpointDir, HARU_GPU_INDEX: '0' },
+      detached: true,
+      stdio: 'ignore',
+    });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    await waitFor(
+      'workers and a checkpoint',
+      () =>
+        trainerEvents(checkpointDir).some((e) => e.event === 'workers started') && checkpointStep(checkpointDir) > 0,
+    );
+    process.kill(-child.pid!, 'SIGTERM');
+    expect(await exited).toBe(1);
+    const events = trainerEvents(checkpointDir).map((e) => e.event);
+    expect(events).toContain('crashed');
+    expect(events).not.toContain('final checkpoint');
   });
 
   it('writes a final checkpoint on SIGTERM and resumes from it on the next start', async () => {
