@@ -5,8 +5,9 @@ The supervisor starts this command on a standby domain's GPU and stops it when t
 SIGTERM first, SIGKILL after the fleet's `trainingStopGraceMs`. The job therefore has to be correct when it
 is stopped at *any* instant:
 
-* ``HARU_GPU_INDEX`` pins it to its GPU: ``CUDA_VISIBLE_DEVICES`` is set before torch is imported, so the
-  job never touches (or allocates a CUDA context on) the GPU of another slot.
+* ``HARU_GPU_INDEX`` pins it to its GPU: ``CUDA_VISIBLE_DEVICES`` is set before torch is imported (kept
+  when the supervisor named the slot's MIG instance there), so the job never touches (or allocates a CUDA
+  context on) the GPU of another slot.
 * ``HARU_CHECKPOINT_DIR`` holds its checkpoints. Each one is written into a temporary directory, flushed
   to disk, marked complete and then renamed into place, and only then does the ``latest`` pointer move
   (write-to-temp + fsync + ``os.replace``). A SIGKILL in the middle of a save leaves at worst a temporary
@@ -193,11 +194,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def pin_gpu() -> None:
-    """Restricts this process to HARU_GPU_INDEX before torch initialises CUDA."""
+    """Restricts this process to its slot's GPU before torch initialises CUDA.
+
+    A MIG instance the supervisor chose (``CUDA_VISIBLE_DEVICES=MIG-...``) stays; anything else, an inherited
+    list of every GPU included, becomes HARU_GPU_INDEX, numbered as nvidia-smi numbers GPUs (PCI bus order).
+    """
     index = os.environ.get("HARU_GPU_INDEX")
     if index is None or not index.isdigit():
         sys.exit("lora-trainer: HARU_GPU_INDEX must be set to the GPU this slot owns")
-    os.environ["CUDA_VISIBLE_DEVICES"] = index
+    if not os.environ.get("CUDA_VISIBLE_DEVICES", "").startswith("MIG-"):
+        os.environ["CUDA_VISIBLE_DEVICES"] = index
+    os.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
 
 
 def load_texts(path: Optional[str]) -> list[str]:

@@ -19,6 +19,10 @@
  *                                                          no checkpoint), as "DataLoader worker (pid N) is killed
  *                                                          by signal: Terminated" does. The leader stops them
  *                                                          itself after its final checkpoint.
+ *   --cuda-device-0      HARU_SIM_TRAINER_CUDA_DEVICE_0=1  ignore HARU_GPU_INDEX and hold memory where `cuda:0`
+ *                                                          is, as a PyTorch trainer does: the first device of
+ *                                                          CUDA_VISIBLE_DEVICES (an index, a GPU-/MIG- UUID),
+ *                                                          else GPU 0
  * Every event is appended as a JSON line to `$HARU_CHECKPOINT_DIR/trainer.log`.
  */
 const fs = require('node:fs');
@@ -51,6 +55,22 @@ const exitDelayMs = Number(option('--exit-delay-ms', 'HARU_SIM_TRAINER_EXIT_DELA
 const spawnChild = isTrue(option('--spawn-child', 'HARU_SIM_TRAINER_SPAWN_CHILD', '0'));
 const workerCount = Number(option('--workers', 'HARU_SIM_TRAINER_WORKERS', '0'));
 const gpuStateDir = process.env.HARU_SIM_GPU_STATE;
+const cudaDevice0 = isTrue(option('--cuda-device-0', 'HARU_SIM_TRAINER_CUDA_DEVICE_0', '0'));
+
+/** Where the memory goes: `HARU_GPU_INDEX`, or with --cuda-device-0 where CUDA's device 0 is. */
+function device() {
+  if (!cudaDevice0) return { gpuIndex };
+  const first = (process.env.CUDA_VISIBLE_DEVICES || '0').split(',')[0].trim();
+  if (/^\d+$/.test(first)) return { gpuIndex: Number(first) };
+  const inventory = gpuStateDir ? gpuState.readInventory(gpuStateDir) : { gpus: [], mig: null };
+  const mig = inventory.mig && inventory.mig.instances.find((m) => m.uuid === first);
+  if (mig) return { gpuIndex: mig.gpuIndex, migUuid: mig.uuid };
+  const gpu = inventory.gpus.find((g) => g.uuid === first);
+  if (gpu) return { gpuIndex: gpu.index };
+  process.stderr.write(`trainer: CUDA_VISIBLE_DEVICES=${first} names no device of this host\n`);
+  process.exit(1);
+}
+const held = device();
 
 fs.mkdirSync(checkpointDir, { recursive: true });
 const checkpointFile = path.join(checkpointDir, 'checkpoint.json');
@@ -77,7 +97,7 @@ function checkpoint(step, final) {
 
 let step = readStep();
 log('started', { resumedFromStep: step });
-if (gpuStateDir) gpuState.setHolding(gpuStateDir, { gpuIndex, usedMiB: vramMiB, label: 'python3' });
+if (gpuStateDir) gpuState.setHolding(gpuStateDir, { ...held, usedMiB: vramMiB, label: 'python3' });
 
 if (spawnChild) {
   // Stays in our process group and ignores SIGTERM: only the group's SIGKILL ends it. It writes child.pid
@@ -128,7 +148,7 @@ function onTerm(signal) {
       checkpoint(step, true);
       finished = true;
       for (const worker of workers) worker.kill('SIGTERM');
-      if (gpuStateDir) gpuState.setHolding(gpuStateDir, { gpuIndex, usedMiB: 0 });
+      if (gpuStateDir) gpuState.setHolding(gpuStateDir, { ...held, usedMiB: 0 });
       log('final checkpoint', { step });
       process.exit(0);
     },

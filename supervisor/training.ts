@@ -22,8 +22,12 @@ export const RUN_FILE = '.haru-training-run.json';
 
 /**
  * The environment of a training process: the supervisor's own minus its secrets, plus the slot's `env`, plus
- * `HARU_CHECKPOINT_DIR` and `HARU_GPU_INDEX` (which the slot cannot override). Secrets are removed after the
- * merge, so a slot's `env` cannot put them back either.
+ * `HARU_CHECKPOINT_DIR`, `HARU_GPU_INDEX`, `CUDA_VISIBLE_DEVICES` (the slot's MIG instance, else its GPU index)
+ * and `CUDA_DEVICE_ORDER=PCI_BUS_ID`, none of which the slot can override. CUDA numbers devices fastest first
+ * unless told PCI_BUS_ID, the order nvidia-smi's indexes follow (CUDA C Programming Guide, "CUDA Environment
+ * Variables"); and a trainer that ignores HARU_GPU_INDEX (a Ray task on SkyPilot inherits every GPU) would
+ * otherwise start on device 0, the inference GPU. Secrets are removed after the merge, so a slot's `env`
+ * cannot put them back either.
  */
 export function buildTrainingEnv(
   base: NodeJS.ProcessEnv,
@@ -34,6 +38,8 @@ export function buildTrainingEnv(
   for (const key of SUPERVISOR_SECRET_ENV) delete env[key];
   env.HARU_CHECKPOINT_DIR = checkpointDir;
   env.HARU_GPU_INDEX = String(slot.gpuIndex);
+  env.CUDA_VISIBLE_DEVICES = slot.mig ?? String(slot.gpuIndex);
+  env.CUDA_DEVICE_ORDER = 'PCI_BUS_ID';
   return env;
 }
 

@@ -176,6 +176,15 @@ describe('examples/lora-trainer.py', () => {
       CUDA_VISIBLE_DEVICES: '0,1,2,3',
     });
     expect(pinned.stdout.trim()).toBe('3');
+    const mig = 'MIG-c6d4f1ef-42e4-5de3-91c7-45d71c87eb3f';
+    const onMig = python(
+      `${load}t.pin_gpu(); print(os.environ["CUDA_VISIBLE_DEVICES"], os.environ["CUDA_DEVICE_ORDER"])`,
+      {
+        HARU_GPU_INDEX: '3',
+        CUDA_VISIBLE_DEVICES: mig,
+      },
+    );
+    expect(onMig.stdout.trim()).toBe(`${mig} PCI_BUS_ID`);
     const noCheckpointDir = spawnSync('python3', [trainer, '--base-model', 'x'], {
       encoding: 'utf8',
       env: { ...process.env, HARU_CHECKPOINT_DIR: '', PYTHONDONTWRITEBYTECODE: '1' },

@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { SupervisorConfig } from '../../schemas/supervisor';
-import { isAlive } from '../../sim/gpu-state';
+import { isAlive, listLiveHolders, writeInventory } from '../../sim/gpu-state';
 import { NoSlotError } from '../../supervisor/errors';
 import { silentLogger } from '../../supervisor/logger';
 import { createProcessTable } from '../../supervisor/process-group';
@@ -24,12 +24,17 @@ afterEach(async () => {
 
 const SECRETS = { HARU_SUPERVISOR_TOKEN: 'token-that-must-not-leak', HARU_SUPERVISOR_CONFIG: '{"inference":[]}' };
 
-function setup(slot: Partial<Slot> & Pick<Slot, 'command'>, opts: { orphanGraceMs?: number } = {}) {
+const MIG = 'MIG-c6d4f1ef-42e4-5de3-91c7-45d71c87eb3f';
+
+function setup(
+  slot: Partial<Slot> & Pick<Slot, 'command'>,
+  opts: { orphanGraceMs?: number; env?: NodeJS.ProcessEnv } = {},
+) {
   const checkpointDir = path.join(dirs.make(), 'ckpt');
   const full: Slot = { gpuIndex: 1, checkpointDir, ...slot };
   const manager = createTrainingManager({
     slots: [full],
-    baseEnv: { ...process.env, ...SECRETS },
+    baseEnv: { ...process.env, ...SECRETS, ...opts.env },
     cwd: path.dirname(checkpointDir),
     processTable: createProcessTable(),
     now: () => new Date(),
@@ -191,12 +196,41 @@ describe('training runs', () => {
     expect(trainerEvents(checkpointDir).map((e) => e.event)).toContain('final checkpoint');
   });
 
+  it.each([
+    ['GPU 1', {}, { gpuIndex: 1 }],
+    ['its MIG instance', { mig: MIG }, { gpuIndex: 1, migUuid: MIG }],
+  ])('puts a trainer that ignores HARU_GPU_INDEX (cuda:0) on %s, not on GPU 0', async (_where, slot, expected) => {
+    const gpuState = path.join(dirs.make(), 'gpu');
+    writeInventory(gpuState, {
+      gpus: [0, 1].map((index) => ({ index, uuid: `GPU-${index}`, name: 'NVIDIA H100 80GB HBM3', totalMiB: 81_559 })),
+      mig: {
+        privileged: true,
+        instances: [{ gpuIndex: 1, gi: 1, ci: 0, uuid: MIG, profile: '7g.80gb', totalMiB: 81_000 }],
+      },
+      baselineMiB: 4,
+      fault: null,
+    });
+    const { manager, checkpointDir, gpuIndex } = setup(
+      { command: trainer('--cuda-device-0'), ...slot },
+      { env: { HARU_SIM_GPU_STATE: gpuState, CUDA_VISIBLE_DEVICES: '0,1' } }, // as Ray hands every GPU down
+    );
+    const pid = await startTraining(manager, gpuIndex, checkpointDir);
+    const holders = listLiveHolders(gpuState).filter((h) => h.pid === pid);
+    expect(holders).toEqual([expect.objectContaining({ ...expected, usedMiB: 20_000 })]);
+  });
+
   it('keeps the supervisor secrets out of the training environment', async () => {
     const dump =
       "require('fs').writeFileSync(process.env.HARU_CHECKPOINT_DIR + '/env.json', JSON.stringify(process.env))";
     const { manager, checkpointDir, gpuIndex } = setup({
       command: [process.execPath, '-e', dump],
-      env: { LORA_RANK: '16', HARU_SUPERVISOR_TOKEN: 'smuggled', HARU_GPU_INDEX: '7' },
+      env: {
+        LORA_RANK: '16',
+        HARU_SUPERVISOR_TOKEN: 'smuggled',
+        HARU_GPU_INDEX: '7',
+        CUDA_VISIBLE_DEVICES: '0,1,2,3',
+        CUDA_DEVICE_ORDER: 'FASTEST_FIRST',
+      },
     });
     await manager.start({ gpuIndex });
     await manager.idle(gpuIndex);
@@ -209,6 +243,8 @@ describe('training runs', () => {
       LORA_RANK: '16',
       HARU_GPU_INDEX: String(gpuIndex),
       HARU_CHECKPOINT_DIR: checkpointDir,
+      CUDA_VISIBLE_DEVICES: String(gpuIndex),
+      CUDA_DEVICE_ORDER: 'PCI_BUS_ID',
     });
     expect(env.PATH).toBe(process.env.PATH);
   });
