@@ -8,8 +8,11 @@ export interface SimGpu {
   totalMiB: number;
 }
 
-/** How the fake nvidia-smi misbehaves: exit non-zero with a driver error, or print unparseable output. */
-export type SmiFault = null | 'fail' | 'garbage';
+/**
+ * How the fake nvidia-smi misbehaves: exit non-zero with a driver error, print unparseable output, or hang
+ * without finishing even when killed (until the fault is cleared).
+ */
+export type SmiFault = null | 'fail' | 'garbage' | 'hang';
 
 /** One MIG instance (a GPU instance with one compute instance) of a simulated GPU. */
 export interface SimMigInstance {

@@ -7,6 +7,8 @@ export interface ExecResult {
   signal: string | null;
   stdout: string;
   stderr: string;
+  /** Set when it was killed for running past its timeout. */
+  timedOut?: boolean;
 }
 
 /**
@@ -50,10 +52,15 @@ export async function runTool(exec: Exec, file: string, args: string[], timeoutM
   try {
     result = await exec(file, args, { timeoutMs });
   } catch (err) {
+    if (err instanceof GpuQueryError) throw err;
     throw new GpuQueryError(command, `could not be run (${(err as Error).message})`);
   }
   if (result.code !== 0) {
-    const how = result.code === null ? `was killed (${result.signal ?? 'timeout'})` : `exited with code ${result.code}`;
+    const how = result.timedOut
+      ? `did not answer within ${timeoutMs} ms and was killed (a GPU off the bus or a process in D state hangs nvidia-smi)`
+      : result.code === null
+        ? `was killed (${result.signal ?? 'timeout'})`
+        : `exited with code ${result.code}`;
     // nvidia-smi prints driver errors on stdout, so fall back to it when stderr is empty.
     throw new GpuQueryError(command, how, result.stderr.trim() ? result.stderr : result.stdout);
   }
