@@ -165,6 +165,17 @@ export const trainingExitSchema = z.object({
 });
 export type TrainingExit = z.infer<typeof trainingExitSchema>;
 
+/** Restarts of a run that crashed while wanted (started and not stopped since). */
+export const trainingRestartSchema = z.object({
+  /** Restarts in a row so far. */
+  attempts: z.number().int(),
+  /** When the next one is due; null when none is pending. */
+  nextAt: z.string().nullable(),
+  /** The attempts are spent: the slot stays down until the next start. */
+  gaveUp: z.boolean(),
+});
+export type TrainingRestart = z.infer<typeof trainingRestartSchema>;
+
 export const trainingRunStatusSchema = z.object({
   gpuIndex: z.number().int(),
   state: trainingRunStateSchema,
@@ -172,6 +183,8 @@ export const trainingRunStatusSchema = z.object({
   pids: z.array(z.number().int()),
   startedAt: z.string().nullable(),
   lastExit: trainingExitSchema.nullable(),
+  /** Set once a crashed run has been restarted or is due to be; null otherwise. */
+  restart: trainingRestartSchema.nullable().optional(),
 });
 export type TrainingRunStatus = z.infer<typeof trainingRunStatusSchema>;
 

@@ -23,6 +23,7 @@
  *                                                          is, as a PyTorch trainer does: the first device of
  *                                                          CUDA_VISIBLE_DEVICES (an index, a GPU-/MIG- UUID),
  *                                                          else GPU 0
+ *   --crash-after-ms N   HARU_SIM_TRAINER_CRASH_AFTER_MS   crash (exit 1, no final checkpoint) N ms after starting
  * Every event is appended as a JSON line to `$HARU_CHECKPOINT_DIR/trainer.log`.
  */
 const fs = require('node:fs');
@@ -54,6 +55,7 @@ const ignoreSigterm = isTrue(option('--ignore-sigterm', 'HARU_SIM_TRAINER_IGNORE
 const exitDelayMs = Number(option('--exit-delay-ms', 'HARU_SIM_TRAINER_EXIT_DELAY_MS', '0'));
 const spawnChild = isTrue(option('--spawn-child', 'HARU_SIM_TRAINER_SPAWN_CHILD', '0'));
 const workerCount = Number(option('--workers', 'HARU_SIM_TRAINER_WORKERS', '0'));
+const crashAfterMs = Number(option('--crash-after-ms', 'HARU_SIM_TRAINER_CRASH_AFTER_MS', '0'));
 const gpuStateDir = process.env.HARU_SIM_GPU_STATE;
 const cudaDevice0 = isTrue(option('--cuda-device-0', 'HARU_SIM_TRAINER_CUDA_DEVICE_0', '0'));
 
@@ -131,6 +133,13 @@ const timer = setInterval(() => {
   step += 1;
   checkpoint(step, false);
 }, intervalMs);
+
+if (crashAfterMs > 0) {
+  setTimeout(() => {
+    log('crashed', { reason: 'simulated crash', step });
+    process.exit(1);
+  }, crashAfterMs);
+}
 
 function onTerm(signal) {
   if (ignoreSigterm) {

@@ -10,6 +10,7 @@ import type {
 import { NoSlotError } from './errors';
 import type { Logger } from './logger';
 import { type ProcessTable, signalGroup, signalProcess } from './process-group';
+import { DEFAULT_RESTART_POLICY, nextRestart, type RestartPolicy } from './restart-backoff';
 import { createKeyedSerializer } from './serial';
 
 type TrainingSlot = SupervisorConfig['training'][number];
@@ -60,6 +61,16 @@ export interface TrainingManagerDeps {
   pollMs?: number;
   /** Called once per finished run (metrics). */
   onExit?: (gpuIndex: number, exit: TrainingExit) => void;
+  /** How a run that crashes while wanted is restarted (default DEFAULT_RESTART_POLICY). */
+  restart?: RestartPolicy;
+}
+
+/** Restart bookkeeping of one slot. */
+interface Restarts {
+  attempts: number;
+  nextAt: Date | null;
+  timer: NodeJS.Timeout | null;
+  gaveUp: boolean;
 }
 
 interface Run {
@@ -72,6 +83,8 @@ interface Run {
   killTimer: NodeJS.Timeout | null;
   pollTimer: NodeJS.Timeout | null;
   leaderExit: { code: number | null; signal: string | null } | null;
+  /** The leader or the whole group went away while running, not because of a stop. */
+  endedOnItsOwn: boolean;
   done: Promise<void>;
   resolveDone: () => void;
 }
@@ -87,7 +100,8 @@ const errorMessage = (err: unknown) => (err instanceof Error ? err.message : Str
 /**
  * Training runs, one per training slot, each in its own process group. Stop = SIGTERM to the leader (then to
  * what is left of the group once it exits), SIGKILL to the whole group when the grace expires; a second stop can only bring the deadline earlier. A run is over when its group has
- * no live member, so grandchildren never outlive a stop. State is in memory, plus a run file in the checkpoint
+ * no live member, so grandchildren never outlive a stop. A run that crashes while wanted (started, not stopped
+ * since) is restarted with a bounded backoff. State is in memory, plus a run file in the checkpoint
  * dir through which a restarted supervisor adopts runs that outlived it.
  */
 export function createTrainingManager(deps: TrainingManagerDeps) {
@@ -95,6 +109,10 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
   const pollMs = deps.pollMs ?? 100;
   const runs = new Map<number, Run>();
   const lastExits = new Map<number, TrainingExit>();
+  const restartPolicy = deps.restart ?? DEFAULT_RESTART_POLICY;
+  /** Slots asked to train (start without a stop since): a crash there is restarted. */
+  const wanted = new Set<number>();
+  const restarts = new Map<number, Restarts>();
   const serial = createKeyedSerializer<number>();
   const checkpointDir = (slot: TrainingSlot) => path.resolve(deps.cwd, slot.checkpointDir);
   const runFile = (slot: TrainingSlot) => path.join(checkpointDir(slot), RUN_FILE);
@@ -119,6 +137,7 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
       killTimer: null,
       pollTimer: null,
       leaderExit: null,
+      endedOnItsOwn: false,
       done,
       resolveDone,
     };
@@ -146,12 +165,49 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
     });
     deps.onExit?.(run.slot.gpuIndex, exit);
     run.resolveDone();
+    const crashed = run.endedOnItsOwn && (exit.code !== 0 || exit.signal !== null);
+    if (crashed && wanted.has(run.slot.gpuIndex))
+      scheduleRestart(run.slot, deps.now().getTime() - run.startedAt.getTime());
+  }
+
+  function cancelRestart(gpuIndex: number): void {
+    const pending = restarts.get(gpuIndex);
+    if (pending?.timer) clearTimeout(pending.timer);
+    restarts.delete(gpuIndex);
+  }
+
+  /** Restarts a slot whose run crashed while wanted, after a backoff; gives up after the policy's attempts. */
+  function scheduleRestart(slot: TrainingSlot, upForMs: number): void {
+    const gpuIndex = slot.gpuIndex;
+    const previous = restarts.get(gpuIndex);
+    const { attempts, delayMs } = nextRestart(restartPolicy, previous?.attempts ?? 0, upForMs);
+    const exit = lastExits.get(gpuIndex);
+    if (delayMs === null) {
+      restarts.set(gpuIndex, { attempts, nextAt: null, timer: null, gaveUp: true });
+      logger.error('training crashed again: not restarting', { gpuIndex, attempts, exit });
+      return;
+    }
+    const timer = setTimeout(() => {
+      const entry = restarts.get(gpuIndex);
+      if (!entry || entry.timer !== timer || !wanted.has(gpuIndex)) return;
+      entry.timer = null;
+      entry.nextAt = null;
+      logger.info('training restarting', { gpuIndex, attempt: attempts });
+      serial(gpuIndex, () => startOne(slot)).catch((err: unknown) => {
+        logger.error('training restart failed', { gpuIndex, attempt: attempts, error: errorMessage(err) });
+        if (wanted.has(gpuIndex)) scheduleRestart(slot, 0);
+      });
+    }, delayMs);
+    restarts.set(gpuIndex, { attempts, nextAt: new Date(deps.now().getTime() + delayMs), timer, gaveUp: false });
+    logger.warn('training crashed: restarting after backoff', { gpuIndex, attempt: attempts, delayMs, exit });
   }
 
   /** Finishes the run as soon as its group has no live member. */
   function watchGroup(run: Run): void {
     const check = () => {
-      if (processTable.groupPids(run.pgid).length === 0) finish(run);
+      if (processTable.groupPids(run.pgid).length > 0) return;
+      if (run.state === 'running') run.endedOnItsOwn = true; // an adopted run: no exit event to tell
+      finish(run);
     };
     check();
     if (runs.get(run.slot.gpuIndex) === run && !run.pollTimer) run.pollTimer = setInterval(check, pollMs);
@@ -189,6 +245,7 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
 
   function onLeaderExit(run: Run, code: number | null, signal: string | null): void {
     run.leaderExit = { code, signal };
+    if (run.state === 'running') run.endedOnItsOwn = true;
     // Members left behind (dataloaders, launched workers) may still hold VRAM: they get the orphan grace.
     if (run.state === 'running' && processTable.groupPids(run.pgid).length > 0) {
       beginStop(run, deps.orphanGraceMs, 'leader exited');
@@ -251,6 +308,7 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
       return;
     }
     const run = newRun(slot, record.pgid, null, new Date(record.startedAt));
+    wanted.add(slot.gpuIndex);
     logger.warn('training run adopted', { gpuIndex: slot.gpuIndex, pgid: record.pgid });
     watchGroup(run); // no exit event for a process we did not spawn: poll the group
   }
@@ -266,6 +324,8 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
       const slots = select(req.gpuIndex);
       const errors: SupervisorActionResponse['errors'] = [];
       for (const slot of slots) {
+        wanted.add(slot.gpuIndex);
+        cancelRestart(slot.gpuIndex); // an explicit start starts now and counts afresh
         try {
           // Two concurrent starts must not both spawn: the second waits and then finds the run.
           await serial(slot.gpuIndex, () => startOne(slot));
@@ -283,6 +343,8 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
     stop(req: { gpuIndex?: number; graceMs: number }): SupervisorActionResponse {
       const slots = select(req.gpuIndex);
       for (const slot of slots) {
+        wanted.delete(slot.gpuIndex);
+        cancelRestart(slot.gpuIndex);
         const run = runs.get(slot.gpuIndex);
         if (run) beginStop(run, req.graceMs, 'requested');
       }
@@ -291,6 +353,10 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
 
     /** Stops every run with `graceMs` and resolves when no run is left. */
     async stopAll(graceMs: number): Promise<void> {
+      for (const slot of deps.slots) {
+        wanted.delete(slot.gpuIndex);
+        cancelRestart(slot.gpuIndex);
+      }
       for (const run of runs.values()) beginStop(run, graceMs, 'supervisor shutdown');
       await Promise.all([...runs.values()].map((r) => r.done));
     },
@@ -300,11 +366,15 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
       await runs.get(gpuIndex)?.done;
     },
 
-    /** Every training slot: state, live pids of its group (leader first), start time and last exit. */
+    /** Every training slot: state, live pids of its group (leader first), start time, last exit, restarts. */
     status(): TrainingRunStatus[] {
       return deps.slots.map((slot) => {
         const run = runs.get(slot.gpuIndex);
+        const restart = restarts.get(slot.gpuIndex);
         return {
+          restart: restart
+            ? { attempts: restart.attempts, nextAt: restart.nextAt?.toISOString() ?? null, gaveUp: restart.gaveUp }
+            : null,
           gpuIndex: slot.gpuIndex,
           state: run?.state ?? 'idle',
           pids: run ? processTable.groupPids(run.pgid) : [],

@@ -8,8 +8,9 @@ import path from 'node:path';
 import type { SupervisorConfig } from '../../schemas/supervisor';
 import { isAlive, listLiveHolders, writeInventory } from '../../sim/gpu-state';
 import { NoSlotError } from '../../supervisor/errors';
-import { silentLogger } from '../../supervisor/logger';
+import { createLogger, type Logger, silentLogger } from '../../supervisor/logger';
 import { createProcessTable } from '../../supervisor/process-group';
+import type { RestartPolicy } from '../../supervisor/restart-backoff';
 import { createTrainingManager, RUN_FILE, type TrainingManager } from '../../supervisor/training';
 import { checkpointStep, tempDirs, TRAINER, trainerEvents, waitFor } from './support';
 
@@ -28,7 +29,7 @@ const MIG = 'MIG-c6d4f1ef-42e4-5de3-91c7-45d71c87eb3f';
 
 function setup(
   slot: Partial<Slot> & Pick<Slot, 'command'>,
-  opts: { orphanGraceMs?: number; env?: NodeJS.ProcessEnv } = {},
+  opts: { orphanGraceMs?: number; env?: NodeJS.ProcessEnv; restart?: RestartPolicy; logger?: Logger } = {},
 ) {
   const checkpointDir = path.join(dirs.make(), 'ckpt');
   const full: Slot = { gpuIndex: 1, checkpointDir, ...slot };
@@ -38,8 +39,9 @@ function setup(
     cwd: path.dirname(checkpointDir),
     processTable: createProcessTable(),
     now: () => new Date(),
-    logger: silentLogger,
+    logger: opts.logger ?? silentLogger,
     orphanGraceMs: opts.orphanGraceMs ?? 10_000,
+    restart: opts.restart,
     pollMs: 20,
   });
   managers.push(manager);
@@ -217,6 +219,46 @@ describe('training runs', () => {
     const pid = await startTraining(manager, gpuIndex, checkpointDir);
     const holders = listLiveHolders(gpuState).filter((h) => h.pid === pid);
     expect(holders).toEqual([expect.objectContaining({ ...expected, usedMiB: 20_000 })]);
+  });
+
+  it('restarts a run that crashed while wanted, with growing backoff, and gives up after the attempts', async () => {
+    const lines: string[] = [];
+    const logger = createLogger({ write: (line) => lines.push(line), level: 'info', base: {} });
+    const restart = { baseMs: 100, maxMs: 150, maxAttempts: 2, resetAfterMs: 60_000 };
+    const { manager, checkpointDir, gpuIndex } = setup(
+      { command: trainer('--crash-after-ms', '150') },
+      { restart, logger },
+    );
+    await manager.start({ gpuIndex });
+    const gaveUp = await waitFor('the restarts to be spent', () => {
+      const run = manager.status()[0]!;
+      return run.restart?.gaveUp && run.state === 'idle' && run;
+    });
+    expect(gaveUp).toMatchObject({ restart: { attempts: 2, nextAt: null, gaveUp: true }, lastExit: { code: 1 } });
+    expect(trainerEvents(checkpointDir).filter((e) => e.event === 'started')).toHaveLength(3);
+    const logged = lines.map((l) => JSON.parse(l) as { msg: string; delayMs?: number; attempt?: number });
+    expect(logged.filter((l) => l.msg === 'training crashed: restarting after backoff').map((l) => l.delayMs)).toEqual([
+      100, 150,
+    ]);
+    expect(logged.map((l) => l.msg)).toContain('training crashed again: not restarting');
+
+    await startTraining(manager, gpuIndex, checkpointDir); // an explicit start counts afresh
+    expect(manager.status()[0]!.restart).toBeNull();
+  });
+
+  it('reports a pending restart in status, and a stop cancels it', async () => {
+    const restart = { baseMs: 300, maxMs: 300, maxAttempts: 5, resetAfterMs: 60_000 };
+    const { manager, checkpointDir, gpuIndex } = setup({ command: trainer('--crash-after-ms', '100') }, { restart });
+    await manager.start({ gpuIndex });
+    const pending = await waitFor(
+      'a pending restart',
+      () => manager.status()[0]!.restart?.nextAt && manager.status()[0]!,
+    );
+    expect(pending).toMatchObject({ state: 'idle', restart: { attempts: 1, gaveUp: false } });
+    manager.stop({ gpuIndex, graceMs: 1_000 });
+    expect(manager.status()[0]!.restart).toBeNull();
+    await new Promise((resolve) => setTimeout(resolve, 3 * restart.baseMs)); // what must not happen: no restart
+    expect(trainerEvents(checkpointDir).filter((e) => e.event === 'started')).toHaveLength(1);
   });
 
   it('keeps the supervisor secrets out of the training environment', async () => {
