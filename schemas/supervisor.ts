@@ -183,6 +183,8 @@ export const trainingRunStatusSchema = z.object({
   pids: z.array(z.number().int()),
   startedAt: z.string().nullable(),
   lastExit: trainingExitSchema.nullable(),
+  /** When a stopping run gets its SIGKILL; null otherwise. */
+  stopDeadline: z.string().nullable().optional(),
   /** Set once a crashed run has been restarted or is due to be; null otherwise. */
   restart: trainingRestartSchema.nullable().optional(),
 });

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type {
   SupervisorActionResponse,
@@ -61,6 +62,8 @@ export interface TrainingManagerDeps {
   pollMs?: number;
   /** Called once per finished run (metrics). */
   onExit?: (gpuIndex: number, exit: TrainingExit) => void;
+  /** This host, recorded in each run file (default currentHost()). */
+  host?: HostIdentity;
   /** How a run that crashes while wanted is restarted (default DEFAULT_RESTART_POLICY). */
   restart?: RestartPolicy;
 }
@@ -76,6 +79,8 @@ interface Restarts {
 interface Run {
   slot: TrainingSlot;
   pgid: number;
+  /** The leader's kernel start time (tells a recycled pid apart). */
+  startTime: string | null;
   child: ChildProcess | null;
   startedAt: Date;
   state: 'running' | 'stopping';
@@ -93,6 +98,29 @@ interface RunFile {
   pgid: number;
   startTime: string | null;
   startedAt: string;
+  /** The host that wrote it: a checkpoint dir on shared storage is never adopted by another host. */
+  hostname?: string;
+  /** /proc/sys/kernel/random/boot_id: after a reboot the recorded pids mean nothing. */
+  bootId?: string | null;
+  /** Set once the run is stopping: its SIGKILL deadline, which a restarted supervisor keeps. */
+  stopDeadline?: string;
+}
+
+/** Which host, and which boot of it, this is. */
+export interface HostIdentity {
+  hostname: string;
+  bootId: string | null;
+}
+
+/** This host's identity: its hostname and the kernel's boot id (null where there is no /proc). */
+export function currentHost(): HostIdentity {
+  let bootId: string | null = null;
+  try {
+    bootId = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim() || null;
+  } catch {
+    // not Linux
+  }
+  return { hostname: os.hostname(), bootId };
 }
 
 const errorMessage = (err: unknown) => (err instanceof Error ? err.message : String(err));
@@ -110,6 +138,20 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
   const runs = new Map<number, Run>();
   const lastExits = new Map<number, TrainingExit>();
   const restartPolicy = deps.restart ?? DEFAULT_RESTART_POLICY;
+  const host = deps.host ?? currentHost();
+  const writeRunFile = (run: Run) => {
+    const record: RunFile = {
+      pgid: run.pgid,
+      startTime: run.startTime,
+      startedAt: run.startedAt.toISOString(),
+      hostname: host.hostname,
+      bootId: host.bootId,
+      ...(run.state === 'stopping' && run.deadlineAt !== null
+        ? { stopDeadline: new Date(run.deadlineAt).toISOString() }
+        : {}),
+    };
+    writeFileSync(runFile(run.slot), `${JSON.stringify(record)}\n`);
+  };
   /** Slots asked to train (start without a stop since): a crash there is restarted. */
   const wanted = new Set<number>();
   const restarts = new Map<number, Restarts>();
@@ -124,12 +166,19 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
     return [slot];
   }
 
-  function newRun(slot: TrainingSlot, pgid: number, child: ChildProcess | null, startedAt: Date): Run {
+  function newRun(
+    slot: TrainingSlot,
+    pgid: number,
+    startTime: string | null,
+    child: ChildProcess | null,
+    startedAt: Date,
+  ): Run {
     let resolveDone!: () => void;
     const done = new Promise<void>((resolve) => (resolveDone = resolve));
     const run: Run = {
       slot,
       pgid,
+      startTime,
       child,
       startedAt,
       state: 'running',
@@ -225,6 +274,7 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
     run.deadlineAt = deadlineAt;
     if (run.killTimer) clearTimeout(run.killTimer);
     run.killTimer = setTimeout(() => killNow(run), graceMs);
+    if (runs.get(run.slot.gpuIndex) === run) writeRunFile(run);
   }
 
   /**
@@ -278,14 +328,9 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
       child.once('error', reject);
     });
     const pid = child.pid!;
-    const run = newRun(slot, pid, child, deps.now());
+    const run = newRun(slot, pid, processTable.startTime(pid), child, deps.now());
     pending.run = run;
-    const record: RunFile = {
-      pgid: pid,
-      startTime: processTable.startTime(pid),
-      startedAt: run.startedAt.toISOString(),
-    };
-    writeFileSync(runFile(slot), `${JSON.stringify(record)}\n`);
+    writeRunFile(run);
     logger.info('training started', { gpuIndex: slot.gpuIndex, pgid: pid, command: slot.command[0] });
     if (pending.exit) onLeaderExit(run, ...pending.exit);
   }
@@ -298,6 +343,15 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
     } catch {
       return;
     }
+    if (record.hostname !== undefined && record.hostname !== host.hostname) {
+      // Shared checkpoint storage: that host's run, not ours to adopt or remove.
+      logger.warn('training run file of another host left alone', { gpuIndex: slot.gpuIndex, host: record.hostname });
+      return;
+    }
+    if (record.bootId && host.bootId && record.bootId !== host.bootId) {
+      rmSync(runFile(slot), { force: true }); // written before a reboot: its pids are someone else's now
+      return;
+    }
     const pids = processTable.groupPids(record.pgid);
     const leaderRecycled =
       pids.includes(record.pgid) &&
@@ -307,9 +361,15 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
       rmSync(runFile(slot), { force: true });
       return;
     }
-    const run = newRun(slot, record.pgid, null, new Date(record.startedAt));
-    wanted.add(slot.gpuIndex);
-    logger.warn('training run adopted', { gpuIndex: slot.gpuIndex, pgid: record.pgid });
+    const run = newRun(slot, record.pgid, record.startTime, null, new Date(record.startedAt));
+    if (record.stopDeadline) {
+      // It was being stopped when the previous supervisor died: it was asked its SIGTERM, keep its deadline.
+      run.state = 'stopping';
+      tighten(run, Math.max(0, new Date(record.stopDeadline).getTime() - deps.now().getTime()));
+    } else {
+      wanted.add(slot.gpuIndex);
+    }
+    logger.warn('training run adopted', { gpuIndex: slot.gpuIndex, pgid: record.pgid, state: run.state });
     watchGroup(run); // no exit event for a process we did not spawn: poll the group
   }
 
@@ -372,6 +432,8 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
         const run = runs.get(slot.gpuIndex);
         const restart = restarts.get(slot.gpuIndex);
         return {
+          stopDeadline:
+            run?.state === 'stopping' && run.deadlineAt !== null ? new Date(run.deadlineAt).toISOString() : null,
           restart: restart
             ? { attempts: restart.attempts, nextAt: restart.nextAt?.toISOString() ?? null, gaveUp: restart.gaveUp }
             : null,

@@ -4,6 +4,7 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { SupervisorConfig } from '../../schemas/supervisor';
 import { isAlive, listLiveHolders, writeInventory } from '../../sim/gpu-state';
@@ -11,7 +12,13 @@ import { NoSlotError } from '../../supervisor/errors';
 import { createLogger, type Logger, silentLogger } from '../../supervisor/logger';
 import { createProcessTable } from '../../supervisor/process-group';
 import type { RestartPolicy } from '../../supervisor/restart-backoff';
-import { createTrainingManager, RUN_FILE, type TrainingManager } from '../../supervisor/training';
+import {
+  createTrainingManager,
+  currentHost,
+  type HostIdentity,
+  RUN_FILE,
+  type TrainingManager,
+} from '../../supervisor/training';
 import { checkpointStep, tempDirs, TRAINER, trainerEvents, waitFor } from './support';
 
 type Slot = SupervisorConfig['training'][number];
@@ -366,5 +373,57 @@ describe('training runs', () => {
     expect(restarted.status()[0]!.lastExit).toMatchObject({ code: null, signal: null }); // not our child: unknown
     await manager.idle(gpuIndex);
     expect(manager.status()[0]!.lastExit?.signal).toBe('SIGKILL');
+  });
+
+  const restartedManager = (checkpointDir: string, gpuIndex: number, host?: HostIdentity) => {
+    const restarted = createTrainingManager({
+      slots: [{ gpuIndex, checkpointDir, command: trainer() }],
+      baseEnv: process.env,
+      cwd: path.dirname(checkpointDir),
+      processTable: createProcessTable(),
+      now: () => new Date(),
+      logger: silentLogger,
+      orphanGraceMs: 1_000,
+      pollMs: 20,
+      host,
+    });
+    managers.push(restarted);
+    return restarted;
+  };
+
+  it('adopts a run that was stopping as stopping, keeping its deadline and sending no second SIGTERM', async () => {
+    const { manager, checkpointDir, gpuIndex } = setup({ command: trainer('--ignore-sigterm') });
+    const pid = await startTraining(manager, gpuIndex, checkpointDir);
+    manager.stop({ gpuIndex, graceMs: 60_000 });
+    const deadline = manager.status()[0]!.stopDeadline;
+    expect(deadline).toEqual(expect.any(String));
+    await waitFor('the SIGTERM', () => trainerEvents(checkpointDir).some((e) => e.event === 'signal ignored'));
+    const record = JSON.parse(readFileSync(path.join(checkpointDir, RUN_FILE), 'utf8')) as Record<string, unknown>;
+    expect(record).toMatchObject({
+      pgid: pid,
+      hostname: os.hostname(),
+      bootId: currentHost().bootId,
+      stopDeadline: deadline,
+    });
+
+    const restarted = restartedManager(checkpointDir, gpuIndex);
+    expect(restarted.status()[0]).toMatchObject({ state: 'stopping', pids: [pid], stopDeadline: deadline });
+    expect(trainerEvents(checkpointDir).filter((e) => e.event === 'signal ignored')).toHaveLength(1);
+    restarted.stop({ gpuIndex, graceMs: 100 }); // a shorter grace still tightens it
+    await restarted.idle(gpuIndex);
+    expect(isAlive(pid)).toBe(false);
+  });
+
+  it("leaves another host's run file alone and drops one written before this host's last boot", async () => {
+    const { manager, checkpointDir, gpuIndex } = setup({ command: trainer() });
+    const pid = await startTraining(manager, gpuIndex, checkpointDir);
+    const file = path.join(checkpointDir, RUN_FILE);
+    const elsewhere = restartedManager(checkpointDir, gpuIndex, { hostname: 'other-host', bootId: 'b' });
+    expect(elsewhere.status()[0]).toMatchObject({ state: 'idle', pids: [] });
+    expect(existsSync(file)).toBe(true);
+    const rebooted = restartedManager(checkpointDir, gpuIndex, { hostname: os.hostname(), bootId: 'a-later-boot' });
+    expect(rebooted.status()[0]).toMatchObject({ state: 'idle', pids: [] });
+    expect(existsSync(file)).toBe(false);
+    expect(isAlive(pid)).toBe(true); // not ours to touch: the first manager still runs it
   });
 });
