@@ -14,7 +14,8 @@ is stopped at *any* instant:
   directory that the next start removes; the previous checkpoint stays intact.
 * On start it resumes from the newest complete checkpoint: adapter weights, optimizer, LR schedule, RNG
   state and the position in the data, so no batch is trained twice or skipped.
-* On SIGTERM it finishes the step in flight, saves, and exits 0 well within the grace.
+* On SIGTERM it finishes the step in flight, saves, and exits 0 well within the grace; during the model load,
+  with nothing to save yet, SIGTERM ends it at once.
 
 Usage (the command of a training slot, see examples/supervisor.json):
     python3 examples/lora-trainer.py --base-model Qwen/Qwen2.5-0.5B-Instruct [--data train.jsonl]
@@ -159,12 +160,23 @@ BUILTIN_CORPUS = [
 
 
 class StopRequested:
-    """Records SIGTERM/SIGINT; the loop saves and exits at the next step boundary."""
+    """SIGTERM/SIGINT: while loading, the end at once; while training, a request the loop honours.
+
+    Until the first step there is nothing to save (the newest checkpoint on disk is complete), so the signals
+    keep the kernel's default action, which ends the process even inside a long C call such as reading the
+    weights: a Python handler would only run once that call returns, and a stop during a minutes-long model
+    load would spend the whole grace. ``training()`` then installs handlers that record the signal, and the
+    loop saves and exits at the next step boundary.
+    """
 
     def __init__(self) -> None:
         self.signal: Optional[int] = None
-        signal.signal(signal.SIGTERM, self._on_signal)
-        signal.signal(signal.SIGINT, self._on_signal)
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, signal.SIG_DFL)
+
+    def training(self) -> None:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, self._on_signal)
 
     def _on_signal(self, signum: int, _frame: Any) -> None:
         self.signal = signum
@@ -281,6 +293,7 @@ def train(args: argparse.Namespace, root: str, stop: StopRequested) -> int:
         log("started", base_model=args.base_model, device=device)
 
     texts = load_texts(args.data)
+    stop.training()  # from here on a SIGTERM lets the step in flight finish and is followed by a save
     last_save = time.monotonic()
     while state["step"] < args.max_steps and not stop:
         if state["offset"] >= len(texts):
@@ -320,7 +333,7 @@ def main(argv: list[str]) -> int:
     if not root:
         sys.exit("lora-trainer: HARU_CHECKPOINT_DIR must be set")
     pin_gpu()
-    stop = StopRequested()  # before the (slow) model load: a SIGTERM during loading exits cleanly too
+    stop = StopRequested()  # before the (slow) model load: a SIGTERM during loading ends it at once
     os.makedirs(root, exist_ok=True)
     clean_checkpoints(root)
     return train(args, root, stop)
