@@ -6,7 +6,7 @@
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { FailureType } from '../schemas/failures';
 import { quietEnvironment } from '../test/support/activity-environment';
-import { FakeHost } from '../test/support/fake-host';
+import { FakeHost, gpuMemory } from '../test/support/fake-host';
 import { fakeStore } from '../test/support/fake-store';
 import { domainSnapshot, IDS } from '../test/support/fleet-fixtures';
 import { createSupervisorActivities } from './supervisor';
@@ -104,7 +104,7 @@ describe('stopTraining', () => {
 });
 
 describe('verifyGpuReleased', () => {
-  it('waits until the stopped trainers hold no memory and usage is under the ratio', async () => {
+  it('waits until the stopped trainers hold no memory and nothing else holds more than the tolerance', async () => {
     const { host, acts, env, heartbeats } = setup();
     host.training[0]!.state = 'idle';
     let reads = 0;
@@ -115,50 +115,145 @@ describe('verifyGpuReleased', () => {
       return read(url, o);
     };
     const result = await env.run(acts.verifyGpuReleased, { domainId: IDS.b, trainerPids: [4242], maxUsedRatio: 0.1 });
-    expect(result).toEqual({ attempt: 1, gpus: [{ index: 0, usedMiB: 1_000, totalMiB: 80_000 }] });
+    expect(result).toEqual({
+      attempt: 1,
+      gpus: [
+        {
+          index: 0,
+          usedMiB: 1_000,
+          totalMiB: 80_000,
+          otherMiB: 1_000,
+          freeMiB: 79_000,
+          wakeNeedMiB: 0,
+          proof: 'device totals',
+        },
+      ],
+    });
     expect(heartbeats[0]).toMatchObject({
-      waitingFor: 'GPU 0: trainer pid 4242 still holds 69000 MiB; GPU 0: 88% used (70000/80000 MiB, max 10%)',
+      waitingFor:
+        'GPU 0: trainer pid 4242 still holds 69000 MiB; GPU 0: 70000 MiB held besides its vLLM servers (max 8000 MiB, 10% of 80000) (held by pid 4242 69000 MiB)',
     });
   });
 
-  it('keeps waiting while another process holds too much memory', async () => {
-    const { host, acts, env, heartbeats } = setup();
-    host.gpus[0] = {
+  it("does not count the sleeping vLLMs' own residue, however many share the GPU", async () => {
+    const { host, acts, env } = setup();
+    // Three sleeping servers keep 3 GB each (CUDA context and graph pools): 11% of the GPU, all theirs.
+    const models = [1, 2, 3].map((n) => ({ name: `m${n}`, pids: [100 + n], residueMiB: 3_000, wakeNeedMiB: 21_000 }));
+    host.gpus[0] = gpuMemory({
       index: 0,
-      uuid: 'GPU-0',
-      usedMiB: 20_000,
+      usedMiB: 9_004,
+      totalMiB: 81_559,
+      processes: models.map((m) => ({ pid: m.pids[0]!, usedMiB: 3_000 })),
+      models,
+    });
+    const result = (await env.run(acts.verifyGpuReleased, {
+      domainId: IDS.b,
+      trainerPids: [4242],
+      maxUsedRatio: 0.1,
+    })) as Awaited<ReturnType<typeof acts.verifyGpuReleased>>;
+    expect(result.gpus[0]).toMatchObject({ otherMiB: 4, freeMiB: 72_555, wakeNeedMiB: 63_000 });
+  });
+
+  it('keeps waiting while the models would not fit on wake, naming the figures and the processes', async () => {
+    const { host, acts, env, heartbeats } = setup();
+    host.gpus[0] = gpuMemory({
+      index: 0,
+      usedMiB: 10_500,
       totalMiB: 80_000,
-      processes: [{ pid: 1, usedMiB: 19_000 }],
-    };
+      processes: [
+        { pid: 101, usedMiB: 3_000 },
+        { pid: 7, usedMiB: 7_500 },
+      ],
+      models: [{ name: 'llama', pids: [101], residueMiB: 3_000, wakeNeedMiB: 72_000 }],
+    });
     let reads = 0;
     host.client.gpuMemory = async () => {
       reads += 1;
-      if (reads === 4) env.cancel('TIMED_OUT');
+      if (reads === 3) env.cancel('TIMED_OUT');
       return { gpus: structuredClone(host.gpus), at: '' };
     };
     await expect(
       env.run(acts.verifyGpuReleased, { domainId: IDS.b, trainerPids: [4242], maxUsedRatio: 0.1 }),
     ).rejects.toBeInstanceOf(CancelledFailure);
     expect(heartbeats).toContainEqual(
-      expect.objectContaining({ waitingFor: 'GPU 0: 25% used (20000/80000 MiB, max 10%)' }),
+      expect.objectContaining({
+        waitingFor:
+          'GPU 0: 69500 MiB free, the models need 72000 MiB to wake (llama 72000) (held by pid 7 7500 MiB)'.replace(
+            '69500',
+            '69500',
+          ),
+      }),
     );
   });
 
-  it('checks only the trainer pids where the device reports no total (MIG)', async () => {
+  it('checks only the trainer pids where the device reports no total, and says so', async () => {
     const { host, acts, env } = setup();
-    host.gpus[0] = {
+    host.gpus[0] = gpuMemory({
       index: 0,
-      uuid: 'MIG-0',
       usedMiB: 50_000,
       totalMiB: null,
       processes: [{ pid: 1, usedMiB: 50_000 }],
-    };
+      source: 'processes',
+    });
     const result = (await env.run(acts.verifyGpuReleased, {
       domainId: IDS.b,
       trainerPids: [4242],
       maxUsedRatio: 0.1,
     })) as Awaited<ReturnType<typeof acts.verifyGpuReleased>>;
-    expect(result.gpus).toEqual([{ index: 0, usedMiB: 50_000, totalMiB: null }]);
+    expect(result.gpus).toEqual([
+      {
+        index: 0,
+        usedMiB: 50_000,
+        totalMiB: null,
+        otherMiB: 50_000,
+        freeMiB: null,
+        wakeNeedMiB: 0,
+        proof: 'per-process figures: trainer pids only (no total, wake fit not checked)',
+      },
+    ]);
+  });
+
+  it.each(['permission', 'lost'] as const)(
+    'fails at once (non-retryable) on a GPU whose memory reads as a %s error',
+    async (kind) => {
+      const { host, acts, env } = setup();
+      const message = `GPU 0 (GPU-0): ${kind}: the fix`;
+      host.gpus[0] = gpuMemory({ index: 0, usedMiB: null, totalMiB: null, error: { kind, message } });
+      const failure = await failureOf(
+        env.run(acts.verifyGpuReleased, { domainId: IDS.b, trainerPids: [4242], maxUsedRatio: 0.1 }),
+      );
+      expect(failure).toMatchObject({ type: FailureType.InvalidTarget, nonRetryable: true, message });
+    },
+  );
+
+  it('keeps waiting on an unknown driver error and on a trainer pid whose memory is not reported', async () => {
+    const { host, acts, env, heartbeats } = setup();
+    host.gpus[0] = gpuMemory({
+      index: 0,
+      usedMiB: null,
+      totalMiB: null,
+      error: { kind: 'unknown', message: 'GPU 0: [Unknown Error]' },
+    });
+    let reads = 0;
+    host.client.gpuMemory = async () => {
+      reads += 1;
+      if (reads === 2)
+        host.gpus[0] = gpuMemory({
+          index: 0,
+          usedMiB: 10,
+          totalMiB: 80_000,
+          processes: [{ pid: 4242, usedMiB: null }],
+        });
+      if (reads === 4) env.cancel('TIMED_OUT');
+      return { gpus: structuredClone(host.gpus), at: '' };
+    };
+    await expect(
+      env.run(acts.verifyGpuReleased, { domainId: IDS.b, trainerPids: [4242], maxUsedRatio: 0.1 }),
+    ).rejects.toBeInstanceOf(CancelledFailure);
+    expect(heartbeats).toContainEqual(expect.objectContaining({ waitingFor: 'GPU 0: [Unknown Error]' }));
+    expect(heartbeats).toContainEqual(
+      expect.objectContaining({ waitingFor: 'GPU 0: trainer pid 4242 still holds an unreported amount of MiB' }),
+    );
   });
 
   it('refuses a training GPU the supervisor does not report', async () => {

@@ -5,15 +5,17 @@ The supervisor starts this command on a standby domain's GPU and stops it when t
 SIGTERM first, SIGKILL after the fleet's `trainingStopGraceMs`. The job therefore has to be correct when it
 is stopped at *any* instant:
 
-* ``HARU_GPU_INDEX`` pins it to its GPU: ``CUDA_VISIBLE_DEVICES`` is set before torch is imported, so the
-  job never touches (or allocates a CUDA context on) the GPU of another slot.
+* ``HARU_GPU_INDEX`` pins it to its GPU: ``CUDA_VISIBLE_DEVICES`` is set before torch is imported (kept
+  when the supervisor named the slot's MIG instance there), so the job never touches (or allocates a CUDA
+  context on) the GPU of another slot.
 * ``HARU_CHECKPOINT_DIR`` holds its checkpoints. Each one is written into a temporary directory, flushed
   to disk, marked complete and then renamed into place, and only then does the ``latest`` pointer move
   (write-to-temp + fsync + ``os.replace``). A SIGKILL in the middle of a save leaves at worst a temporary
   directory that the next start removes; the previous checkpoint stays intact.
 * On start it resumes from the newest complete checkpoint: adapter weights, optimizer, LR schedule, RNG
   state and the position in the data, so no batch is trained twice or skipped.
-* On SIGTERM it finishes the step in flight, saves, and exits 0 well within the grace.
+* On SIGTERM it finishes the step in flight, saves, and exits 0 well within the grace; during the model load,
+  with nothing to save yet, SIGTERM ends it at once.
 
 Usage (the command of a training slot, see examples/supervisor.json):
     python3 examples/lora-trainer.py --base-model Qwen/Qwen2.5-0.5B-Instruct [--data train.jsonl]
@@ -158,12 +160,23 @@ BUILTIN_CORPUS = [
 
 
 class StopRequested:
-    """Records SIGTERM/SIGINT; the loop saves and exits at the next step boundary."""
+    """SIGTERM/SIGINT: while loading, the end at once; while training, a request the loop honours.
+
+    Until the first step there is nothing to save (the newest checkpoint on disk is complete), so the signals
+    keep the kernel's default action, which ends the process even inside a long C call such as reading the
+    weights: a Python handler would only run once that call returns, and a stop during a minutes-long model
+    load would spend the whole grace. ``training()`` then installs handlers that record the signal, and the
+    loop saves and exits at the next step boundary.
+    """
 
     def __init__(self) -> None:
         self.signal: Optional[int] = None
-        signal.signal(signal.SIGTERM, self._on_signal)
-        signal.signal(signal.SIGINT, self._on_signal)
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, signal.SIG_DFL)
+
+    def training(self) -> None:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, self._on_signal)
 
     def _on_signal(self, signum: int, _frame: Any) -> None:
         self.signal = signum
@@ -193,11 +206,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def pin_gpu() -> None:
-    """Restricts this process to HARU_GPU_INDEX before torch initialises CUDA."""
+    """Restricts this process to its slot's GPU before torch initialises CUDA.
+
+    A MIG instance the supervisor chose (``CUDA_VISIBLE_DEVICES=MIG-...``) stays; anything else, an inherited
+    list of every GPU included, becomes HARU_GPU_INDEX, numbered as nvidia-smi numbers GPUs (PCI bus order).
+    """
     index = os.environ.get("HARU_GPU_INDEX")
     if index is None or not index.isdigit():
         sys.exit("lora-trainer: HARU_GPU_INDEX must be set to the GPU this slot owns")
-    os.environ["CUDA_VISIBLE_DEVICES"] = index
+    if not os.environ.get("CUDA_VISIBLE_DEVICES", "").startswith("MIG-"):
+        os.environ["CUDA_VISIBLE_DEVICES"] = index
+    os.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
 
 
 def load_texts(path: Optional[str]) -> list[str]:
@@ -274,6 +293,7 @@ def train(args: argparse.Namespace, root: str, stop: StopRequested) -> int:
         log("started", base_model=args.base_model, device=device)
 
     texts = load_texts(args.data)
+    stop.training()  # from here on a SIGTERM lets the step in flight finish and is followed by a save
     last_save = time.monotonic()
     while state["step"] < args.max_steps and not stop:
         if state["offset"] >= len(texts):
@@ -313,7 +333,7 @@ def main(argv: list[str]) -> int:
     if not root:
         sys.exit("lora-trainer: HARU_CHECKPOINT_DIR must be set")
     pin_gpu()
-    stop = StopRequested()  # before the (slow) model load: a SIGTERM during loading exits cleanly too
+    stop = StopRequested()  # before the (slow) model load: a SIGTERM during loading ends it at once
     os.makedirs(root, exist_ok=True)
     clean_checkpoints(root)
     return train(args, root, stop)

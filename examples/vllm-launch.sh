@@ -10,7 +10,7 @@
 # Usage: examples/vllm-launch.sh GPU_INDEX PORT SERVED_NAME MODEL [more vllm serve arguments...]
 #   examples/vllm-launch.sh 0 8001 qwen-0.5b Qwen/Qwen2.5-0.5B-Instruct --gpu-memory-utilization 0.25
 # Several models share one GPU by splitting --gpu-memory-utilization between them; the supervisor config
-# (examples/supervisor.json) lists the same names and ports.
+# (examples/supervisor.json) lists the same names, ports and shares (`gpuMemoryUtilization`: what a wake needs).
 set -eu
 
 if [ "$#" -lt 4 ]; then

@@ -30,7 +30,11 @@ export const fleetPolicySchema = z
     trainingStopGraceMs: ms(10_000),
     stopTrainingTimeoutMs: ms(60_000),
     verifyGpuTimeoutMs: ms(30_000),
-    /** Highest fraction of a training GPU's memory that may still be in use before waking vLLM on it. */
+    /**
+     * Highest fraction of a training GPU's memory that processes other than its own vLLM servers may still hold
+     * before waking them (the servers' own residue while asleep does not count; that the wake fits is checked
+     * apart, against what the servers need).
+     */
     maxUsedRatioForWake: z.number().min(0).max(1).default(0.1),
     wakeTimeoutMs: ms(120_000),
     probeTimeoutMs: ms(30_000),

@@ -6,10 +6,21 @@ import { gpuIndexSchema, modelNameSchema } from './layout';
 // Supervisor config (HARU_SUPERVISOR_CONFIG): what runs on one GPU host.
 // ---------------------------------------------------------------------------------------------------------------
 
+/** vLLM's default `--gpu-memory-utilization` (vllm/config: `gpu_memory_utilization: float = 0.9`). */
+export const VLLM_DEFAULT_GPU_MEMORY_UTILIZATION = 0.9;
+
 export const supervisorModelSchema = z.strictObject({
   name: modelNameSchema,
   /** The vLLM server's port on 127.0.0.1. */
   port: z.number().int().min(1).max(65_535),
+  /**
+   * The server's `--gpu-memory-utilization`: the share of the GPU (or MIG instance) it takes awake. vLLM's
+   * limit is per instance and checked against free memory at start, so a wake needs this share back, less
+   * what the sleeping server still holds. Default 0.9, vLLM's.
+   */
+  gpuMemoryUtilization: z.number().gt(0).max(1).optional(),
+  /** What the server needs free to wake, in MiB, when its share is not the right measure (overrides it). */
+  wakeMiB: z.number().int().positive().optional(),
 });
 
 export const supervisorInferenceSlotSchema = z.strictObject({
@@ -18,8 +29,24 @@ export const supervisorInferenceSlotSchema = z.strictObject({
   sleepLevel: sleepLevelSchema.default(1),
 });
 
+/**
+ * A MIG instance as nvidia-smi names it: `MIG-<uuid>` (R470 and later, `nvidia-smi -L`) or the older
+ * `MIG-<GPU-UUID>/<GI>/<CI>` form.
+ */
+export const migDeviceSchema = z
+  .string()
+  .regex(
+    /^MIG-(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|GPU-[0-9a-f-]{36}\/\d+\/\d+)$/i,
+    'must be a MIG device as nvidia-smi -L prints it: MIG-<uuid> or MIG-<GPU-UUID>/<GI>/<CI>',
+  );
+
 export const supervisorTrainingSlotSchema = z.strictObject({
   gpuIndex: gpuIndexSchema,
+  /**
+   * The MIG instance of `gpuIndex` the trainer and the models share. Its own memory figures are the proof the
+   * GPU was released: with MIG on, nvidia-smi reads a whole GPU's memory only with privileges it rarely has.
+   */
+  mig: migDeviceSchema.optional(),
   command: z.array(z.string().min(1)).min(1),
   checkpointDir: z.string().min(1),
   env: z
@@ -138,6 +165,17 @@ export const trainingExitSchema = z.object({
 });
 export type TrainingExit = z.infer<typeof trainingExitSchema>;
 
+/** Restarts of a run that crashed while wanted (started and not stopped since). */
+export const trainingRestartSchema = z.object({
+  /** Restarts in a row so far. */
+  attempts: z.number().int(),
+  /** When the next one is due; null when none is pending. */
+  nextAt: z.string().nullable(),
+  /** The attempts are spent: the slot stays down until the next start. */
+  gaveUp: z.boolean(),
+});
+export type TrainingRestart = z.infer<typeof trainingRestartSchema>;
+
 export const trainingRunStatusSchema = z.object({
   gpuIndex: z.number().int(),
   state: trainingRunStateSchema,
@@ -145,6 +183,10 @@ export const trainingRunStatusSchema = z.object({
   pids: z.array(z.number().int()),
   startedAt: z.string().nullable(),
   lastExit: trainingExitSchema.nullable(),
+  /** When a stopping run gets its SIGKILL; null otherwise. */
+  stopDeadline: z.string().nullable().optional(),
+  /** Set once a crashed run has been restarted or is due to be; null otherwise. */
+  restart: trainingRestartSchema.nullable().optional(),
 });
 export type TrainingRunStatus = z.infer<typeof trainingRunStatusSchema>;
 
@@ -155,14 +197,52 @@ export const supervisorStatusSchema = z.object({
 });
 export type SupervisorStatus = z.infer<typeof supervisorStatusSchema>;
 
-export const gpuProcessMemorySchema = z.object({ pid: z.number().int(), usedMiB: z.number() });
+export const gpuProcessMemorySchema = z.object({
+  pid: z.number().int(),
+  /** null when the driver does not say (the process is listed, its memory is not). */
+  usedMiB: z.number().nullable(),
+});
+
+/** A vLLM server configured on a GPU: its processes, what they hold there, what a wake needs free. */
+export const gpuModelMemorySchema = z.object({
+  name: z.string(),
+  /** The process serving its port and that process's descendants (engine core, tensor-parallel workers). */
+  pids: z.array(z.number().int()),
+  /** Memory its processes hold on this GPU (a sleeping server's residue); null when no per-process figure says. */
+  residueMiB: z.number().nullable(),
+  /** `wakeMiB`, else its share of the GPU less its residue; null when the GPU's total is unknown. */
+  wakeNeedMiB: z.number().nullable(),
+});
+export type GpuModelMemory = z.infer<typeof gpuModelMemorySchema>;
+
+/**
+ * Where a GPU's figures come from: the device's own totals; the sum of its per-process figures (the device
+ * prints `[N/A]` / `[Not Supported]` for totals); or the MIG instance the slot names.
+ */
+export const GPU_MEMORY_SOURCES = ['device', 'processes', 'mig'] as const;
+/**
+ * Why a GPU's memory cannot be read: the caller lacks the privilege (MIG without a slot naming its instance),
+ * the GPU fell off the bus, or the driver gave an unknown error.
+ */
+export const GPU_MEMORY_ERRORS = ['permission', 'lost', 'unknown'] as const;
+export const gpuMemoryErrorSchema = z.object({ kind: z.enum(GPU_MEMORY_ERRORS), message: z.string() });
+export type GpuMemoryError = z.infer<typeof gpuMemoryErrorSchema>;
+
 export const gpuMemorySchema = z.object({
   index: z.number().int(),
   uuid: z.string(),
-  usedMiB: z.number(),
-  /** null when the device does not report totals (MIG); usage then comes from per-process figures. */
+  /** null only with `error`. */
+  usedMiB: z.number().nullable(),
+  /** null when the device does not report totals; usage then comes from per-process figures. */
   totalMiB: z.number().nullable(),
   processes: z.array(gpuProcessMemorySchema),
+  source: z.enum(GPU_MEMORY_SOURCES).default('device'),
+  /** The MIG instance the figures are of (source `mig`). */
+  migDevice: z.string().nullable().default(null),
+  /** Set when the figures cannot be read; the message names the GPU and the fix. */
+  error: gpuMemoryErrorSchema.nullable().default(null),
+  /** The vLLM servers configured on this GPU and the memory they hold and need. */
+  models: z.array(gpuModelMemorySchema).default([]),
 });
 export type GpuMemory = z.infer<typeof gpuMemorySchema>;
 export const gpuMemoryReportSchema = z.object({ gpus: z.array(gpuMemorySchema), at: z.string() });

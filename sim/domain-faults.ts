@@ -11,8 +11,8 @@ export interface SimFaults {
   clear(model?: string): Promise<void>;
   /** SIGKILLs one fake vLLM; resolves when it is gone. */
   crash(model: string): Promise<void>;
-  /** Changes what the fake nvidia-smi reports: MIG `[N/A]` totals, a driver failure, garbage output. */
-  gpu(patch: Partial<Pick<SimGpuInventory, 'mig' | 'fault'>>): void;
+  /** Changes what the fake nvidia-smi reports: MIG, lost GPUs, a driver failure, garbage output. */
+  gpu(patch: Partial<Pick<SimGpuInventory, 'mig' | 'lost' | 'fault'>>): void;
 }
 
 interface FaultTarget {

@@ -9,8 +9,11 @@ export const SIM_GPU_NAME = 'NVIDIA H100 80GB HBM3';
 export const SIM_GPU_TOTAL_MIB = 81_559;
 /** vLLM's default `--gpu-memory-utilization`: the share of a GPU the engines on it take when awake. */
 const GPU_MEMORY_UTILIZATION = 0.9;
-/** The CUDA context a sleeping engine keeps. */
-export const SIM_CONTEXT_MIB = 500;
+/**
+ * What each sleeping engine keeps on its GPU: CUDA context plus CUDA graph pools, which vLLM's sleep mode does not
+ * free (1-7 GB per GPU on real hosts). Two asleep on one GPU hold more than 10% of it between them.
+ */
+export const SIM_RESIDUE_MIB = 4_500;
 
 /** One fake vLLM to run: where it listens and how much VRAM it takes awake. */
 export interface SimModelPlan {
@@ -20,6 +23,7 @@ export interface SimModelPlan {
   servingUrl: string;
   weightsMiB: number;
   kvCacheMiB: number;
+  residueMiB: number;
 }
 
 /** What a simulated domain consists of, derived from the layout alone. */
@@ -72,7 +76,7 @@ export function planSimDomain(layout: FleetLayout, domainSlug: string, stateDir:
       name: SIM_GPU_NAME,
       totalMiB: SIM_GPU_TOTAL_MIB,
     })),
-    mig: false,
+    mig: null,
     baselineMiB: 4,
     fault: null,
   };
@@ -88,7 +92,8 @@ export function planSimDomain(layout: FleetLayout, domainSlug: string, stateDir:
       });
       continue;
     }
-    const share = Math.floor((SIM_GPU_TOTAL_MIB * GPU_MEMORY_UTILIZATION) / slot.models.length) - SIM_CONTEXT_MIB;
+    const utilization = GPU_MEMORY_UTILIZATION / slot.models.length;
+    const share = Math.floor(SIM_GPU_TOTAL_MIB * utilization) - SIM_RESIDUE_MIB;
     const slotModels = slot.models.map((m) => {
       const weightsMiB = Math.min(weightsFromName(m.name), Math.floor(share / 2));
       return {
@@ -98,13 +103,15 @@ export function planSimDomain(layout: FleetLayout, domainSlug: string, stateDir:
         servingUrl: m.servingUrl,
         weightsMiB,
         kvCacheMiB: share - weightsMiB,
+        residueMiB: SIM_RESIDUE_MIB,
       };
     });
     models.push(...slotModels);
     config.inference.push({
       gpuIndex: slot.gpuIndex,
       sleepLevel: slot.sleepLevel,
-      models: slotModels.map((m) => ({ name: m.name, port: m.port })),
+      // As `--gpu-memory-utilization` would be set for engines sharing a GPU: what a wake needs back.
+      models: slotModels.map((m) => ({ name: m.name, port: m.port, gpuMemoryUtilization: utilization })),
     });
   }
   return {

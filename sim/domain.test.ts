@@ -9,7 +9,10 @@ import path from 'node:path';
 import { fleetLayoutSchema, type FleetLayout } from '../schemas/layout';
 import { gpuMemoryReportSchema, supervisorStatusSchema } from '../schemas/supervisor';
 import { freePort } from '../test/support/ports';
+import { judgeGpu } from '../activities/supervisor';
+import { waitFor } from '../test/supervisor/support';
 import { startSimDomain, type SimDomain } from './domain';
+import { SIM_RESIDUE_MIB } from './domain-plan';
 import { isAlive } from './gpu-state';
 
 const TOKEN = 'sim-domain-test-token';
@@ -119,6 +122,32 @@ describe('simulated domain', () => {
 
     const pids = [...domain.models.map((m) => m.pid), domain.supervisorPid, ...trainerPids];
     expect(pids.every(isAlive)).toBe(true);
+
+    // Trainers gone, the engines' residue stays: theirs, so the wake may go ahead although it is over 10%.
+    await supervisor(domain, 'POST', '/v1/training/stop', { graceMs: 3_000 });
+    const released = await waitFor('training idle and released', async () => {
+      const report = gpuMemoryReportSchema.parse(await supervisor(domain, 'GET', '/v1/gpu/memory'));
+      return report.gpus.every((g) => !g.processes.some((p) => trainerPids.includes(p.pid))) && report;
+    });
+    const gpu0 = released.gpus[0]!;
+    expect(gpu0.usedMiB! / gpu0.totalMiB!).toBeGreaterThan(0.1);
+    const [qwen, llama] = domain.models;
+    expect(gpu0.models).toEqual([
+      {
+        name: qwen!.name,
+        pids: [qwen!.pid],
+        residueMiB: SIM_RESIDUE_MIB,
+        wakeNeedMiB: Math.round(0.45 * 81_559) - SIM_RESIDUE_MIB,
+      },
+      {
+        name: llama!.name,
+        pids: [llama!.pid],
+        residueMiB: SIM_RESIDUE_MIB,
+        wakeNeedMiB: Math.round(0.45 * 81_559) - SIM_RESIDUE_MIB,
+      },
+    ]);
+    for (const gpu of released.gpus) expect(judgeGpu(gpu, trainerPids, 0.1).problems).toEqual([]);
+
     await domain.stop();
     expect(pids.filter(isAlive)).toEqual([]);
     for (const m of domain.models) expect(await refused(m.port)).toBe(true);
@@ -148,9 +177,9 @@ describe('simulated domain', () => {
     expect((await status(domain)).models.map((m) => m.state)).toEqual(['unknown', 'unknown', 'awake']);
     await expect(domain.faults.set(small!.name, { hang: true })).rejects.toThrow(/is not running/);
 
-    domain.faults.gpu({ mig: true });
-    const mig = gpuMemoryReportSchema.parse(await supervisor(domain, 'GET', '/v1/gpu/memory'));
-    expect(mig.gpus.every((g) => g.totalMiB === null)).toBe(true);
+    domain.faults.gpu({ lost: [0] });
+    const lost = gpuMemoryReportSchema.parse(await supervisor(domain, 'GET', '/v1/gpu/memory'));
+    expect(lost.gpus.map((g) => g.error?.kind ?? null)).toEqual(['lost', ...lost.gpus.slice(1).map(() => null)]);
     await domain.stop();
   });
 

@@ -120,6 +120,7 @@ export async function startSimDomain(opts: SimDomainOptions): Promise<SimDomain>
       ...['--model', m.name, '--port', String(m.port), '--host', host, '--gpu-index', String(m.gpuIndex)],
       ...['--gpu-state', gpuStateDir, '--control', controlFile],
       ...['--weights-mib', String(m.weightsMiB), '--kv-cache-mib', String(m.kvCacheMiB)],
+      ...['--residue-mib', String(m.residueMiB)],
       ...(opts.wakeDelayMs !== undefined ? ['--wake-delay-ms', String(opts.wakeDelayMs)] : []),
       ...(opts.tokensPerSecond !== undefined ? ['--tokens-per-second', String(opts.tokensPerSecond)] : []),
     ];

@@ -38,7 +38,7 @@ function readInventory(dir) {
   return readJson(path.join(dir, INVENTORY_FILE));
 }
 
-/** Merges `patch` into the inventory's options (mig, baselineMiB, fault). */
+/** Merges `patch` into the inventory's options (mig, lost, baselineMiB, fault). */
 function updateInventory(dir, patch) {
   writeInventory(dir, { ...readInventory(dir), ...patch });
 }
@@ -79,7 +79,7 @@ function holderFile(dir, pid, gpuIndex) {
  * Records that `pid` holds `usedMiB` on GPU `gpuIndex` (replacing its previous figure). 0 releases the memory.
  * `label` says what the process is (shown as nvidia-smi's process_name).
  */
-function setHolding(dir, { pid = process.pid, gpuIndex, usedMiB, label = 'python3' }) {
+function setHolding(dir, { pid = process.pid, gpuIndex, usedMiB, label = 'python3', migUuid }) {
   const file = holderFile(dir, pid, gpuIndex);
   if (!usedMiB) {
     fs.rmSync(file, { force: true });
@@ -87,7 +87,8 @@ function setHolding(dir, { pid = process.pid, gpuIndex, usedMiB, label = 'python
   }
   const stat = procStat(pid);
   fs.mkdirSync(path.dirname(file), { recursive: true });
-  writeJsonAtomic(file, { pid, gpuIndex, usedMiB, label, startTime: stat ? stat.startTime : null });
+  const holder = { pid, gpuIndex, usedMiB, label, startTime: stat ? stat.startTime : null };
+  writeJsonAtomic(file, migUuid ? { ...holder, migUuid } : holder);
 }
 
 /** Every holder whose process is still the one that wrote the file (same pid, same start time). */

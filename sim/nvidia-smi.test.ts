@@ -28,7 +28,7 @@ beforeEach(() => {
       { index: 0, uuid: UUID0, name: 'NVIDIA H100 80GB HBM3', totalMiB: 81559 },
       { index: 1, uuid: UUID1, name: 'NVIDIA H100 80GB HBM3', totalMiB: 81559 },
     ],
-    mig: false,
+    mig: null,
     baselineMiB: 4,
     fault: null,
   });
@@ -67,14 +67,38 @@ describe('fake nvidia-smi', () => {
     );
   });
 
-  it('reports [N/A] for the GPU totals in MIG mode while per-process figures stay', async () => {
-    updateInventory(dir, { mig: true });
-    expect((await smi('--query-gpu=index,memory.used,memory.total', '--format=csv,noheader,nounits')).stdout).toBe(
-      '0, [N/A], [N/A]\n1, [N/A], [N/A]\n',
+  it('follows NVML under MIG: aggregate figures and processes only when privileged, instances always', async () => {
+    const MIG0 = 'MIG-c6d4f1ef-42e4-5de3-91c7-45d71c87eb3f';
+    const mig = {
+      privileged: false,
+      instances: [{ gpuIndex: 1, gi: 1, ci: 0, uuid: MIG0, profile: '3g.40gb', totalMiB: 40_192 }],
+    };
+    updateInventory(dir, { mig });
+    const query = ['--query-gpu=index,memory.used,memory.total', '--format=csv,noheader,nounits'];
+    expect((await smi(...query)).stdout).toBe(
+      '0, 4, 81559\n1, [Insufficient Permissions], [Insufficient Permissions]\n',
     );
-    expect((await smi('--query-compute-apps=pid,used_memory', '--format=csv,noheader,nounits')).stdout).toBe(
-      `${process.pid}, 20500\n`,
+    const apps = ['--query-compute-apps=pid,used_memory', '--format=csv,noheader,nounits'];
+    expect((await smi(...apps)).stdout).toBe('');
+    expect((await smi('-L')).stdout).toBe(
+      `GPU 0: NVIDIA H100 80GB HBM3 (UUID: ${UUID0})\nGPU 1: NVIDIA H100 80GB HBM3 (UUID: ${UUID1})\n  MIG 3g.40gb    Device  0: (UUID: ${MIG0})\n`,
     );
+    const xml = (await smi('-q', '-x')).stdout;
+    expect(xml).toMatch(/<mig_device>\s*<index>0<\/index>\s*<gpu_instance_id>1<\/gpu_instance_id>/);
+    expect(xml).toMatch(/<used>20504 MiB<\/used>\s*<free>19688 MiB<\/free>/); // the instance: baseline + holder
+    expect(xml).toContain('<used>Insufficient Permissions</used>'); // the GPU as a whole
+
+    updateInventory(dir, { mig: { ...mig, privileged: true } });
+    expect((await smi(...query)).stdout).toBe('0, 4, 81559\n1, 20504, 81559\n');
+    expect((await smi(...apps)).stdout).toBe(`${process.pid}, 20500\n`);
+  });
+
+  it('prints [GPU is lost] for a GPU that fell off the bus and lists none of its processes', async () => {
+    updateInventory(dir, { lost: [1] });
+    expect((await smi('--query-gpu=index,uuid,memory.used', '--format=csv,noheader,nounits')).stdout).toBe(
+      `0, ${UUID0}, 4\n1, ${UUID1}, [GPU is lost]\n`,
+    );
+    expect((await smi('--query-compute-apps=pid', '--format=csv,noheader')).stdout).toBe('');
   });
 
   it('releases the memory of a process that died without cleaning up', async () => {

@@ -13,6 +13,17 @@
  *   --exit-delay-ms N    HARU_SIM_TRAINER_EXIT_DELAY_MS    take N ms to exit after SIGTERM (slow shutdown)
  *   --spawn-child        HARU_SIM_TRAINER_SPAWN_CHILD=1    start a worker child that ignores SIGTERM (a
  *                                                          dataloader that only dies with its process group)
+ *   --workers N          HARU_SIM_TRAINER_WORKERS          start N DataLoader-like workers in the group: they die
+ *                                                          on SIGTERM (as PyTorch's do), and a worker that dies
+ *                                                          before the final checkpoint crashes the leader (exit 1,
+ *                                                          no checkpoint), as "DataLoader worker (pid N) is killed
+ *                                                          by signal: Terminated" does. The leader stops them
+ *                                                          itself after its final checkpoint.
+ *   --cuda-device-0      HARU_SIM_TRAINER_CUDA_DEVICE_0=1  ignore HARU_GPU_INDEX and hold memory where `cuda:0`
+ *                                                          is, as a PyTorch trainer does: the first device of
+ *                                                          CUDA_VISIBLE_DEVICES (an index, a GPU-/MIG- UUID),
+ *                                                          else GPU 0
+ *   --crash-after-ms N   HARU_SIM_TRAINER_CRASH_AFTER_MS   crash (exit 1, no final checkpoint) N ms after starting
  * Every event is appended as a JSON line to `$HARU_CHECKPOINT_DIR/trainer.log`.
  */
 const fs = require('node:fs');
@@ -43,7 +54,25 @@ const vramMiB = Number(option('--vram-mib', 'HARU_SIM_TRAINER_VRAM_MIB', '20000'
 const ignoreSigterm = isTrue(option('--ignore-sigterm', 'HARU_SIM_TRAINER_IGNORE_SIGTERM', '0'));
 const exitDelayMs = Number(option('--exit-delay-ms', 'HARU_SIM_TRAINER_EXIT_DELAY_MS', '0'));
 const spawnChild = isTrue(option('--spawn-child', 'HARU_SIM_TRAINER_SPAWN_CHILD', '0'));
+const workerCount = Number(option('--workers', 'HARU_SIM_TRAINER_WORKERS', '0'));
+const crashAfterMs = Number(option('--crash-after-ms', 'HARU_SIM_TRAINER_CRASH_AFTER_MS', '0'));
 const gpuStateDir = process.env.HARU_SIM_GPU_STATE;
+const cudaDevice0 = isTrue(option('--cuda-device-0', 'HARU_SIM_TRAINER_CUDA_DEVICE_0', '0'));
+
+/** Where the memory goes: `HARU_GPU_INDEX`, or with --cuda-device-0 where CUDA's device 0 is. */
+function device() {
+  if (!cudaDevice0) return { gpuIndex };
+  const first = (process.env.CUDA_VISIBLE_DEVICES || '0').split(',')[0].trim();
+  if (/^\d+$/.test(first)) return { gpuIndex: Number(first) };
+  const inventory = gpuStateDir ? gpuState.readInventory(gpuStateDir) : { gpus: [], mig: null };
+  const mig = inventory.mig && inventory.mig.instances.find((m) => m.uuid === first);
+  if (mig) return { gpuIndex: mig.gpuIndex, migUuid: mig.uuid };
+  const gpu = inventory.gpus.find((g) => g.uuid === first);
+  if (gpu) return { gpuIndex: gpu.index };
+  process.stderr.write(`trainer: CUDA_VISIBLE_DEVICES=${first} names no device of this host\n`);
+  process.exit(1);
+}
+const held = device();
 
 fs.mkdirSync(checkpointDir, { recursive: true });
 const checkpointFile = path.join(checkpointDir, 'checkpoint.json');
@@ -70,7 +99,7 @@ function checkpoint(step, final) {
 
 let step = readStep();
 log('started', { resumedFromStep: step });
-if (gpuStateDir) gpuState.setHolding(gpuStateDir, { gpuIndex, usedMiB: vramMiB, label: 'python3' });
+if (gpuStateDir) gpuState.setHolding(gpuStateDir, { ...held, usedMiB: vramMiB, label: 'python3' });
 
 if (spawnChild) {
   // Stays in our process group and ignores SIGTERM: only the group's SIGKILL ends it. It writes child.pid
@@ -83,12 +112,35 @@ if (spawnChild) {
   log('child started', { childPid: child.pid });
 }
 
+// DataLoader-like workers: default SIGTERM handling (they die), and they leave when the leader goes.
+const workers = [];
+let stopping = false;
+for (let i = 0; i < workerCount; i += 1) {
+  const script = `const ppid = process.ppid; setInterval(() => { if (process.ppid !== ppid) process.exit(0); }, 50);`;
+  const worker = spawn(process.execPath, ['-e', script], { stdio: 'ignore' });
+  workers.push(worker);
+  worker.once('exit', (code, signal) => {
+    if (finished) return;
+    // The next batch cannot come: the leader dies with PyTorch's error, before any final checkpoint.
+    log('crashed', { reason: `DataLoader worker (pid ${worker.pid}) is killed by signal: ${signal || code}` });
+    process.exit(1);
+  });
+}
+if (workerCount) log('workers started', { workerPids: workers.map((w) => w.pid) });
+let finished = false;
+
 const timer = setInterval(() => {
   step += 1;
   checkpoint(step, false);
 }, intervalMs);
 
-let stopping = false;
+if (crashAfterMs > 0) {
+  setTimeout(() => {
+    log('crashed', { reason: 'simulated crash', step });
+    process.exit(1);
+  }, crashAfterMs);
+}
+
 function onTerm(signal) {
   if (ignoreSigterm) {
     log('signal ignored', { signal });
@@ -97,13 +149,20 @@ function onTerm(signal) {
   if (stopping) return;
   stopping = true;
   log('stopping', { signal, step });
-  setTimeout(() => {
-    clearInterval(timer);
-    checkpoint(step, true);
-    if (gpuStateDir) gpuState.setHolding(gpuStateDir, { gpuIndex, usedMiB: 0 });
-    log('final checkpoint', { step });
-    process.exit(0);
-  }, exitDelayMs);
+  // With workers, the final checkpoint needs one more batch from them: a moment in which a group-wide SIGTERM
+  // has already killed them.
+  setTimeout(
+    () => {
+      clearInterval(timer);
+      checkpoint(step, true);
+      finished = true;
+      for (const worker of workers) worker.kill('SIGTERM');
+      if (gpuStateDir) gpuState.setHolding(gpuStateDir, { ...held, usedMiB: 0 });
+      log('final checkpoint', { step });
+      process.exit(0);
+    },
+    Math.max(exitDelayMs, workerCount ? 100 : 0),
+  );
 }
 process.on('SIGTERM', () => onTerm('SIGTERM'));
 process.on('SIGINT', () => onTerm('SIGINT'));

@@ -6,6 +6,7 @@ import {
   type GpuMemoryReport,
   probeRequestSchema,
   sleepRequestSchema,
+  type SupervisorConfig,
   type SupervisorStatus,
   trainingStartRequestSchema,
   trainingStopRequestSchema,
@@ -15,8 +16,10 @@ import { bearerAuth } from './auth';
 import { NoSlotError } from './errors';
 import { GpuQueryError, type GpuMemoryReader } from './gpu';
 import type { InferenceController } from './inference';
+import type { ListenerTable } from './listeners';
 import type { Logger } from './logger';
 import type { SupervisorMetrics } from './metrics';
+import { withModelMemory } from './model-memory';
 import { probeModels } from './probe';
 import type { TrainingManager } from './training';
 import type { VllmClient } from './vllm';
@@ -27,6 +30,9 @@ export interface SupervisorAppDeps {
   inference: InferenceController;
   training: TrainingManager;
   gpu: GpuMemoryReader;
+  /** The config, for the models configured on each GPU. */
+  config: SupervisorConfig;
+  listeners: ListenerTable;
   vllm: VllmClient;
   metrics: SupervisorMetrics;
   logger: Logger;
@@ -135,7 +141,11 @@ export function createApp(deps: SupervisorAppDeps): express.Express {
         metrics.gpuQueryErrors.inc();
         throw err;
       }
-      const body: GpuMemoryReport = { gpus, at: now().toISOString() };
+      const trainerPids = new Set(training.status().flatMap((r) => r.pids));
+      const body: GpuMemoryReport = {
+        gpus: withModelMemory(gpus, deps.config, deps.listeners, trainerPids),
+        at: now().toISOString(),
+      };
       res.json(body);
     }),
   );

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { blankable, ConfigError, formatZodError, portSchema, positiveMsSchema } from '../schemas/env';
 import { type SupervisorConfig, supervisorConfigSchema } from '../schemas/supervisor';
+import type { MigSlot } from './gpu';
 
 /** GPU vendors with a memory adapter (supervisor/gpu/). */
 export const GPU_VENDORS = ['nvidia', 'amd'] as const;
@@ -65,6 +66,13 @@ export function loadSupervisorConfig(raw: string, readFile: (file: string) => st
     throw new ConfigError(`invalid supervisor config ${source}:\n${formatZodError(parsed.error, '  ')}`);
   }
   return parsed.data;
+}
+
+/** The training slots that name a MIG instance, with the config field each comes from. */
+export function migSlotsOf(config: SupervisorConfig): MigSlot[] {
+  return config.training.flatMap((slot, i) =>
+    slot.mig ? [{ gpuIndex: slot.gpuIndex, device: slot.mig, field: `training[${i}].mig` }] : [],
+  );
 }
 
 /** True for addresses that only this host can reach. */

@@ -8,9 +8,10 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ConfigError } from '../schemas/env';
 import { createApp } from './app';
-import { loadSupervisorConfig, loadSupervisorEnv, resolveListenHost } from './config';
+import { loadSupervisorConfig, loadSupervisorEnv, migSlotsOf, resolveListenHost } from './config';
 import { createGpuReader, execFileTool } from './gpu';
 import { createInferenceController } from './inference';
+import { createListenerTable } from './listeners';
 import { createLogger, type Logger } from './logger';
 import { createSupervisorMetrics } from './metrics';
 import { createProcessTable } from './process-group';
@@ -60,6 +61,18 @@ export async function startSupervisor(
       `\n*** WARNING: HARU_SUPERVISOR_TOKEN is not set. The supervisor API is UNAUTHENTICATED and listens on ${host} only. ***\n\n`,
     );
   }
+  const migSlots = migSlotsOf(config);
+  if (migSlots.length && settings.HARU_GPU_VENDOR !== 'nvidia') {
+    throw new ConfigError(`${migSlots[0]!.field}: MIG is NVIDIA's; HARU_GPU_VENDOR is ${settings.HARU_GPU_VENDOR}`);
+  }
+  const gpu = createGpuReader({
+    vendor: settings.HARU_GPU_VENDOR,
+    exec: execFileTool,
+    binary: settings.HARU_GPU_SMI,
+    timeoutMs: settings.HARU_GPU_SMI_TIMEOUT_MS,
+    mig: migSlots,
+  });
+  await gpu.checkConfig();
   const vllm = createVllmClient({
     timeoutMs: settings.HARU_VLLM_TIMEOUT_MS,
     wakeTimeoutMs: settings.HARU_VLLM_WAKE_TIMEOUT_MS,
@@ -81,12 +94,9 @@ export async function startSupervisor(
     token,
     inference: createInferenceController({ config, vllm, logger }),
     training,
-    gpu: createGpuReader({
-      vendor: settings.HARU_GPU_VENDOR,
-      exec: execFileTool,
-      binary: settings.HARU_GPU_SMI,
-      timeoutMs: settings.HARU_GPU_SMI_TIMEOUT_MS,
-    }),
+    gpu,
+    config,
+    listeners: createListenerTable(),
     vllm,
     metrics,
     logger,

@@ -86,6 +86,15 @@ export function createProcessTable(): ProcessTable {
   };
 }
 
+/** Sends `signal` to process `pid` alone; a process that is already gone is not an error. */
+export function signalProcess(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(pid, signal);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
+  }
+}
+
 /** Sends `signal` to every process of group `pgid`; a group that is already gone is not an error. */
 export function signalGroup(pgid: number, signal: NodeJS.Signals): void {
   try {

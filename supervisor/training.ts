@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type {
   SupervisorActionResponse,
@@ -9,7 +10,8 @@ import type {
 } from '../schemas/supervisor';
 import { NoSlotError } from './errors';
 import type { Logger } from './logger';
-import { type ProcessTable, signalGroup } from './process-group';
+import { type ProcessTable, signalGroup, signalProcess } from './process-group';
+import { DEFAULT_RESTART_POLICY, nextRestart, type RestartPolicy } from './restart-backoff';
 import { createKeyedSerializer } from './serial';
 
 type TrainingSlot = SupervisorConfig['training'][number];
@@ -22,8 +24,12 @@ export const RUN_FILE = '.haru-training-run.json';
 
 /**
  * The environment of a training process: the supervisor's own minus its secrets, plus the slot's `env`, plus
- * `HARU_CHECKPOINT_DIR` and `HARU_GPU_INDEX` (which the slot cannot override). Secrets are removed after the
- * merge, so a slot's `env` cannot put them back either.
+ * `HARU_CHECKPOINT_DIR`, `HARU_GPU_INDEX`, `CUDA_VISIBLE_DEVICES` (the slot's MIG instance, else its GPU index)
+ * and `CUDA_DEVICE_ORDER=PCI_BUS_ID`, none of which the slot can override. CUDA numbers devices fastest first
+ * unless told PCI_BUS_ID, the order nvidia-smi's indexes follow (CUDA C Programming Guide, "CUDA Environment
+ * Variables"); and a trainer that ignores HARU_GPU_INDEX (a Ray task on SkyPilot inherits every GPU) would
+ * otherwise start on device 0, the inference GPU. Secrets are removed after the merge, so a slot's `env`
+ * cannot put them back either.
  */
 export function buildTrainingEnv(
   base: NodeJS.ProcessEnv,
@@ -34,6 +40,8 @@ export function buildTrainingEnv(
   for (const key of SUPERVISOR_SECRET_ENV) delete env[key];
   env.HARU_CHECKPOINT_DIR = checkpointDir;
   env.HARU_GPU_INDEX = String(slot.gpuIndex);
+  env.CUDA_VISIBLE_DEVICES = slot.mig ?? String(slot.gpuIndex);
+  env.CUDA_DEVICE_ORDER = 'PCI_BUS_ID';
   return env;
 }
 
@@ -54,11 +62,25 @@ export interface TrainingManagerDeps {
   pollMs?: number;
   /** Called once per finished run (metrics). */
   onExit?: (gpuIndex: number, exit: TrainingExit) => void;
+  /** This host, recorded in each run file (default currentHost()). */
+  host?: HostIdentity;
+  /** How a run that crashes while wanted is restarted (default DEFAULT_RESTART_POLICY). */
+  restart?: RestartPolicy;
+}
+
+/** Restart bookkeeping of one slot. */
+interface Restarts {
+  attempts: number;
+  nextAt: Date | null;
+  timer: NodeJS.Timeout | null;
+  gaveUp: boolean;
 }
 
 interface Run {
   slot: TrainingSlot;
   pgid: number;
+  /** The leader's kernel start time (tells a recycled pid apart). */
+  startTime: string | null;
   child: ChildProcess | null;
   startedAt: Date;
   state: 'running' | 'stopping';
@@ -66,6 +88,8 @@ interface Run {
   killTimer: NodeJS.Timeout | null;
   pollTimer: NodeJS.Timeout | null;
   leaderExit: { code: number | null; signal: string | null } | null;
+  /** The leader or the whole group went away while running, not because of a stop. */
+  endedOnItsOwn: boolean;
   done: Promise<void>;
   resolveDone: () => void;
 }
@@ -74,14 +98,38 @@ interface RunFile {
   pgid: number;
   startTime: string | null;
   startedAt: string;
+  /** The host that wrote it: a checkpoint dir on shared storage is never adopted by another host. */
+  hostname?: string;
+  /** /proc/sys/kernel/random/boot_id: after a reboot the recorded pids mean nothing. */
+  bootId?: string | null;
+  /** Set once the run is stopping: its SIGKILL deadline, which a restarted supervisor keeps. */
+  stopDeadline?: string;
+}
+
+/** Which host, and which boot of it, this is. */
+export interface HostIdentity {
+  hostname: string;
+  bootId: string | null;
+}
+
+/** This host's identity: its hostname and the kernel's boot id (null where there is no /proc). */
+export function currentHost(): HostIdentity {
+  let bootId: string | null = null;
+  try {
+    bootId = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim() || null;
+  } catch {
+    // not Linux
+  }
+  return { hostname: os.hostname(), bootId };
 }
 
 const errorMessage = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 /**
- * Training runs, one per training slot, each in its own process group. Stop = SIGTERM to the group, SIGKILL
- * when the grace expires; a second stop can only bring the deadline earlier. A run is over when its group has
- * no live member, so grandchildren never outlive a stop. State is in memory, plus a run file in the checkpoint
+ * Training runs, one per training slot, each in its own process group. Stop = SIGTERM to the leader (then to
+ * what is left of the group once it exits), SIGKILL to the whole group when the grace expires; a second stop can only bring the deadline earlier. A run is over when its group has
+ * no live member, so grandchildren never outlive a stop. A run that crashes while wanted (started, not stopped
+ * since) is restarted with a bounded backoff. State is in memory, plus a run file in the checkpoint
  * dir through which a restarted supervisor adopts runs that outlived it.
  */
 export function createTrainingManager(deps: TrainingManagerDeps) {
@@ -89,6 +137,24 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
   const pollMs = deps.pollMs ?? 100;
   const runs = new Map<number, Run>();
   const lastExits = new Map<number, TrainingExit>();
+  const restartPolicy = deps.restart ?? DEFAULT_RESTART_POLICY;
+  const host = deps.host ?? currentHost();
+  const writeRunFile = (run: Run) => {
+    const record: RunFile = {
+      pgid: run.pgid,
+      startTime: run.startTime,
+      startedAt: run.startedAt.toISOString(),
+      hostname: host.hostname,
+      bootId: host.bootId,
+      ...(run.state === 'stopping' && run.deadlineAt !== null
+        ? { stopDeadline: new Date(run.deadlineAt).toISOString() }
+        : {}),
+    };
+    writeFileSync(runFile(run.slot), `${JSON.stringify(record)}\n`);
+  };
+  /** Slots asked to train (start without a stop since): a crash there is restarted. */
+  const wanted = new Set<number>();
+  const restarts = new Map<number, Restarts>();
   const serial = createKeyedSerializer<number>();
   const checkpointDir = (slot: TrainingSlot) => path.resolve(deps.cwd, slot.checkpointDir);
   const runFile = (slot: TrainingSlot) => path.join(checkpointDir(slot), RUN_FILE);
@@ -100,12 +166,19 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
     return [slot];
   }
 
-  function newRun(slot: TrainingSlot, pgid: number, child: ChildProcess | null, startedAt: Date): Run {
+  function newRun(
+    slot: TrainingSlot,
+    pgid: number,
+    startTime: string | null,
+    child: ChildProcess | null,
+    startedAt: Date,
+  ): Run {
     let resolveDone!: () => void;
     const done = new Promise<void>((resolve) => (resolveDone = resolve));
     const run: Run = {
       slot,
       pgid,
+      startTime,
       child,
       startedAt,
       state: 'running',
@@ -113,6 +186,7 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
       killTimer: null,
       pollTimer: null,
       leaderExit: null,
+      endedOnItsOwn: false,
       done,
       resolveDone,
     };
@@ -140,12 +214,49 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
     });
     deps.onExit?.(run.slot.gpuIndex, exit);
     run.resolveDone();
+    const crashed = run.endedOnItsOwn && (exit.code !== 0 || exit.signal !== null);
+    if (crashed && wanted.has(run.slot.gpuIndex))
+      scheduleRestart(run.slot, deps.now().getTime() - run.startedAt.getTime());
+  }
+
+  function cancelRestart(gpuIndex: number): void {
+    const pending = restarts.get(gpuIndex);
+    if (pending?.timer) clearTimeout(pending.timer);
+    restarts.delete(gpuIndex);
+  }
+
+  /** Restarts a slot whose run crashed while wanted, after a backoff; gives up after the policy's attempts. */
+  function scheduleRestart(slot: TrainingSlot, upForMs: number): void {
+    const gpuIndex = slot.gpuIndex;
+    const previous = restarts.get(gpuIndex);
+    const { attempts, delayMs } = nextRestart(restartPolicy, previous?.attempts ?? 0, upForMs);
+    const exit = lastExits.get(gpuIndex);
+    if (delayMs === null) {
+      restarts.set(gpuIndex, { attempts, nextAt: null, timer: null, gaveUp: true });
+      logger.error('training crashed again: not restarting', { gpuIndex, attempts, exit });
+      return;
+    }
+    const timer = setTimeout(() => {
+      const entry = restarts.get(gpuIndex);
+      if (!entry || entry.timer !== timer || !wanted.has(gpuIndex)) return;
+      entry.timer = null;
+      entry.nextAt = null;
+      logger.info('training restarting', { gpuIndex, attempt: attempts });
+      serial(gpuIndex, () => startOne(slot)).catch((err: unknown) => {
+        logger.error('training restart failed', { gpuIndex, attempt: attempts, error: errorMessage(err) });
+        if (wanted.has(gpuIndex)) scheduleRestart(slot, 0);
+      });
+    }, delayMs);
+    restarts.set(gpuIndex, { attempts, nextAt: new Date(deps.now().getTime() + delayMs), timer, gaveUp: false });
+    logger.warn('training crashed: restarting after backoff', { gpuIndex, attempt: attempts, delayMs, exit });
   }
 
   /** Finishes the run as soon as its group has no live member. */
   function watchGroup(run: Run): void {
     const check = () => {
-      if (processTable.groupPids(run.pgid).length === 0) finish(run);
+      if (processTable.groupPids(run.pgid).length > 0) return;
+      if (run.state === 'running') run.endedOnItsOwn = true; // an adopted run: no exit event to tell
+      finish(run);
     };
     check();
     if (runs.get(run.slot.gpuIndex) === run && !run.pollTimer) run.pollTimer = setInterval(check, pollMs);
@@ -163,22 +274,33 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
     run.deadlineAt = deadlineAt;
     if (run.killTimer) clearTimeout(run.killTimer);
     run.killTimer = setTimeout(() => killNow(run), graceMs);
+    if (runs.get(run.slot.gpuIndex) === run) writeRunFile(run);
   }
 
+  /**
+   * SIGTERM to the leader alone while it lives: a whole-group SIGTERM kills PyTorch DataLoader workers at once,
+   * and the leader then crashes on its next batch before its final checkpoint. The leader stops its workers
+   * itself; whatever is left of the group gets SIGTERM once the leader is gone, and SIGKILL at the deadline.
+   */
   function beginStop(run: Run, graceMs: number, reason: string): void {
     if (run.state === 'running') {
       run.state = 'stopping';
+      const leaderAlive = processTable.groupPids(run.pgid)[0] === run.pgid;
       logger.info('training stopping', { gpuIndex: run.slot.gpuIndex, pgid: run.pgid, graceMs, reason });
-      signalGroup(run.pgid, 'SIGTERM');
+      if (leaderAlive) signalProcess(run.pgid, 'SIGTERM');
+      else signalGroup(run.pgid, 'SIGTERM');
     }
     tighten(run, graceMs);
   }
 
   function onLeaderExit(run: Run, code: number | null, signal: string | null): void {
     run.leaderExit = { code, signal };
+    if (run.state === 'running') run.endedOnItsOwn = true;
     // Members left behind (dataloaders, launched workers) may still hold VRAM: they get the orphan grace.
     if (run.state === 'running' && processTable.groupPids(run.pgid).length > 0) {
       beginStop(run, deps.orphanGraceMs, 'leader exited');
+    } else if (run.state === 'stopping') {
+      signalGroup(run.pgid, 'SIGTERM'); // the leader had its turn: now the rest of the group
     }
     watchGroup(run);
   }
@@ -206,14 +328,9 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
       child.once('error', reject);
     });
     const pid = child.pid!;
-    const run = newRun(slot, pid, child, deps.now());
+    const run = newRun(slot, pid, processTable.startTime(pid), child, deps.now());
     pending.run = run;
-    const record: RunFile = {
-      pgid: pid,
-      startTime: processTable.startTime(pid),
-      startedAt: run.startedAt.toISOString(),
-    };
-    writeFileSync(runFile(slot), `${JSON.stringify(record)}\n`);
+    writeRunFile(run);
     logger.info('training started', { gpuIndex: slot.gpuIndex, pgid: pid, command: slot.command[0] });
     if (pending.exit) onLeaderExit(run, ...pending.exit);
   }
@@ -226,6 +343,15 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
     } catch {
       return;
     }
+    if (record.hostname !== undefined && record.hostname !== host.hostname) {
+      // Shared checkpoint storage: that host's run, not ours to adopt or remove.
+      logger.warn('training run file of another host left alone', { gpuIndex: slot.gpuIndex, host: record.hostname });
+      return;
+    }
+    if (record.bootId && host.bootId && record.bootId !== host.bootId) {
+      rmSync(runFile(slot), { force: true }); // written before a reboot: its pids are someone else's now
+      return;
+    }
     const pids = processTable.groupPids(record.pgid);
     const leaderRecycled =
       pids.includes(record.pgid) &&
@@ -235,8 +361,15 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
       rmSync(runFile(slot), { force: true });
       return;
     }
-    const run = newRun(slot, record.pgid, null, new Date(record.startedAt));
-    logger.warn('training run adopted', { gpuIndex: slot.gpuIndex, pgid: record.pgid });
+    const run = newRun(slot, record.pgid, record.startTime, null, new Date(record.startedAt));
+    if (record.stopDeadline) {
+      // It was being stopped when the previous supervisor died: it was asked its SIGTERM, keep its deadline.
+      run.state = 'stopping';
+      tighten(run, Math.max(0, new Date(record.stopDeadline).getTime() - deps.now().getTime()));
+    } else {
+      wanted.add(slot.gpuIndex);
+    }
+    logger.warn('training run adopted', { gpuIndex: slot.gpuIndex, pgid: record.pgid, state: run.state });
     watchGroup(run); // no exit event for a process we did not spawn: poll the group
   }
 
@@ -251,6 +384,8 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
       const slots = select(req.gpuIndex);
       const errors: SupervisorActionResponse['errors'] = [];
       for (const slot of slots) {
+        wanted.add(slot.gpuIndex);
+        cancelRestart(slot.gpuIndex); // an explicit start starts now and counts afresh
         try {
           // Two concurrent starts must not both spawn: the second waits and then finds the run.
           await serial(slot.gpuIndex, () => startOne(slot));
@@ -262,12 +397,14 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
     },
 
     /**
-     * Asks the selected runs to stop: SIGTERM now (once), SIGKILL to the whole group at now + graceMs unless a
+     * Asks the selected runs to stop: SIGTERM to the leader now (once), SIGKILL to the whole group at now + graceMs unless a
      * deadline already set is earlier. Returns at once; idle slots are a no-op. Throws NoSlotError.
      */
     stop(req: { gpuIndex?: number; graceMs: number }): SupervisorActionResponse {
       const slots = select(req.gpuIndex);
       for (const slot of slots) {
+        wanted.delete(slot.gpuIndex);
+        cancelRestart(slot.gpuIndex);
         const run = runs.get(slot.gpuIndex);
         if (run) beginStop(run, req.graceMs, 'requested');
       }
@@ -276,6 +413,10 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
 
     /** Stops every run with `graceMs` and resolves when no run is left. */
     async stopAll(graceMs: number): Promise<void> {
+      for (const slot of deps.slots) {
+        wanted.delete(slot.gpuIndex);
+        cancelRestart(slot.gpuIndex);
+      }
       for (const run of runs.values()) beginStop(run, graceMs, 'supervisor shutdown');
       await Promise.all([...runs.values()].map((r) => r.done));
     },
@@ -285,11 +426,17 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
       await runs.get(gpuIndex)?.done;
     },
 
-    /** Every training slot: state, live pids of its group (leader first), start time and last exit. */
+    /** Every training slot: state, live pids of its group (leader first), start time, last exit, restarts. */
     status(): TrainingRunStatus[] {
       return deps.slots.map((slot) => {
         const run = runs.get(slot.gpuIndex);
+        const restart = restarts.get(slot.gpuIndex);
         return {
+          stopDeadline:
+            run?.state === 'stopping' && run.deadlineAt !== null ? new Date(run.deadlineAt).toISOString() : null,
+          restart: restart
+            ? { attempts: restart.attempts, nextAt: restart.nextAt?.toISOString() ?? null, gaveUp: restart.gaveUp }
+            : null,
           gpuIndex: slot.gpuIndex,
           state: run?.state ?? 'idle',
           pids: run ? processTable.groupPids(run.pgid) : [],

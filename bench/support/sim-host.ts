@@ -9,6 +9,7 @@ import { createApp } from '../../supervisor/app';
 import { createGpuReader, type Exec } from '../../supervisor/gpu';
 import { NVIDIA_APPS_QUERY, NVIDIA_GPU_QUERY } from '../../supervisor/gpu/nvidia';
 import { createInferenceController } from '../../supervisor/inference';
+import { createListenerTable } from '../../supervisor/listeners';
 import { silentLogger } from '../../supervisor/logger';
 import { createSupervisorMetrics } from '../../supervisor/metrics';
 import { createProcessTable } from '../../supervisor/process-group';
@@ -101,6 +102,8 @@ export async function startSimHost(opts: {
         token: null,
         inference: createInferenceController({ config: plan.supervisorConfig, vllm, logger: silentLogger }),
         training,
+        config: plan.supervisorConfig,
+        listeners: createListenerTable(),
         gpu: createGpuReader({ vendor: 'nvidia', exec: inProcessNvidiaSmi(gpuStateDir), timeoutMs: 10_000 }),
         vllm,
         metrics: createSupervisorMetrics({ trainingStatus: () => training.status() }),

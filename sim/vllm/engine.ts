@@ -13,8 +13,8 @@ export interface EngineOptions {
   gpuStateDir?: string;
   weightsMiB: number;
   kvCacheMiB: number;
-  /** The CUDA context a sleeping engine keeps. */
-  contextMiB: number;
+  /** What a sleeping engine keeps: its CUDA context and CUDA graph pools (vLLM's sleep frees weights and KV cache only). */
+  residueMiB: number;
   startAsleep?: boolean;
 }
 
@@ -36,7 +36,7 @@ export function createEngine(opts: EngineOptions) {
   function writeVram() {
     if (!opts.gpuStateDir) return;
     const used =
-      opts.contextMiB +
+      opts.residueMiB +
       (sleepingTags.has('weights') ? 0 : opts.weightsMiB) +
       (sleepingTags.has('kv_cache') ? 0 : opts.kvCacheMiB);
     setHolding(opts.gpuStateDir, { gpuIndex: opts.gpuIndex, usedMiB: used, label: 'python3' });

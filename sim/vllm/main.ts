@@ -2,7 +2,7 @@
  * Runs one fake vLLM as its own process (what `startSimDomain` spawns):
  *   node -r tsx/cjs sim/vllm/main.ts --model NAME --port N --gpu-index N [--host ADDR]
  *     [--gpu-state DIR] [--control FILE] [--wake-delay-ms N] [--tokens-per-second N]
- *     [--weights-mib N] [--kv-cache-mib N] [--start-asleep]
+ *     [--weights-mib N] [--kv-cache-mib N] [--residue-mib N] [--start-asleep]
  * Prints one JSON line `{"event":"listening",...}` when ready; exits 0 on SIGTERM/SIGINT.
  */
 import { parseArgs } from 'node:util';
@@ -22,6 +22,7 @@ export async function runFakeVllm(argv: string[]): Promise<void> {
       'tokens-per-second': { type: 'string' },
       'weights-mib': { type: 'string' },
       'kv-cache-mib': { type: 'string' },
+      'residue-mib': { type: 'string' },
       'start-asleep': { type: 'boolean', default: false },
     },
   });
@@ -38,6 +39,7 @@ export async function runFakeVllm(argv: string[]): Promise<void> {
     tokensPerSecond: num(values['tokens-per-second']),
     weightsMiB: num(values['weights-mib']),
     kvCacheMiB: num(values['kv-cache-mib']),
+    residueMiB: num(values['residue-mib']),
     startAsleep: values['start-asleep'],
     // A crash is abrupt: no cleanup, no exit handlers, exactly like an engine that died.
     onCrash: () => process.kill(process.pid, 'SIGKILL'),

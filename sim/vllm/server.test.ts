@@ -17,7 +17,7 @@ beforeAll(async () => {
   stateDir = mkdtempSync(path.join(os.tmpdir(), 'haru-fake-vllm-'));
   writeInventory(stateDir, {
     gpus: [{ index: 0, uuid: 'GPU-0', name: 'NVIDIA H100 80GB HBM3', totalMiB: 81559 }],
-    mig: false,
+    mig: null,
     baselineMiB: 0,
     fault: null,
   });
@@ -29,7 +29,7 @@ beforeAll(async () => {
     tokensPerSecond: 5_000,
     weightsMiB: 14_000,
     kvCacheMiB: 6_000,
-    contextMiB: 500,
+    residueMiB: 500,
     onCrash: () => {},
   });
   base = `http://127.0.0.1:${await fake.listen()}`;

@@ -22,10 +22,10 @@ export interface FakeVllmOptions {
   wakeDelayMs?: number;
   /** Generation speed; default 200. */
   tokensPerSecond?: number;
-  /** VRAM of the weights and of the KV cache while awake, and of the CUDA context that stays when asleep. */
+  /** VRAM of the weights and of the KV cache while awake, and of what stays when asleep (CUDA context, graph pools). */
   weightsMiB?: number;
   kvCacheMiB?: number;
-  contextMiB?: number;
+  residueMiB?: number;
   maxModelLen?: number;
   /** Start asleep at level 1 instead of awake (vLLM itself always starts awake). */
   startAsleep?: boolean;
@@ -79,7 +79,7 @@ export function createFakeVllm(opts: FakeVllmOptions) {
     gpuStateDir: opts.gpuStateDir,
     weightsMiB: opts.weightsMiB ?? 16_000,
     kvCacheMiB: opts.kvCacheMiB ?? 8_000,
-    contextMiB: opts.contextMiB ?? 500,
+    residueMiB: opts.residueMiB ?? 500,
     startAsleep: opts.startAsleep,
   });
   let faults: VllmControl = NO_FAULTS;

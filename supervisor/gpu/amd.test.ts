@@ -15,8 +15,26 @@ describe('rocm-smi adapter', () => {
       return { code: 0, signal: null, stdout: ROCM_OUTPUT, stderr: '' };
     };
     expect(await createAmdReader({ exec, timeoutMs: 1_000 }).read()).toEqual([
-      { index: 0, uuid: 'card0', usedMiB: 10, totalMiB: 65520, processes: [] },
-      { index: 1, uuid: 'card1', usedMiB: 20480, totalMiB: 65520, processes: [] },
+      {
+        index: 0,
+        uuid: 'card0',
+        usedMiB: 10,
+        totalMiB: 65520,
+        processes: [],
+        source: 'device',
+        migDevice: null,
+        error: null,
+      },
+      {
+        index: 1,
+        uuid: 'card1',
+        usedMiB: 20480,
+        totalMiB: 65520,
+        processes: [],
+        source: 'device',
+        migDevice: null,
+        error: null,
+      },
     ]);
     expect(calls).toEqual([['rocm-smi', ...ROCM_MEMINFO_ARGS]]);
   });

@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import type { GpuMemory } from '../../schemas/supervisor';
-import { type Exec, GpuQueryError, type GpuMemoryReader, runTool } from './types';
+import { type Exec, GpuQueryError, type GpuMemoryReader, type GpuReading, runTool } from './types';
 
 export const ROCM_MEMINFO_ARGS = ['--showmeminfo', 'vram', '--json'];
 
@@ -16,7 +15,7 @@ const cardSchema = z.object({
  * Memory (B)": "…"}, …}`. Non-card keys (`system`) are ignored. rocm-smi does not attribute VRAM per process
  * and device, so `processes` is empty: the used/total figures are the proof on AMD.
  */
-export function parseRocmMeminfo(stdout: string, command = 'rocm-smi --showmeminfo vram --json'): GpuMemory[] {
+export function parseRocmMeminfo(stdout: string, command = 'rocm-smi --showmeminfo vram --json'): GpuReading[] {
   let json: unknown;
   try {
     json = JSON.parse(stdout);
@@ -24,7 +23,7 @@ export function parseRocmMeminfo(stdout: string, command = 'rocm-smi --showmemin
     throw new GpuQueryError(command, `printed non-JSON output: ${stdout.trim().slice(0, 200)}`);
   }
   if (!json || typeof json !== 'object') throw new GpuQueryError(command, 'printed JSON that is not an object');
-  const gpus: GpuMemory[] = [];
+  const gpus: GpuReading[] = [];
   for (const [key, value] of Object.entries(json)) {
     const match = /^card(\d+)$/.exec(key);
     if (!match) continue;
@@ -36,6 +35,9 @@ export function parseRocmMeminfo(stdout: string, command = 'rocm-smi --showmemin
       usedMiB: Math.round(card.data['VRAM Total Used Memory (B)'] / MIB),
       totalMiB: Math.round(card.data['VRAM Total Memory (B)'] / MIB),
       processes: [],
+      source: 'device',
+      migDevice: null,
+      error: null,
     });
   }
   if (gpus.length === 0) throw new GpuQueryError(command, 'reported no GPUs');
@@ -47,6 +49,7 @@ export function createAmdReader(opts: { exec: Exec; binary?: string; timeoutMs: 
   const binary = opts.binary ?? 'rocm-smi';
   return {
     vendor: 'amd',
+    async checkConfig() {},
     async read() {
       const stdout = await runTool(opts.exec, binary, ROCM_MEMINFO_ARGS, opts.timeoutMs);
       return parseRocmMeminfo(stdout, [binary, ...ROCM_MEMINFO_ARGS].join(' '));

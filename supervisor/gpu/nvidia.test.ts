@@ -11,6 +11,7 @@ import { type Exec, type ExecResult, GpuQueryError, MAX_STDERR_CHARS } from './t
 
 const UUID0 = 'GPU-5c4b2f3e-6a7d-4c1e-9f0a-1b2c3d4e5f60';
 const UUID1 = 'GPU-0f9e8d7c-6b5a-4321-8fed-cba987654321';
+const FROM_DEVICE = { source: 'device', migDevice: null, error: null };
 
 /** An Exec answering each nvidia-smi query with a canned result (as the real tool prints it). */
 function fakeExec(answers: { gpu: Partial<ExecResult>; apps: Partial<ExecResult> }): Exec & { calls: string[][] } {
@@ -40,8 +41,9 @@ describe('nvidia-smi adapter', () => {
           { pid: 4242, usedMiB: 20480 },
           { pid: 4343, usedMiB: 50752 },
         ],
+        ...FROM_DEVICE,
       },
-      { index: 1, uuid: UUID1, usedMiB: 4, totalMiB: 81559, processes: [] },
+      { index: 1, uuid: UUID1, usedMiB: 4, totalMiB: 81559, processes: [], ...FROM_DEVICE },
     ]);
     expect(exec.calls).toEqual([
       ['/opt/bin/nvidia-smi', ...NVIDIA_GPU_QUERY],
@@ -57,13 +59,40 @@ describe('nvidia-smi adapter', () => {
     ]);
   });
 
-  it('takes usage from the per-process rows when MIG hides the totals as [N/A]', () => {
-    const gpus = parseNvidiaGpus(`0, ${UUID0}, [N/A], [N/A]\n1, ${UUID1}, [N/A], [N/A]\n`);
+  it.each(['[N/A]', '[Not Supported]'])('takes usage from the per-process rows where totals read %s', (hidden) => {
+    const gpus = parseNvidiaGpus(`0, ${UUID0}, ${hidden}, ${hidden}\n1, ${UUID1}, ${hidden}, ${hidden}\n`);
     const apps = parseNvidiaApps(`777, 9728, ${UUID1}\n`);
+    const fromProcesses = { source: 'processes', migDevice: null, error: null };
     expect(joinNvidia(gpus, apps)).toEqual([
-      { index: 0, uuid: UUID0, usedMiB: 0, totalMiB: null, processes: [] },
-      { index: 1, uuid: UUID1, usedMiB: 9728, totalMiB: null, processes: [{ pid: 777, usedMiB: 9728 }] },
+      { index: 0, uuid: UUID0, usedMiB: 0, totalMiB: null, processes: [], ...fromProcesses },
+      {
+        index: 1,
+        uuid: UUID1,
+        usedMiB: 9728,
+        totalMiB: null,
+        processes: [{ pid: 777, usedMiB: 9728 }],
+        ...fromProcesses,
+      },
     ]);
+  });
+
+  it.each([
+    ['[Insufficient Permissions]', 'permission', /MIG is on.*name the slot's MIG instance.*training\[\]\.mig/],
+    ['[GPU is lost]', 'lost', /fell off the bus.*reset it \(nvidia-smi -r\) or reboot/],
+    ['[Unknown Error]', 'unknown', /\[Unknown Error\].*Xid/],
+    ['[Some Future Placeholder]', 'unknown', /GPU 0 \(GPU-.*\)/],
+  ])('reports %s on one GPU as a %s error naming it and the fix, and still reads the others', (hidden, kind, fix) => {
+    const gpus = parseNvidiaGpus(`0, ${UUID0}, ${hidden}, ${hidden}\n1, ${UUID1}, 4, 81559\n`);
+    const [bad, good] = joinNvidia(gpus, parseNvidiaApps(`777, 100, ${UUID0}\n`));
+    expect(bad).toMatchObject({ index: 0, usedMiB: null, totalMiB: null, error: { kind } });
+    expect(bad!.error!.message).toMatch(new RegExp(`^GPU 0 \\(${UUID0}\\): `));
+    expect(bad!.error!.message).toMatch(fix);
+    expect(good).toMatchObject({ index: 1, usedMiB: 4, totalMiB: 81559, error: null });
+  });
+
+  it('reads a lost GPU whose whole row is [GPU is lost] as lost, not as unparseable', () => {
+    const gpus = parseNvidiaGpus(`0, [GPU is lost], [GPU is lost], [GPU is lost]\n`);
+    expect(joinNvidia(gpus, [])[0]!.error).toMatchObject({ kind: 'lost' });
   });
 
   it('accepts an empty process list (nvidia-smi prints nothing when no process uses a GPU)', () => {
@@ -84,8 +113,13 @@ describe('nvidia-smi adapter', () => {
     expect((error as Error).message).toContain('nvidia-smi --query-gpu=index,uuid,memory.used,memory.total');
   });
 
-  it('refuses a process whose memory is hidden or that runs on an unlisted GPU', () => {
-    expect(() => parseNvidiaApps(`4242, [N/A], ${UUID0}\n`)).toThrow(/does not report the memory of pid 4242/);
+  it('keeps a process whose memory is hidden as null, and refuses one on an unlisted GPU', () => {
+    expect(parseNvidiaApps(`4242, [N/A], ${UUID0}\n`)).toEqual([{ pid: 4242, usedMiB: null, gpuUuid: UUID0 }]);
+    const hiddenTotals = parseNvidiaGpus(`0, ${UUID0}, [N/A], [N/A]\n`);
+    expect(joinNvidia(hiddenTotals, parseNvidiaApps(`4242, [N/A], ${UUID0}\n`))[0]!.error).toMatchObject({
+      kind: 'unknown',
+      message: expect.stringContaining("neither the GPU's totals nor the memory of pid 4242"),
+    });
     const gpus = parseNvidiaGpus(`0, ${UUID0}, 100, 81559\n`);
     expect(() => joinNvidia(gpus, parseNvidiaApps(`4242, 100, ${UUID1}\n`))).toThrow(/not a listed GPU/);
   });

@@ -7,6 +7,8 @@ export interface ExecResult {
   signal: string | null;
   stdout: string;
   stderr: string;
+  /** Set when it was killed for running past its timeout. */
+  timedOut?: boolean;
 }
 
 /**
@@ -15,11 +17,16 @@ export interface ExecResult {
  */
 export type Exec = (file: string, args: string[], opts: { timeoutMs: number }) => Promise<ExecResult>;
 
+/** What a vendor tool tells about one GPU (the supervisor adds the models configured on it). */
+export type GpuReading = Omit<GpuMemory, 'models'>;
+
 /** Reads GPU memory from the vendor's tool. */
 export interface GpuMemoryReader {
   readonly vendor: 'nvidia' | 'amd';
   /** Every GPU with used/total MiB and per-process usage. Throws GpuQueryError, never returns a guessed zero. */
-  read(): Promise<GpuMemory[]>;
+  read(): Promise<GpuReading[]>;
+  /** Refuses (ConfigError naming the field) configuration the host contradicts, e.g. a MIG device it lacks. */
+  checkConfig(): Promise<void>;
 }
 
 /** Most of a tool's stderr we keep in an error message. */
@@ -45,10 +52,15 @@ export async function runTool(exec: Exec, file: string, args: string[], timeoutM
   try {
     result = await exec(file, args, { timeoutMs });
   } catch (err) {
+    if (err instanceof GpuQueryError) throw err;
     throw new GpuQueryError(command, `could not be run (${(err as Error).message})`);
   }
   if (result.code !== 0) {
-    const how = result.code === null ? `was killed (${result.signal ?? 'timeout'})` : `exited with code ${result.code}`;
+    const how = result.timedOut
+      ? `did not answer within ${timeoutMs} ms and was killed (a GPU off the bus or a process in D state hangs nvidia-smi)`
+      : result.code === null
+        ? `was killed (${result.signal ?? 'timeout'})`
+        : `exited with code ${result.code}`;
     // nvidia-smi prints driver errors on stdout, so fall back to it when stderr is empty.
     throw new GpuQueryError(command, how, result.stderr.trim() ? result.stderr : result.stdout);
   }

@@ -3,7 +3,7 @@
  * same validation the CLI applies, the vLLM launch script must start vLLM the way Haru requires, and the
  * LoRA trainer template's checkpoint files must survive a kill at any point.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,6 +11,7 @@ import { validateLayout } from '../../db/layout-apply';
 import { fleetLayoutSchema } from '../../schemas/layout';
 import { supervisorConfigSchema } from '../../schemas/supervisor';
 import { loadSupervisorConfig } from '../../supervisor/config';
+import { waitFor } from '../supervisor/support';
 
 const EXAMPLES = path.resolve(__dirname, '../../examples');
 const read = (name: string) => readFileSync(path.join(EXAMPLES, name), 'utf8');
@@ -176,12 +177,54 @@ describe('examples/lora-trainer.py', () => {
       CUDA_VISIBLE_DEVICES: '0,1,2,3',
     });
     expect(pinned.stdout.trim()).toBe('3');
+    const mig = 'MIG-c6d4f1ef-42e4-5de3-91c7-45d71c87eb3f';
+    const onMig = python(
+      `${load}t.pin_gpu(); print(os.environ["CUDA_VISIBLE_DEVICES"], os.environ["CUDA_DEVICE_ORDER"])`,
+      {
+        HARU_GPU_INDEX: '3',
+        CUDA_VISIBLE_DEVICES: mig,
+      },
+    );
+    expect(onMig.stdout.trim()).toBe(`${mig} PCI_BUS_ID`);
     const noCheckpointDir = spawnSync('python3', [trainer, '--base-model', 'x'], {
       encoding: 'utf8',
       env: { ...process.env, HARU_CHECKPOINT_DIR: '', PYTHONDONTWRITEBYTECODE: '1' },
     });
     expect(noCheckpointDir.status).not.toBe(0);
     expect(noCheckpointDir.stderr).toMatch(/HARU_CHECKPOINT_DIR must be set/);
+  });
+
+  it('ends at once on SIGTERM while loading, and while training lets the loop finish the step and save', async () => {
+    const run = (code: string) => {
+      const child = spawn('python3', ['-c', `${load}${code}`], {
+        env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      let out = '';
+      child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+      const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
+        child.once('exit', (code, signal) => resolve({ code, signal })),
+      );
+      return { child, exited, out: () => out };
+    };
+    // A model load is a long C call: sleep stands in for it. The default action ends it mid-call.
+    const loading = run(
+      `import time\nstop = t.StopRequested()\nprint("loading", flush=True)\ntime.sleep(60)\nprint("loaded", flush=True)`,
+    );
+    await waitFor('loading', () => loading.out().includes('loading'));
+    const sentAt = Date.now();
+    loading.child.kill('SIGTERM');
+    expect(await loading.exited).toEqual({ code: null, signal: 'SIGTERM' });
+    expect(Date.now() - sentAt).toBeLessThan(5_000);
+    expect(loading.out()).not.toContain('loaded');
+
+    const training = run(
+      `import time\nstop = t.StopRequested()\nstop.training()\nprint("training", flush=True)\nwhile not stop: time.sleep(0.01)\nprint("saved after signal", stop.signal, flush=True)`,
+    );
+    await waitFor('training', () => training.out().includes('training'));
+    training.child.kill('SIGTERM');
+    expect(await training.exited).toEqual({ code: 0, signal: null });
+    expect(training.out()).toContain('saved after signal 15');
   });
 
   it('resumes from the newest complete checkpoint after a kill mid-save, and cleans up what the kill left', () => {

@@ -17,6 +17,7 @@ import { createFakeVllm, type FakeVllm } from '../../sim/vllm/server';
 import { createApp } from '../../supervisor/app';
 import { createExecFileTool, createGpuReader } from '../../supervisor/gpu';
 import { createInferenceController } from '../../supervisor/inference';
+import { createListenerTable } from '../../supervisor/listeners';
 import { silentLogger } from '../../supervisor/logger';
 import { createSupervisorMetrics } from '../../supervisor/metrics';
 import { createProcessTable } from '../../supervisor/process-group';
@@ -63,7 +64,7 @@ beforeAll(async () => {
       { index: 0, uuid: 'GPU-00000000-0000-4000-8000-000000000000', name: 'NVIDIA H100 80GB HBM3', totalMiB: 81559 },
       { index: 1, uuid: 'GPU-11111111-1111-4111-8111-111111111111', name: 'NVIDIA H100 80GB HBM3', totalMiB: 81559 },
     ],
-    mig: false,
+    mig: null,
     baselineMiB: 4,
     fault: null,
   });
@@ -101,6 +102,8 @@ beforeAll(async () => {
     token: TOKEN,
     inference: createInferenceController({ config, vllm, logger: silentLogger }),
     training,
+    config,
+    listeners: createListenerTable(),
     gpu: createGpuReader({
       vendor: 'nvidia',
       exec: createExecFileTool({ env: { ...process.env, HARU_SIM_GPU_STATE: gpuStateDir } }),
@@ -122,7 +125,7 @@ beforeAll(async () => {
 afterEach(async () => {
   await small.setFaults(null);
   await large.setFaults(null);
-  updateInventory(gpuStateDir, { fault: null, mig: false });
+  updateInventory(gpuStateDir, { fault: null, mig: null, lost: [] });
   await training.stopAll(0);
 });
 
@@ -369,7 +372,7 @@ describe('supervisor API: training and GPU memory', () => {
       const report = gpuMemoryReportSchema.parse((await call('GET', '/v1/gpu/memory')).json);
       // The per-GPU and per-process queries are two nvidia-smi calls: wait for a report in which both saw the trainer.
       const gpu = report.gpus[0]!;
-      return gpu.processes.some((p) => p.pid === pid) && gpu.usedMiB >= 30_000 && report;
+      return gpu.processes.some((p) => p.pid === pid) && (gpu.usedMiB ?? 0) >= 30_000 && report;
     });
     expect(held.gpus[0]).toMatchObject({
       index: 0,
@@ -389,15 +392,19 @@ describe('supervisor API: training and GPU memory', () => {
     expect(after.gpus[0]!.processes.map((p) => p.pid)).not.toContain(pid);
   });
 
-  it('reports GPU memory through per-process figures under MIG, and a failing tool as a 500 naming it', async () => {
-    updateInventory(gpuStateDir, { mig: true });
-    const mig = gpuMemoryReportSchema.parse((await call('GET', '/v1/gpu/memory')).json);
-    expect(mig.gpus.map((g) => [g.index, g.totalMiB, g.usedMiB])).toEqual([
-      [0, null, 24500],
-      [1, null, 24500],
+  it('reports an unreadable GPU in the body (MIG without privilege, a lost GPU), and a failing tool as a 500', async () => {
+    const mig = { gpuIndex: 0, gi: 1, ci: 0, uuid: 'MIG-c6d4f1ef-42e4-5de3-91c7-45d71c87eb3f', profile: '7g.80gb' };
+    updateInventory(gpuStateDir, { mig: { privileged: false, instances: [{ ...mig, totalMiB: 81_000 }] }, lost: [1] });
+    const res = await call('GET', '/v1/gpu/memory');
+    expect(res.status).toBe(200);
+    const report = gpuMemoryReportSchema.parse(res.json);
+    expect(report.gpus.map((g) => [g.index, g.usedMiB, g.error?.kind])).toEqual([
+      [0, null, 'permission'],
+      [1, null, 'lost'],
     ]);
+    expect(report.gpus[0]!.error!.message).toMatch(/^GPU 0 \(GPU-0{8}-.*training\[\]\.mig/);
 
-    updateInventory(gpuStateDir, { mig: false, fault: 'fail' });
+    updateInventory(gpuStateDir, { mig: null, lost: [], fault: 'fail' });
     const failed = await call('GET', '/v1/gpu/memory');
     expect(failed.status).toBe(500);
     expect(failed.json).toEqual({

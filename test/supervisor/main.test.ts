@@ -7,9 +7,9 @@ import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { isAlive } from '../../sim/gpu-state';
+import { isAlive, writeInventory } from '../../sim/gpu-state';
 import { type RunningSupervisor, startSupervisor } from '../../supervisor/main';
-import { checkpointStep, REPO_ROOT, tempDirs, TRAINER, trainerEvents, waitFor } from './support';
+import { checkpointStep, FAKE_NVIDIA_SMI, REPO_ROOT, tempDirs, TRAINER, trainerEvents, waitFor } from './support';
 
 const dirs = tempDirs();
 const running: RunningSupervisor[] = [];
@@ -107,6 +107,30 @@ describe('supervisor process', () => {
       expect(sup.stderr()).toContain(problem);
     }
     expect(sup.stderr()).not.toMatch(/\n\s+at /); // no stack trace
+  });
+
+  it('refuses at start a MIG instance the host does not have, naming the field', async () => {
+    const gpuState = path.join(dirs.make(), 'gpu');
+    writeInventory(gpuState, {
+      gpus: [
+        { index: 0, uuid: `GPU-${'0'.repeat(8)}-0000-4000-8000-${'0'.repeat(12)}`, name: 'H100', totalMiB: 81_559 },
+      ],
+      mig: null,
+      baselineMiB: 4,
+      fault: null,
+    });
+    const missing = 'MIG-c6d4f1ef-42e4-5de3-91c7-45d71c87eb3f';
+    const config = JSON.stringify({
+      training: [{ gpuIndex: 0, mig: missing, command: ['true'], checkpointDir: dirs.make() }],
+    });
+    const sup = spawnSupervisor({
+      HARU_SUPERVISOR_CONFIG: config,
+      PORT: '0',
+      HARU_GPU_SMI: FAKE_NVIDIA_SMI,
+      HARU_SIM_GPU_STATE: gpuState,
+    });
+    expect(await sup.exited).toEqual({ code: 2, signal: null });
+    expect(sup.stderr()).toContain(`training[0].mig: ${missing} is not a MIG device of this host`);
   });
 
   it('stops every training run within the shutdown grace on SIGTERM, then exits 0', async () => {

@@ -2,14 +2,23 @@
  * Training runs with real processes and real signals: the fake trainer (sim/trainer.js) in its own process
  * group, SIGTERM then SIGKILL, checkpoints on disk.
  */
+import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { SupervisorConfig } from '../../schemas/supervisor';
-import { isAlive } from '../../sim/gpu-state';
+import { isAlive, listLiveHolders, writeInventory } from '../../sim/gpu-state';
 import { NoSlotError } from '../../supervisor/errors';
-import { silentLogger } from '../../supervisor/logger';
+import { createLogger, type Logger, silentLogger } from '../../supervisor/logger';
 import { createProcessTable } from '../../supervisor/process-group';
-import { createTrainingManager, RUN_FILE, type TrainingManager } from '../../supervisor/training';
+import type { RestartPolicy } from '../../supervisor/restart-backoff';
+import {
+  createTrainingManager,
+  currentHost,
+  type HostIdentity,
+  RUN_FILE,
+  type TrainingManager,
+} from '../../supervisor/training';
 import { checkpointStep, tempDirs, TRAINER, trainerEvents, waitFor } from './support';
 
 type Slot = SupervisorConfig['training'][number];
@@ -23,17 +32,23 @@ afterEach(async () => {
 
 const SECRETS = { HARU_SUPERVISOR_TOKEN: 'token-that-must-not-leak', HARU_SUPERVISOR_CONFIG: '{"inference":[]}' };
 
-function setup(slot: Partial<Slot> & Pick<Slot, 'command'>, opts: { orphanGraceMs?: number } = {}) {
+const MIG = 'MIG-c6d4f1ef-42e4-5de3-91c7-45d71c87eb3f';
+
+function setup(
+  slot: Partial<Slot> & Pick<Slot, 'command'>,
+  opts: { orphanGraceMs?: number; env?: NodeJS.ProcessEnv; restart?: RestartPolicy; logger?: Logger } = {},
+) {
   const checkpointDir = path.join(dirs.make(), 'ckpt');
   const full: Slot = { gpuIndex: 1, checkpointDir, ...slot };
   const manager = createTrainingManager({
     slots: [full],
-    baseEnv: { ...process.env, ...SECRETS },
+    baseEnv: { ...process.env, ...SECRETS, ...opts.env },
     cwd: path.dirname(checkpointDir),
     processTable: createProcessTable(),
     now: () => new Date(),
-    logger: silentLogger,
+    logger: opts.logger ?? silentLogger,
     orphanGraceMs: opts.orphanGraceMs ?? 10_000,
+    restart: opts.restart,
     pollMs: 20,
   });
   managers.push(manager);
@@ -121,6 +136,42 @@ describe('training runs', () => {
     expect(isAlive(child)).toBe(false);
   });
 
+  it('stops the leader first: its DataLoader-like workers live on until it has written its final checkpoint', async () => {
+    const { manager, checkpointDir, gpuIndex } = setup({ command: trainer('--workers', '2') });
+    await startTraining(manager, gpuIndex, checkpointDir);
+    const workers = await waitFor('workers in the group', () => {
+      const pids = manager.status()[0]!.pids;
+      return pids.length === 3 && pids.slice(1);
+    });
+    manager.stop({ gpuIndex, graceMs: 10_000 });
+    await manager.idle(gpuIndex);
+    const events = trainerEvents(checkpointDir).map((e) => e.event);
+    expect(events).toContain('final checkpoint');
+    expect(events).not.toContain('crashed');
+    expect(manager.status()[0]!.lastExit).toMatchObject({ code: 0, signal: null });
+    expect(workers.filter(isAlive)).toEqual([]);
+  });
+
+  it('the fake trainer crashes before its checkpoint when its whole group gets SIGTERM, as a PyTorch one does', async () => {
+    const checkpointDir = path.join(dirs.make(), 'ckpt');
+    const child = spawn(process.execPath, [TRAINER, '--interval-ms', '30', '--workers', '2'], {
+      env: { ...process.env, HARU_CHECKPOINT_DIR: checkpointDir, HARU_GPU_INDEX: '0' },
+      detached: true,
+      stdio: 'ignore',
+    });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    await waitFor(
+      'workers and a checkpoint',
+      () =>
+        trainerEvents(checkpointDir).some((e) => e.event === 'workers started') && checkpointStep(checkpointDir) > 0,
+    );
+    process.kill(-child.pid!, 'SIGTERM');
+    expect(await exited).toBe(1);
+    const events = trainerEvents(checkpointDir).map((e) => e.event);
+    expect(events).toContain('crashed');
+    expect(events).not.toContain('final checkpoint');
+  });
+
   it('writes a final checkpoint on SIGTERM and resumes from it on the next start', async () => {
     const { manager, checkpointDir, gpuIndex } = setup({ command: trainer() });
     await startTraining(manager, gpuIndex, checkpointDir);
@@ -154,12 +205,81 @@ describe('training runs', () => {
     expect(trainerEvents(checkpointDir).map((e) => e.event)).toContain('final checkpoint');
   });
 
+  it.each([
+    ['GPU 1', {}, { gpuIndex: 1 }],
+    ['its MIG instance', { mig: MIG }, { gpuIndex: 1, migUuid: MIG }],
+  ])('puts a trainer that ignores HARU_GPU_INDEX (cuda:0) on %s, not on GPU 0', async (_where, slot, expected) => {
+    const gpuState = path.join(dirs.make(), 'gpu');
+    writeInventory(gpuState, {
+      gpus: [0, 1].map((index) => ({ index, uuid: `GPU-${index}`, name: 'NVIDIA H100 80GB HBM3', totalMiB: 81_559 })),
+      mig: {
+        privileged: true,
+        instances: [{ gpuIndex: 1, gi: 1, ci: 0, uuid: MIG, profile: '7g.80gb', totalMiB: 81_000 }],
+      },
+      baselineMiB: 4,
+      fault: null,
+    });
+    const { manager, checkpointDir, gpuIndex } = setup(
+      { command: trainer('--cuda-device-0'), ...slot },
+      { env: { HARU_SIM_GPU_STATE: gpuState, CUDA_VISIBLE_DEVICES: '0,1' } }, // as Ray hands every GPU down
+    );
+    const pid = await startTraining(manager, gpuIndex, checkpointDir);
+    const holders = listLiveHolders(gpuState).filter((h) => h.pid === pid);
+    expect(holders).toEqual([expect.objectContaining({ ...expected, usedMiB: 20_000 })]);
+  });
+
+  it('restarts a run that crashed while wanted, with growing backoff, and gives up after the attempts', async () => {
+    const lines: string[] = [];
+    const logger = createLogger({ write: (line) => lines.push(line), level: 'info', base: {} });
+    const restart = { baseMs: 100, maxMs: 150, maxAttempts: 2, resetAfterMs: 60_000 };
+    const { manager, checkpointDir, gpuIndex } = setup(
+      { command: trainer('--crash-after-ms', '150') },
+      { restart, logger },
+    );
+    await manager.start({ gpuIndex });
+    const gaveUp = await waitFor('the restarts to be spent', () => {
+      const run = manager.status()[0]!;
+      return run.restart?.gaveUp && run.state === 'idle' && run;
+    });
+    expect(gaveUp).toMatchObject({ restart: { attempts: 2, nextAt: null, gaveUp: true }, lastExit: { code: 1 } });
+    expect(trainerEvents(checkpointDir).filter((e) => e.event === 'started')).toHaveLength(3);
+    const logged = lines.map((l) => JSON.parse(l) as { msg: string; delayMs?: number; attempt?: number });
+    expect(logged.filter((l) => l.msg === 'training crashed: restarting after backoff').map((l) => l.delayMs)).toEqual([
+      100, 150,
+    ]);
+    expect(logged.map((l) => l.msg)).toContain('training crashed again: not restarting');
+
+    await startTraining(manager, gpuIndex, checkpointDir); // an explicit start counts afresh
+    expect(manager.status()[0]!.restart).toBeNull();
+  });
+
+  it('reports a pending restart in status, and a stop cancels it', async () => {
+    const restart = { baseMs: 300, maxMs: 300, maxAttempts: 5, resetAfterMs: 60_000 };
+    const { manager, checkpointDir, gpuIndex } = setup({ command: trainer('--crash-after-ms', '100') }, { restart });
+    await manager.start({ gpuIndex });
+    const pending = await waitFor(
+      'a pending restart',
+      () => manager.status()[0]!.restart?.nextAt && manager.status()[0]!,
+    );
+    expect(pending).toMatchObject({ state: 'idle', restart: { attempts: 1, gaveUp: false } });
+    manager.stop({ gpuIndex, graceMs: 1_000 });
+    expect(manager.status()[0]!.restart).toBeNull();
+    await new Promise((resolve) => setTimeout(resolve, 3 * restart.baseMs)); // what must not happen: no restart
+    expect(trainerEvents(checkpointDir).filter((e) => e.event === 'started')).toHaveLength(1);
+  });
+
   it('keeps the supervisor secrets out of the training environment', async () => {
     const dump =
       "require('fs').writeFileSync(process.env.HARU_CHECKPOINT_DIR + '/env.json', JSON.stringify(process.env))";
     const { manager, checkpointDir, gpuIndex } = setup({
       command: [process.execPath, '-e', dump],
-      env: { LORA_RANK: '16', HARU_SUPERVISOR_TOKEN: 'smuggled', HARU_GPU_INDEX: '7' },
+      env: {
+        LORA_RANK: '16',
+        HARU_SUPERVISOR_TOKEN: 'smuggled',
+        HARU_GPU_INDEX: '7',
+        CUDA_VISIBLE_DEVICES: '0,1,2,3',
+        CUDA_DEVICE_ORDER: 'FASTEST_FIRST',
+      },
     });
     await manager.start({ gpuIndex });
     await manager.idle(gpuIndex);
@@ -172,6 +292,8 @@ describe('training runs', () => {
       LORA_RANK: '16',
       HARU_GPU_INDEX: String(gpuIndex),
       HARU_CHECKPOINT_DIR: checkpointDir,
+      CUDA_VISIBLE_DEVICES: String(gpuIndex),
+      CUDA_DEVICE_ORDER: 'PCI_BUS_ID',
     });
     expect(env.PATH).toBe(process.env.PATH);
   });
@@ -251,5 +373,57 @@ describe('training runs', () => {
     expect(restarted.status()[0]!.lastExit).toMatchObject({ code: null, signal: null }); // not our child: unknown
     await manager.idle(gpuIndex);
     expect(manager.status()[0]!.lastExit?.signal).toBe('SIGKILL');
+  });
+
+  const restartedManager = (checkpointDir: string, gpuIndex: number, host?: HostIdentity) => {
+    const restarted = createTrainingManager({
+      slots: [{ gpuIndex, checkpointDir, command: trainer() }],
+      baseEnv: process.env,
+      cwd: path.dirname(checkpointDir),
+      processTable: createProcessTable(),
+      now: () => new Date(),
+      logger: silentLogger,
+      orphanGraceMs: 1_000,
+      pollMs: 20,
+      host,
+    });
+    managers.push(restarted);
+    return restarted;
+  };
+
+  it('adopts a run that was stopping as stopping, keeping its deadline and sending no second SIGTERM', async () => {
+    const { manager, checkpointDir, gpuIndex } = setup({ command: trainer('--ignore-sigterm') });
+    const pid = await startTraining(manager, gpuIndex, checkpointDir);
+    manager.stop({ gpuIndex, graceMs: 60_000 });
+    const deadline = manager.status()[0]!.stopDeadline;
+    expect(deadline).toEqual(expect.any(String));
+    await waitFor('the SIGTERM', () => trainerEvents(checkpointDir).some((e) => e.event === 'signal ignored'));
+    const record = JSON.parse(readFileSync(path.join(checkpointDir, RUN_FILE), 'utf8')) as Record<string, unknown>;
+    expect(record).toMatchObject({
+      pgid: pid,
+      hostname: os.hostname(),
+      bootId: currentHost().bootId,
+      stopDeadline: deadline,
+    });
+
+    const restarted = restartedManager(checkpointDir, gpuIndex);
+    expect(restarted.status()[0]).toMatchObject({ state: 'stopping', pids: [pid], stopDeadline: deadline });
+    expect(trainerEvents(checkpointDir).filter((e) => e.event === 'signal ignored')).toHaveLength(1);
+    restarted.stop({ gpuIndex, graceMs: 100 }); // a shorter grace still tightens it
+    await restarted.idle(gpuIndex);
+    expect(isAlive(pid)).toBe(false);
+  });
+
+  it("leaves another host's run file alone and drops one written before this host's last boot", async () => {
+    const { manager, checkpointDir, gpuIndex } = setup({ command: trainer() });
+    const pid = await startTraining(manager, gpuIndex, checkpointDir);
+    const file = path.join(checkpointDir, RUN_FILE);
+    const elsewhere = restartedManager(checkpointDir, gpuIndex, { hostname: 'other-host', bootId: 'b' });
+    expect(elsewhere.status()[0]).toMatchObject({ state: 'idle', pids: [] });
+    expect(existsSync(file)).toBe(true);
+    const rebooted = restartedManager(checkpointDir, gpuIndex, { hostname: os.hostname(), bootId: 'a-later-boot' });
+    expect(rebooted.status()[0]).toMatchObject({ state: 'idle', pids: [] });
+    expect(existsSync(file)).toBe(false);
+    expect(isAlive(pid)).toBe(true); // not ours to touch: the first manager still runs it
   });
 });

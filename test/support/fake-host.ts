@@ -19,12 +19,31 @@ interface HostModel {
   runningRequests: number | null;
 }
 
+/** A GPU of a supervisor's memory report, read from the device unless `fields` say otherwise. */
+export const gpuMemory = (
+  fields: Partial<GpuMemory> & Pick<GpuMemory, 'index' | 'usedMiB' | 'totalMiB'>,
+): GpuMemory => ({
+  uuid: `GPU-${fields.index}`,
+  processes: [],
+  source: 'device',
+  migDevice: null,
+  error: null,
+  models: [],
+  ...fields,
+});
+
 /** An in-memory GPU host. Its `client` answers like a supervisor; tests change state and script failures. */
 export class FakeHost {
   models: HostModel[] = [{ name: 'llama', gpuIndex: 0, state: 'asleep', runningRequests: 0 }];
   training: TrainingRunStatus[] = [{ gpuIndex: 0, state: 'running', pids: [4242], startedAt: T0, lastExit: null }];
   gpus: GpuMemory[] = [
-    { index: 0, uuid: 'GPU-0', usedMiB: 70_000, totalMiB: 80_000, processes: [{ pid: 4242, usedMiB: 69_000 }] },
+    gpuMemory({
+      index: 0,
+      uuid: 'GPU-0',
+      usedMiB: 70_000,
+      totalMiB: 80_000,
+      processes: [{ pid: 4242, usedMiB: 69_000 }],
+    }),
   ];
   probeResults: ProbeModelResult[] | null = null;
   calls: string[] = [];
@@ -46,9 +65,9 @@ export class FakeHost {
       lastExit: { code, signal: code === null ? 'SIGTERM' : null, at: T0 },
     });
     for (const gpu of this.gpus) {
-      const held = gpu.processes.filter((p) => pids.includes(p.pid)).reduce((n, p) => n + p.usedMiB, 0);
+      const held = gpu.processes.filter((p) => pids.includes(p.pid)).reduce((n, p) => n + (p.usedMiB ?? 0), 0);
       gpu.processes = gpu.processes.filter((p) => !pids.includes(p.pid));
-      gpu.usedMiB -= held;
+      if (gpu.usedMiB !== null) gpu.usedMiB -= held;
     }
   }
 

@@ -169,7 +169,7 @@ describe('2. a failure before commit leaves routing where it was and puts the ta
     const { standby } = await roles();
     setHolding(standby.sim.gpuStateDir, { pid: process.pid, gpuIndex: 0, usedMiB: 40_000, label: 'stray' });
     const op = await expectFailedAt('verifyGpuReleased', 'Timeout', () => runPromotion(standby));
-    expect(op.error?.message).toMatch(/GPU 0: \d+% used/);
+    expect(op.error?.message).toMatch(/GPU 0: \d+ MiB held besides its vLLM servers/);
   });
 
   it('wake fails (the engine stays asleep): fails at wakeModels', async () => {

@@ -1,0 +1,57 @@
+/**
+ * A hung nvidia-smi (the fake's `hang` fault: it does not finish even when killed) must not pile up reads.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { updateInventory, writeInventory } from '../../sim/gpu-state';
+import { waitFor } from '../../test/supervisor/support';
+import { createExecFileTool, createGpuReader, type Exec, GpuQueryError } from '.';
+
+const SMI = path.resolve(__dirname, '../../sim/bin/nvidia-smi');
+let dir: string;
+
+beforeEach(() => {
+  dir = mkdtempSync(path.join(os.tmpdir(), 'haru-hang-'));
+  writeInventory(dir, {
+    gpus: [{ index: 0, uuid: 'GPU-0', name: 'NVIDIA H100 80GB HBM3', totalMiB: 81_559 }],
+    mig: null,
+    baselineMiB: 4,
+    fault: 'hang',
+  });
+});
+afterEach(() => {
+  updateInventory(dir, { fault: null }); // lets a stuck fake go
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('a hung GPU tool', () => {
+  it('runs one read at a time, gives up on it with a clear error, and starts no other until it finishes', async () => {
+    const real = createExecFileTool({ env: { ...process.env, HARU_SIM_GPU_STATE: dir } });
+    let started = 0;
+    const exec: Exec = async (file, args, o) => {
+      started += 1;
+      return real(file, args, o);
+    };
+    const reader = createGpuReader({ vendor: 'nvidia', exec, binary: SMI, timeoutMs: 2_000 });
+
+    const first = reader.read();
+    const second = reader.read(); // joins the read in flight
+    expect(started).toBe(2); // one read = the per-GPU and the per-process query
+    const [a, b] = await Promise.allSettled([first, second]);
+    expect(a).toEqual({ status: 'rejected', reason: expect.any(GpuQueryError) });
+    expect((a as PromiseRejectedResult).reason.message).toMatch(/did not answer within 2000 ms and was killed/);
+    expect(b).toEqual(a);
+
+    const again = await reader.read().catch((e: unknown) => e);
+    expect(again).toBeInstanceOf(GpuQueryError);
+    expect((again as Error).message).toMatch(
+      /not started: an earlier .*nvidia-smi \(pid \d+\) has not finished \d+ s after its SIGKILL \(hung in the driver/,
+    );
+    expect(started).toBe(4); // both queries asked, and refused before spawning anything
+
+    updateInventory(dir, { fault: null }); // the driver recovers: the stuck tool finishes
+    const read = await waitFor('a read once the tool finished', () => reader.read().catch(() => null));
+    expect(read).toEqual([expect.objectContaining({ index: 0, usedMiB: 4 })]);
+  });
+});
