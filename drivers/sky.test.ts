@@ -22,7 +22,7 @@ function fakeSky(opts: { statusOutput?: 'table' | 'json' } = {}) {
   mkdirSync(tmpDir);
   const sky: SkyCli = createSkyCli({
     exec: createSpawnExec({ killGraceMs: 500 }),
-    env: { PATH: `${SIM_BIN}:${process.env.PATH}`, HOME: dir, FAKE_SKY_STATE_DIR: state, FAKE_SKY_WORKDIR: dir },
+    env: { PATH: `${SIM_BIN}:${process.env.PATH}`, HOME: dir, FAKE_SKY_STATE_DIR: state },
     statusOutput: opts.statusOutput,
     tmpDir,
   });
@@ -275,7 +275,9 @@ describe('status, stop and down', () => {
     expect(await fake.sky.endpoint('haru-t-nowhere', 8701)).toBeNull();
     const closed = (await fake.sky.endpoint('haru-t-east', 9999).catch((e: unknown) => e)) as SkyCommandError;
     expect(closed).toBeInstanceOf(SkyCommandError);
-    expect(closed.stderr).toContain('Port 9999 is not exposed');
+    // sky/client/cli/command.py _show_endpoint raises click.Abort, of which click prints only `Aborted!`.
+    expect(closed.stderr).toContain('Aborted!');
+    expect(closed.reason).toBe('exit');
     await fake.sky.stop('haru-t-east');
     await expect(fake.sky.endpoint('haru-t-east', 8701)).rejects.toBeInstanceOf(SkyCommandError);
   });
@@ -307,6 +309,47 @@ describe('SkyServe', () => {
     expect(await fake.sky.serveEndpoint('haru-t-nowhere')).toBeNull();
     expect(await fake.sky.serveDown('haru-t-east')).toBe('down');
     expect(await fake.sky.serveStatus('haru-t-east')).toBeNull();
+    expect(await fake.sky.serveDown('haru-t-east')).toBe('not_found');
+  });
+
+  it('purges a failed service SkyServe skipped (exit 0, resources left up) and reports it purged', async () => {
+    await fake.sky.serveUp({ name: 'haru-t-east', yaml: SERVICE, secrets: { HARU_SUPERVISOR_TOKEN: TOKEN } });
+    const services = JSON.parse(readFileSync(path.join(fake.state, 'services.json'), 'utf8')) as Record<
+      string,
+      { status: string }
+    >;
+    services['haru-t-east']!.status = 'CONTROLLER_FAILED';
+    writeFileSync(path.join(fake.state, 'services.json'), JSON.stringify(services));
+    expect(await fake.sky.serveStatus('haru-t-east')).toMatchObject({ status: 'CONTROLLER_FAILED' });
+    expect(await fake.sky.serveDown('haru-t-east')).toBe('purged');
+    expect(
+      fake
+        .calls()
+        .map((c) => c.argv.join(' '))
+        .filter((a) => a.startsWith('serve down')),
+    ).toEqual(['serve down haru-t-east --yes', 'serve down haru-t-east --yes --purge']);
+    expect(await fake.sky.serveStatus('haru-t-east')).toBeNull();
+  });
+
+  it('fails loudly when even the purge leaves the failed service up', async () => {
+    const skipped = readFileSync(
+      path.join(__dirname, '../test/fixtures/sky/sky-serve-down-failed-skipped.txt'),
+      'utf8',
+    );
+    fake.script({
+      'serve down': [
+        { stdout: skipped.replace(/haru-prod-failed/g, 'haru-t-east') },
+        { stdout: skipped.replace(/haru-prod-failed/g, 'haru-t-east') },
+      ],
+    });
+    const err = (await fake.sky.serveDown('haru-t-east').catch((e: unknown) => e)) as SkyCommandError;
+    expect(err).toBeInstanceOf(SkyCommandError);
+    expect(err.command).toEqual(['sky', ...skyArgs.serveDown('haru-t-east', { purge: true })]);
+  });
+
+  it('reads "No live services." (no serve controller) as no service, for status, endpoint and down', async () => {
+    expect(await fake.sky.serveStatus('haru-t-east')).toBeNull();
+    expect(await fake.sky.serveEndpoint('haru-t-east')).toBeNull();
     expect(await fake.sky.serveDown('haru-t-east')).toBe('not_found');
   });
 
