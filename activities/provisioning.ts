@@ -1,6 +1,6 @@
 import { Context, log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { SkyCommandError } from '../drivers/errors';
+import { SecretNotSetError, SkyCommandError } from '../drivers/errors';
 import type { SkyCli } from '../drivers/sky';
 import { type ClusterStatus, type ServiceStatus, stripAnsi } from '../drivers/sky-output';
 import { renderDomainYaml, RenderError, skyNameFor, urlPort } from '../drivers/sky-yaml';
@@ -220,10 +220,12 @@ export function createProvisioningActivities(deps: ActivityDeps) {
       try {
         await heartbeating(`${verb} ${skyName}`, (onOutput) => {
           const opts = { signal: cancellation(), onOutput, timeoutMs: input.timeoutMs };
-          const launch = { name: skyName, yaml, secrets };
+          const launch = { name: skyName, yaml, secrets, envSecrets: domain.launch?.secrets };
           return domain.provider === 'skyserve' ? sky.serveUp(launch, opts) : sky.launch(launch, opts);
         });
       } catch (err) {
+        if (err instanceof SecretNotSetError)
+          throw ApplicationFailure.nonRetryable(err.message, FailureType.LaunchFailed);
         throw skyFailure(err, FailureType.LaunchFailed, false);
       }
       log.info('domain launched', { domainId: domain.id, skyName, provider: domain.provider });

@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { capTail, SkyCommandError } from './errors';
+import { capTail, SecretNotSetError, SkyCommandError } from './errors';
 import type { Exec, ExecResult } from './exec';
 import {
   parseEndpoint,
@@ -64,6 +64,12 @@ export interface SkyLaunchInput {
   yaml: string;
   /** Variable name -> value. Each name goes on argv as `--secret NAME`; the value only in the `sky` process env. */
   secrets?: Readonly<Record<string, string>>;
+  /**
+   * Names of variables the `sky` process already has in its environment (`SkyCliOptions.env`: the
+   * worker's), also passed as `--secret NAME`. One that is not set fails with SecretNotSetError before
+   * anything runs.
+   */
+  envSecrets?: readonly string[];
 }
 
 /**
@@ -207,6 +213,11 @@ export function createSkyCli(options: SkyCliOptions): SkyCli {
     opts: SkyCallOptions | undefined,
   ): Promise<void> {
     const names = secretNames(input.secrets);
+    for (const name of input.envSecrets ?? []) {
+      if (!ENV_NAME.test(name)) throw new Error(`secret name "${name}" is not an environment variable name`);
+      if (options.env[name] === undefined) throw new SecretNotSetError(name);
+      if (!names.includes(name)) names.push(name);
+    }
     await withYamlFile(input.name, input.yaml, async (file) => {
       const args =
         kind === 'launch' ? skyArgs.launch(input.name, file, names) : skyArgs.serveUp(input.name, file, names);
