@@ -65,6 +65,30 @@ describe('example fleet layouts', () => {
     for (const d of layout.domains) expect(d.launch?.run).toContain('examples/vllm-launch.sh');
   });
 
+  it('ships what its production setup and run use: the checkout as workdir, and only files it holds', () => {
+    const layout = fleetLayoutSchema.parse(JSON.parse(read('production.layout.json')));
+    const repo = path.resolve(EXAMPLES, '..');
+    // What SkyPilot syncs from the workdir: the files git lists, without what .gitignore excludes.
+    const listed = spawnSync('git', ['ls-files', '--cached', '--others', '--exclude-standard'], {
+      cwd: repo,
+      encoding: 'utf8',
+    });
+    expect(listed.status).toBe(0);
+    const shipped = new Set(listed.stdout.split('\n').filter(Boolean));
+    for (const d of layout.domains) {
+      expect(d.launch?.workdir).toBe('.');
+      expect(d.launch?.secrets).toEqual(['HF_TOKEN']);
+      const commands = `${d.launch?.setup ?? ''}\n${d.launch?.run ?? ''}`;
+      const files = [...commands.matchAll(/(?:^|[\s=(])((?:examples|bin)\/[\w./-]+)/g)].map((m) => m[1]!);
+      expect(files).toEqual(
+        expect.arrayContaining(['examples/sky-setup.sh', 'examples/vllm-launch.sh', 'bin/haru.js']),
+      );
+      for (const f of files) expect({ file: f, shipped: shipped.has(f) }).toEqual({ file: f, shipped: true });
+      // The training commands run from the supervisor's directory: the same shipped checkout.
+      for (const slot of d.slots) if (slot.kind === 'training') expect(shipped.has(slot.command[1]!)).toBe(true);
+    }
+  });
+
   it('points the compose layout at the compose services by hostname', () => {
     const layout = fleetLayoutSchema.parse(JSON.parse(read('compose.layout.json')));
     for (const d of layout.domains) {
