@@ -265,6 +265,46 @@ describe('awaitSupervisor', () => {
     expect(failure.message).toMatch(/cluster haru-.*-west is gone while waiting/);
   });
 
+  it.each([
+    ['AUTOSTOPPING', 'AUTOSTOPPING', /cluster haru-.*-west is AUTOSTOPPING while waiting/],
+    ['UNHEALTHY', 'UNHEALTHY', /cluster haru-.*-west is UNHEALTHY while waiting/],
+    ['unknown', 'BOOTING', /cluster haru-.*-west has unknown status "BOOTING" while waiting/],
+  ] as const)(
+    'fails fast with LaunchFailed, naming what sky printed, when the cluster is %s',
+    async (status, statusText, message) => {
+      const f = await fleet();
+      const { acts, sky } = setup({ healthy: () => false });
+      sky.cluster = { name: 'x', status, statusText, infra: null, resources: null, autostop: null, launched: null };
+      const failure = await failureOf(run(acts.awaitSupervisor, { domainId: f.ids.west!, skyCheckEveryMs: 0 }));
+      expect(failure).toMatchObject({ type: FailureType.LaunchFailed, nonRetryable: true });
+      expect(failure.message).toMatch(message);
+    },
+  );
+
+  it('fails fast when the service reports a status it does not know, and waits through NO_REPLICA', async () => {
+    const f = await fleet();
+    const { acts, sky } = setup({ healthy: () => false });
+    const service = (status: 'unknown' | 'NO_REPLICA', statusText: string) => ({
+      name: 'x',
+      status,
+      statusText,
+      replicas: null,
+      endpoint: null,
+      replicaList: [],
+    });
+    sky.service = service('unknown', 'WARMING_UP');
+    const failure = await failureOf(run(acts.awaitSupervisor, { domainId: f.ids.serve!, skyCheckEveryMs: 0 }));
+    expect(failure.message).toMatch(/service haru-.*-serve has unknown status "WARMING_UP"/);
+    sky.service = service('NO_REPLICA', 'NO_REPLICA');
+    let polls = 0;
+    const healthy = setup({ sky, healthy: () => ++polls > 20 });
+    await expect(
+      run(healthy.acts.awaitSupervisor, { domainId: f.ids.serve!, skyCheckEveryMs: 0 }),
+    ).resolves.toMatchObject({
+      models: ['llama'],
+    });
+  });
+
   it('keeps waiting through a failing sky status (the supervisor is the truth) and stops on an unauthorized supervisor', async () => {
     const f = await fleet();
     const { acts, sky, host } = setup();
