@@ -18,6 +18,10 @@ export interface ActivityDeps {
   now: () => Date;
   /** Pause between two status reads while an activity waits for an effect (default 250 ms). */
   pollIntervalMs?: number;
+  /** Pause between two `sky` status reads while a teardown waits for its cluster or service to go (default 5 s). */
+  skyPollIntervalMs?: number;
+  /** How long after a `sky down` / `stop` / `serve down` its target may still be listed (default 4 min). */
+  teardownCheckWithinMs?: number;
   /** How long a started training run must stay alive before it counts as started (default 1 s). */
   trainingSettleMs?: number;
   metrics?: ActivityMetrics;
@@ -30,4 +34,10 @@ export interface ActivityDeps {
 }
 
 export const DEFAULT_POLL_INTERVAL_MS = 250;
+export const DEFAULT_SKY_POLL_INTERVAL_MS = 5_000;
+/**
+ * SkyServe terminates a service's replicas after its `sky serve down` returns: the time they get. Within the
+ * destroy step's 15 min with a 10 min command.
+ */
+export const DEFAULT_TEARDOWN_CHECK_WITHIN_MS = 4 * 60_000;
 export const DEFAULT_TRAINING_SETTLE_MS = 1_000;

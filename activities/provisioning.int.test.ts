@@ -48,9 +48,27 @@ class FakeSkyCli implements SkyCli {
   reportedEndpoint: string | null = 'http://10.1.2.3:8701';
   endpoint: SkyCli['endpoint'] = async (name, port) => (this.take('endpoint', name, { port }), this.reportedEndpoint);
   serveEndpoint: SkyCli['serveEndpoint'] = async (name) => (this.take('serveEndpoint', name), this.reportedEndpoint);
-  stop: SkyCli['stop'] = async (name) => (this.take('stop', name), 'stopped');
-  down: SkyCli['down'] = async (name) => (this.take('down', name), this.cluster ? 'down' : 'not_found');
-  serveDown: SkyCli['serveDown'] = async (name) => (this.take('serveDown', name), 'down');
+  /** Whether a stop, down or serve down leaves its target listed (a teardown that did not take). */
+  sticky = false;
+  /** What `serveDown` answers for a listed service (`purged`: SkyServe skipped a failed one). */
+  serveDownResult: 'down' | 'purged' = 'down';
+  stop: SkyCli['stop'] = async (name) => {
+    this.take('stop', name);
+    if (this.cluster && !this.sticky) this.cluster = { ...this.cluster, status: 'STOPPED', statusText: 'STOPPED' };
+    return this.cluster ? 'stopped' : 'not_found';
+  };
+  down: SkyCli['down'] = async (name) => {
+    this.take('down', name);
+    const result = this.cluster ? 'down' : 'not_found';
+    if (!this.sticky) this.cluster = null;
+    return result;
+  };
+  serveDown: SkyCli['serveDown'] = async (name) => {
+    this.take('serveDown', name);
+    const result = this.service ? this.serveDownResult : 'not_found';
+    if (!this.sticky) this.service = null;
+    return result;
+  };
 }
 
 const TOKEN = 'int-token';
@@ -110,6 +128,8 @@ function setup(opts: { sky?: FakeSkyCli | null; healthy?: () => boolean } = {}) 
     supervisor: host.client,
     now: () => new Date(),
     pollIntervalMs: 5,
+    skyPollIntervalMs: 5,
+    teardownCheckWithinMs: 200,
     sky,
     supervisorToken: TOKEN,
     fetch: fetchImpl,
@@ -244,6 +264,46 @@ describe('awaitSupervisor', () => {
     const failure = await failureOf(run(acts.awaitSupervisor, { domainId: f.ids.west!, skyCheckEveryMs: 0 }));
     expect(failure.type).toBe(FailureType.LaunchFailed);
     expect(failure.message).toMatch(/cluster haru-.*-west is gone while waiting/);
+  });
+
+  it.each([
+    ['AUTOSTOPPING', 'AUTOSTOPPING', /cluster haru-.*-west is AUTOSTOPPING while waiting/],
+    ['UNHEALTHY', 'UNHEALTHY', /cluster haru-.*-west is UNHEALTHY while waiting/],
+    ['unknown', 'BOOTING', /cluster haru-.*-west has unknown status "BOOTING" while waiting/],
+  ] as const)(
+    'fails fast with LaunchFailed, naming what sky printed, when the cluster is %s',
+    async (status, statusText, message) => {
+      const f = await fleet();
+      const { acts, sky } = setup({ healthy: () => false });
+      sky.cluster = { name: 'x', status, statusText, infra: null, resources: null, autostop: null, launched: null };
+      const failure = await failureOf(run(acts.awaitSupervisor, { domainId: f.ids.west!, skyCheckEveryMs: 0 }));
+      expect(failure).toMatchObject({ type: FailureType.LaunchFailed, nonRetryable: true });
+      expect(failure.message).toMatch(message);
+    },
+  );
+
+  it('fails fast when the service reports a status it does not know, and waits through NO_REPLICA', async () => {
+    const f = await fleet();
+    const { acts, sky } = setup({ healthy: () => false });
+    const service = (status: 'unknown' | 'NO_REPLICA', statusText: string) => ({
+      name: 'x',
+      status,
+      statusText,
+      replicas: null,
+      endpoint: null,
+      replicaList: [],
+    });
+    sky.service = service('unknown', 'WARMING_UP');
+    const failure = await failureOf(run(acts.awaitSupervisor, { domainId: f.ids.serve!, skyCheckEveryMs: 0 }));
+    expect(failure.message).toMatch(/service haru-.*-serve has unknown status "WARMING_UP"/);
+    sky.service = service('NO_REPLICA', 'NO_REPLICA');
+    let polls = 0;
+    const healthy = setup({ sky, healthy: () => ++polls > 20 });
+    await expect(
+      run(healthy.acts.awaitSupervisor, { domainId: f.ids.serve!, skyCheckEveryMs: 0 }),
+    ).resolves.toMatchObject({
+      models: ['llama'],
+    });
   });
 
   it('keeps waiting through a failing sky status (the supervisor is the truth) and stops on an unauthorized supervisor', async () => {
@@ -440,30 +500,105 @@ describe('teardown activities', () => {
     expect(await stateOf(f.ids.serve!)).toBe('stopping');
   });
 
-  it('downs, stops or serve-downs by provider and mode, and retries a failing sky command', async () => {
+  it('downs, stops or serve-downs by provider and mode, checks with sky that it took, and retries a failing sky command', async () => {
     const f = await fleet();
     const { acts, sky } = setup();
-    sky.cluster = { name: 'x', status: 'UP', infra: null, resources: null, autostop: null, launched: null };
-    expect(await run(acts.destroyDomain, { domainId: f.ids.west!, mode: 'down' })).toEqual({
+    const up: SkyCluster = {
+      name: 'x',
+      status: 'UP',
+      statusText: 'UP',
+      infra: null,
+      resources: null,
+      autostop: null,
+      launched: null,
+    };
+    sky.cluster = up;
+    expect(await run(acts.destroyDomain, { domainId: f.ids.west!, mode: 'down' })).toMatchObject({
       attempt: 1,
       result: 'down',
+      purged: false,
+      observed: { gone: true, status: null, checks: 1 },
     });
-    expect(await run(acts.destroyDomain, { domainId: f.ids.west!, mode: 'stop' })).toEqual({
+    sky.cluster = up;
+    expect(await run(acts.destroyDomain, { domainId: f.ids.west!, mode: 'stop' })).toMatchObject({
       attempt: 1,
       result: 'stopped',
+      observed: { gone: true, status: 'STOPPED' },
     });
-    expect(await run(acts.destroyDomain, { domainId: f.ids.serve!, mode: 'stop' })).toEqual({
+    expect(await run(acts.destroyDomain, { domainId: f.ids.serve!, mode: 'stop' })).toMatchObject({
       attempt: 1,
-      result: 'down',
+      result: 'not_found',
+      observed: { gone: true, status: null },
     });
     expect(sky.calls.map((c) => `${c.method} ${c.name}`)).toEqual([
       `down haru-${f.slug}-west`,
+      `status haru-${f.slug}-west`,
       `stop haru-${f.slug}-west`,
+      `status haru-${f.slug}-west`,
       `serveDown haru-${f.slug}-serve`,
+      `serveStatus haru-${f.slug}-serve`,
     ]);
+    const checked = (await tdb.store.events.list(f.fleetId, { limit: 500 })).filter(
+      (e) => e.type === 'domain.teardown_checked',
+    );
+    expect(checked.map((e) => e.data)).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          command: 'sky down',
+          result: 'down',
+          observed: expect.objectContaining({ gone: true }),
+        }),
+        expect.objectContaining({ command: 'sky stop', observed: expect.objectContaining({ status: 'STOPPED' }) }),
+      ]),
+    );
     sky.failures.set('down', new SkyCommandError(['sky', 'down'], 'timeout', null, '', '600000 ms'));
     const failure = await failureOf(run(acts.destroyDomain, { domainId: f.ids.west!, mode: 'down' }));
     expect(failure.type).toBe(FailureType.SkyCommandFailed);
     expect(failure.nonRetryable).toBe(false);
+  });
+
+  it('fails the destroy (retryably) when sky still lists the target after the command, and records what it saw', async () => {
+    const f = await fleet();
+    const { acts, sky } = setup();
+    sky.sticky = true;
+    sky.service = {
+      name: 'x',
+      status: 'SHUTTING_DOWN',
+      statusText: 'SHUTTING_DOWN',
+      replicas: null,
+      endpoint: null,
+      replicaList: [],
+    };
+    const failure = await failureOf(run(acts.destroyDomain, { domainId: f.ids.serve!, mode: 'down' }));
+    expect(failure.type).toBe(FailureType.SkyCommandFailed);
+    expect(failure.nonRetryable).toBe(false);
+    expect(failure.message).toMatch(/still SHUTTING_DOWN .* after sky serve down/);
+    expect(sky.calls.filter((c) => c.method === 'serveStatus').length).toBeGreaterThan(1);
+    const [checked] = (await tdb.store.events.list(f.fleetId, { limit: 500 })).filter(
+      (e) => e.type === 'domain.teardown_checked',
+    );
+    expect(checked?.data).toMatchObject({
+      command: 'sky serve down',
+      observed: { gone: false, status: 'SHUTTING_DOWN' },
+    });
+  });
+
+  it('records a purged failed service as down and purged', async () => {
+    const f = await fleet();
+    const { acts, sky } = setup();
+    sky.serveDownResult = 'purged';
+    sky.service = {
+      name: 'x',
+      status: 'CONTROLLER_FAILED',
+      statusText: 'CONTROLLER_FAILED',
+      replicas: null,
+      endpoint: null,
+      replicaList: [],
+    };
+    expect(await run(acts.destroyDomain, { domainId: f.ids.serve!, mode: 'down' })).toMatchObject({
+      result: 'down',
+      purged: true,
+      observed: { gone: true },
+    });
   });
 });

@@ -1,14 +1,19 @@
 import { Context, log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { SkyCommandError } from '../drivers/errors';
+import { SecretNotSetError, SkyCommandError } from '../drivers/errors';
 import type { SkyCli } from '../drivers/sky';
-import { stripAnsi } from '../drivers/sky-output';
+import { type ClusterStatus, type ServiceStatus, stripAnsi } from '../drivers/sky-output';
 import { renderDomainYaml, RenderError, skyNameFor, urlPort } from '../drivers/sky-yaml';
 import type { Domain, FleetSnapshot } from '../schemas/entities';
 import type { DomainState, Provider } from '../schemas/enums';
 import { FailureType } from '../schemas/failures';
 import type { FleetPolicy } from '../schemas/policy';
-import { DEFAULT_POLL_INTERVAL_MS, type ActivityDeps } from './deps';
+import {
+  DEFAULT_POLL_INTERVAL_MS,
+  DEFAULT_SKY_POLL_INTERVAL_MS,
+  DEFAULT_TEARDOWN_CHECK_WITHIN_MS,
+  type ActivityDeps,
+} from './deps';
 import { cancellation, currentAttempt, loadTarget, modelNamesOf, waitUntil } from './support';
 
 /** The environment variable the supervisor reads its bearer token from (passed with `--secret`). */
@@ -35,6 +40,28 @@ export interface BeginTeardownResult extends ProvisioningTarget {
   wasServing: boolean;
 }
 
+/** What `sky` reported about a torn-down cluster or service (recorded on the `domain.teardown_checked` event). */
+export interface TeardownObservation {
+  /** No longer listed (or, after a stop, listed as STOPPED). */
+  gone: boolean;
+  /** The status `sky` printed at the last check; null when it no longer lists the target. */
+  status: string | null;
+  /** How many status reads it took. */
+  checks: number;
+  /** When the last check was made. */
+  at: string;
+}
+
+/** Cluster statuses after which a launch will not come up by waiting. */
+const CLUSTER_DOWN_STATUSES: readonly ClusterStatus[] = ['STOPPED', 'AUTOSTOPPING', 'UNHEALTHY'];
+/** Service statuses after which a `sky serve up` will not come up by waiting. */
+const SERVICE_DOWN_STATUSES: readonly ServiceStatus[] = [
+  'FAILED',
+  'CONTROLLER_FAILED',
+  'FAILED_CLEANUP',
+  'SHUTTING_DOWN',
+];
+
 const invalidTarget = (message: string) => ApplicationFailure.nonRetryable(message, FailureType.InvalidTarget);
 
 /** Last line of a chunk of CLI output, for heartbeat details (what a stuck launch was doing). */
@@ -50,6 +77,7 @@ export function createProvisioningActivities(deps: ActivityDeps) {
   const { store, supervisor } = deps;
   const intervalMs = deps.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
   const httpFetch = deps.fetch ?? globalThis.fetch;
+  const checkWithinMs = deps.teardownCheckWithinMs ?? DEFAULT_TEARDOWN_CHECK_WITHIN_MS;
 
   function requireSky(): SkyCli {
     if (!deps.sky) {
@@ -192,10 +220,12 @@ export function createProvisioningActivities(deps: ActivityDeps) {
       try {
         await heartbeating(`${verb} ${skyName}`, (onOutput) => {
           const opts = { signal: cancellation(), onOutput, timeoutMs: input.timeoutMs };
-          const launch = { name: skyName, yaml, secrets };
+          const launch = { name: skyName, yaml, secrets, envSecrets: domain.launch?.secrets };
           return domain.provider === 'skyserve' ? sky.serveUp(launch, opts) : sky.launch(launch, opts);
         });
       } catch (err) {
+        if (err instanceof SecretNotSetError)
+          throw ApplicationFailure.nonRetryable(err.message, FailureType.LaunchFailed);
         throw skyFailure(err, FailureType.LaunchFailed, false);
       }
       log.info('domain launched', { domainId: domain.id, skyName, provider: domain.provider });
@@ -395,24 +425,53 @@ export function createProvisioningActivities(deps: ActivityDeps) {
     },
 
     /**
-     * `sky down` / `sky stop` (skypilot) or `sky serve down` (skyserve). A target that no longer exists
-     * counts as done (`not_found`). Failures are retryable SkyCommandFailed within the step budget.
+     * `sky down` / `sky stop` (skypilot) or `sky serve down` (skyserve; a failed service is purged, see
+     * SkyCli.serveDown), then asks `sky` until the cluster is gone (stopped, for a stop) or the service is
+     * gone, and appends a `domain.teardown_checked` event with what it saw. A target that no longer exists
+     * counts as done (`not_found`). A failing command, or a target still there teardownCheckWithinMs after
+     * the command, is a retryable SkyCommandFailed within the step budget: never a silent success.
      */
-    async destroyDomain(input: {
-      domainId: string;
-      mode: 'down' | 'stop';
-    }): Promise<{ attempt: number; result: 'down' | 'stopped' | 'not_found' }> {
+    async destroyDomain(input: { domainId: string; mode: 'down' | 'stop' }): Promise<{
+      attempt: number;
+      result: 'down' | 'stopped' | 'not_found';
+      purged: boolean;
+      observed: TeardownObservation;
+    }> {
       const sky = requireSky();
       const { domain, fleet } = await loadProvisionable(input.domainId);
       const skyName = skyNameFor(fleet.slug, domain.slug);
-      const verb = domain.provider === 'skyserve' ? 'sky serve down' : input.mode === 'stop' ? 'sky stop' : 'sky down';
+      const serve = domain.provider === 'skyserve';
+      const verb = serve ? 'sky serve down' : input.mode === 'stop' ? 'sky stop' : 'sky down';
       try {
-        const result = await heartbeating(`${verb} ${skyName}`, (onOutput) => {
+        const outcome = await heartbeating(`${verb} ${skyName}`, (onOutput) => {
           const opts = { signal: cancellation(), onOutput };
-          if (domain.provider === 'skyserve') return sky.serveDown(skyName, opts);
+          if (serve) return sky.serveDown(skyName, opts);
           return input.mode === 'stop' ? sky.stop(skyName, opts) : sky.down(skyName, opts);
         });
-        return { attempt: currentAttempt(), result };
+        const purged = outcome === 'purged';
+        const result = purged ? 'down' : outcome;
+        const observed = await checkTornDown(
+          sky,
+          serve ? 'service' : input.mode === 'stop' ? 'stopped' : 'cluster',
+          skyName,
+        );
+        const data = { command: verb, name: skyName, result, purged, observed };
+        await event(
+          domain,
+          'domain.teardown_checked',
+          observed.gone
+            ? `domain ${domain.slug}: ${verb} ${skyName} done, sky reports it ${observed.status ?? 'gone'}`
+            : `domain ${domain.slug}: ${skyName} still ${observed.status} after ${verb}`,
+          data,
+        );
+        if (!observed.gone) {
+          throw ApplicationFailure.retryable(
+            `${skyName} is still ${observed.status} ${Math.round(checkWithinMs / 1000)} s after ${verb}`,
+            FailureType.SkyCommandFailed,
+            data,
+          );
+        }
+        return { attempt: currentAttempt(), result, purged, observed };
       } catch (err) {
         throw skyFailure(err, FailureType.SkyCommandFailed, true);
       }
@@ -446,6 +505,33 @@ export function createProvisioningActivities(deps: ActivityDeps) {
     },
   };
 
+  /**
+   * Asks `sky` (every skyPollIntervalMs, for up to teardownCheckWithinMs) whether a torn-down target is
+   * gone: a cluster or service no longer listed, or for a stop a cluster listed as STOPPED. A service in
+   * SHUTTING_DOWN is still there (SkyServe terminates replicas after `sky serve down` returns).
+   */
+  async function checkTornDown(
+    sky: SkyCli,
+    kind: 'cluster' | 'stopped' | 'service',
+    name: string,
+  ): Promise<TeardownObservation> {
+    const ctx = Context.current();
+    const until = deps.now().getTime() + checkWithinMs;
+    const pollMs = deps.skyPollIntervalMs ?? DEFAULT_SKY_POLL_INTERVAL_MS;
+    for (let checks = 1; ; checks++) {
+      const signal = cancellation();
+      const status =
+        kind === 'service'
+          ? ((await sky.serveStatus(name, { signal }))?.statusText ?? null)
+          : ((await sky.status(name, { signal, refresh: true }))?.statusText ?? null);
+      const gone = status === null || (kind === 'stopped' && status === 'STOPPED');
+      const observation = { gone, status, checks, at: deps.now().toISOString() };
+      if (gone || deps.now().getTime() + pollMs > until) return observation;
+      ctx.heartbeat({ waitingFor: `${name} to go (sky reports ${status})` });
+      await ctx.sleep(pollMs);
+    }
+  }
+
   /** Null when `/healthz` answers 2xx; otherwise why not. */
   async function healthz(url: string): Promise<string | null> {
     const signal = AbortSignal.any([cancellation(), AbortSignal.timeout(5_000)]);
@@ -460,26 +546,28 @@ export function createProvisioningActivities(deps: ActivityDeps) {
     }
   }
 
-  /** Throws LaunchFailed when the cluster or service is gone, stopped or failed; a `sky` error only warns. */
+  /**
+   * Throws LaunchFailed when the cluster or service is gone, stopped, stopping, unhealthy or failed, or in a
+   * status this reader does not know (named with the text `sky` printed: Haru cannot tell whether it is
+   * coming up, so it says so instead of waiting out the ready timeout). A failing `sky` call only warns.
+   */
   async function assertStillLaunched(sky: SkyCli, provider: Provider, name: string): Promise<void> {
+    const launchFailed = (what: string) =>
+      ApplicationFailure.nonRetryable(`${what} while waiting for its supervisor`, FailureType.LaunchFailed);
     try {
       if (provider === 'skyserve') {
         const service = await sky.serveStatus(name, { signal: cancellation() });
-        if (!service || ['FAILED', 'CONTROLLER_FAILED', 'FAILED_CLEANUP', 'SHUTTING_DOWN'].includes(service.status)) {
-          throw ApplicationFailure.nonRetryable(
-            `service ${name} is ${service?.status ?? 'gone'} while waiting for its supervisor`,
-            FailureType.LaunchFailed,
-          );
-        }
+        if (!service) throw launchFailed(`service ${name} is gone`);
+        if (service.status === 'unknown')
+          throw launchFailed(`service ${name} has unknown status "${service.statusText}"`);
+        if (SERVICE_DOWN_STATUSES.includes(service.status)) throw launchFailed(`service ${name} is ${service.status}`);
         return;
       }
       const cluster = await sky.status(name, { signal: cancellation() });
-      if (!cluster || cluster.status === 'STOPPED') {
-        throw ApplicationFailure.nonRetryable(
-          `cluster ${name} is ${cluster?.status ?? 'gone'} while waiting for its supervisor`,
-          FailureType.LaunchFailed,
-        );
-      }
+      if (!cluster) throw launchFailed(`cluster ${name} is gone`);
+      if (cluster.status === 'unknown')
+        throw launchFailed(`cluster ${name} has unknown status "${cluster.statusText}"`);
+      if (CLUSTER_DOWN_STATUSES.includes(cluster.status)) throw launchFailed(`cluster ${name} is ${cluster.status}`);
     } catch (err) {
       if (err instanceof SkyCommandError && err.reason !== 'aborted') {
         log.warn('sky status failed while waiting for a supervisor', { name, error: err.message });

@@ -49,3 +49,11 @@ export class SkyCommandError extends Error {
     return `${what} ${why}${tail}`;
   }
 }
+
+/** A secret a launch names is not in the environment `sky` runs with: nothing was run. */
+export class SecretNotSetError extends Error {
+  override readonly name = 'SecretNotSetError';
+  constructor(readonly secret: string) {
+    super(`secret ${secret} is not set in the environment the sky CLI runs with (the worker's)`);
+  }
+}

@@ -74,16 +74,36 @@ describe('SkyPilot task YAML', () => {
       'gcp/us-central1/us-central1-a',
     );
     expect(infraOf({ cloud: 'aws', zone: 'us-east-1a' })).toBe('aws/*/us-east-1a');
-    expect(infraOf({ region: 'us-east-1' })).toBeUndefined();
+    // A region without a cloud: any cloud that has it (sky/utils/infra_utils.py InfraInfo.from_str reads
+    // `*` as "any" in each part).
+    expect(infraOf({ region: 'us-east-1' })).toBe('*/us-east-1');
+    expect(infraOf({ zone: 'us-east-1a' })).toBe('*/*/us-east-1a');
+    expect(infraOf({})).toBeUndefined();
     const doc = parse(
       renderTaskYaml({ domain: domain({ placement: { cloud: 'aws', useSpot: true } }), fleetSlug: 'p' }),
     );
     expect(doc.resources).toMatchObject({ infra: 'aws', use_spot: true });
   });
 
-  it('never renders a secret: no token appears in the YAML', () => {
-    const yaml = renderTaskYaml({ domain: domain(), fleetSlug: 'prod' });
+  it('never renders a secret: no token appears in the YAML, nor the launch spec secrets', () => {
+    const yaml = renderTaskYaml({
+      domain: domain({ launch: { ...domain().launch!, secrets: ['HF_TOKEN'] } }),
+      fleetSlug: 'prod',
+    });
     expect(yaml).not.toMatch(/TOKEN/);
+    expect(parse(yaml).secrets).toBeUndefined();
+  });
+
+  it('ships the workdir and sets the image (a cloud image or docker:<image>)', () => {
+    const doc = parse(
+      renderTaskYaml({
+        domain: domain({ launch: { ...domain().launch!, workdir: '.', imageId: 'docker:vllm/vllm-openai:v0.10.1' } }),
+        fleetSlug: 'prod',
+      }),
+    );
+    expect(doc.workdir).toBe('.');
+    expect(doc.resources.image_id).toBe('docker:vllm/vllm-openai:v0.10.1');
+    expect(Object.keys(doc)).toEqual(['name', 'resources', 'envs', 'workdir', 'setup', 'run']);
   });
 
   it('quotes env values, which YAML 1.1 readers would otherwise turn into booleans or numbers', () => {
@@ -106,7 +126,7 @@ describe('SkyServe service YAML', () => {
   const serve = (over: Partial<Domain> = {}) => domain({ provider: 'skyserve', slug: 'serve-east', ...over });
 
   it('renders the service section (readiness probe, replicas, service port) ahead of the task fields', () => {
-    const d = serve({ launch: { ...domain().launch!, replicas: 2 } });
+    const d = serve({ launch: { ...domain().launch!, replicas: 1 } });
     expect(renderServiceYaml({ domain: d, fleetSlug: 'prod' })).toMatchInlineSnapshot(`
      "name: haru-prod-serve-east
      service:
@@ -114,7 +134,7 @@ describe('SkyServe service YAML', () => {
        readiness_probe:
          path: /healthz
          initial_delay_seconds: 1200
-       replicas: 2
+       replicas: 1
      resources:
        infra: aws/us-east-1
        accelerators: H100:2
@@ -147,6 +167,13 @@ describe('SkyServe service YAML', () => {
       replicas: 1,
     });
     expect(doc.resources.ports).toEqual([8001, 8701]);
+  });
+
+  it('refuses more than one replica (a row stored before the layout refused it), saying why', () => {
+    const d = serve({ launch: { ...domain().launch!, replicas: 2 } });
+    expect(() => renderServiceYaml({ domain: d, fleetSlug: 'prod' })).toThrow(
+      /replicas must be 1: a domain has one supervisor/,
+    );
   });
 
   it('picks the renderer from the provider', () => {

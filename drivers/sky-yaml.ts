@@ -1,6 +1,6 @@
 import { Document, Scalar, type YAMLMap } from 'yaml';
 import type { Domain } from '../schemas/entities';
-import type { Placement } from '../schemas/layout';
+import { ONE_REPLICA_REASON, type Placement } from '../schemas/layout';
 
 /** What a task or service YAML is rendered from: the domain row (with its launch spec) and its fleet's slug. */
 export interface RenderInput {
@@ -30,15 +30,17 @@ export function urlPort(url: string): number {
 }
 
 /**
- * `resources.infra` from a placement: `cloud`, `cloud/region`, `cloud/region/zone`, or `cloud/*\/zone`
- * for a zone without a region (SkyPilot >= 0.9 syntax; it replaced `cloud`/`region`/`zone`). Undefined
- * when no cloud is pinned (SkyPilot picks the cheapest enabled one).
+ * `resources.infra` from a placement: `cloud`, `cloud/region`, `cloud/region/zone`, with `*` for a part
+ * left open (`*\/us-east-1`: that region on any cloud that has it; `aws/*\/us-east-1a`), the syntax of
+ * `InfraInfo.from_str` in sky/utils/infra_utils.py (SkyPilot >= 0.9; it replaced `cloud`/`region`/`zone`).
+ * Undefined when nothing is pinned (SkyPilot picks the cheapest enabled cloud).
  */
 export function infraOf(placement: Placement): string | undefined {
-  if (!placement.cloud) return undefined;
-  if (placement.zone) return `${placement.cloud}/${placement.region ?? '*'}/${placement.zone}`;
-  if (placement.region) return `${placement.cloud}/${placement.region}`;
-  return placement.cloud;
+  const { cloud, region, zone } = placement;
+  if (!cloud && !region && !zone) return undefined;
+  if (zone) return `${cloud ?? '*'}/${region ?? '*'}/${zone}`;
+  if (region) return `${cloud ?? '*'}/${region}`;
+  return cloud;
 }
 
 // Insertion order is the rendered order: yaml keeps it, so snapshots are stable.
@@ -49,8 +51,20 @@ function resourcesOf(input: RenderInput, ports: number[]): Record<string, unknow
   if (infra) resources.infra = infra;
   if (placement.accelerators) resources.accelerators = placement.accelerators;
   if (placement.useSpot !== undefined) resources.use_spot = placement.useSpot;
+  // sky/utils/schemas.py resources `image_id`: a string (a cloud image, or `docker:<image>`).
+  const imageId = input.domain.launch?.imageId;
+  if (imageId) resources.image_id = imageId;
   resources.ports = ports;
   return resources;
+}
+
+/** `workdir`, `setup` and `run`: what is shipped to the host and what runs there (sky/task.py). */
+function commandsOf(launch: NonNullable<RenderInput['domain']['launch']>): Record<string, unknown> {
+  const doc: Record<string, unknown> = {};
+  if (launch.workdir) doc.workdir = launch.workdir;
+  if (launch.setup) doc.setup = launch.setup;
+  doc.run = launch.run;
+  return doc;
 }
 
 /** Launch spec of a renderable domain; throws RenderError otherwise. */
@@ -65,7 +79,8 @@ function launchOf(input: RenderInput) {
 
 /**
  * Environment of the task on the host: who it is (`HARU_FLEET`, `HARU_DOMAIN`, `HARU_DOMAIN_ID`) plus the
- * launch spec's envs, which win. Never a secret: the supervisor token is passed with `--secret` at launch.
+ * launch spec's envs, which win. Never a secret: the supervisor token and the launch spec's `secrets` are
+ * passed with `--secret NAME` at launch, so no value of theirs is in the YAML.
  */
 function envsOf(input: RenderInput, extra: Record<string, string> | undefined): Record<string, string> {
   return {
@@ -89,9 +104,8 @@ export function taskDocument(input: RenderInput): Record<string, unknown> {
     name: skyNameFor(input.fleetSlug, input.domain.slug),
     resources: resourcesOf(input, portsOf(input, launch.ports)),
     envs: envsOf(input, launch.envs),
+    ...commandsOf(launch),
   };
-  if (launch.setup) doc.setup = launch.setup;
-  doc.run = launch.run;
   return doc;
 }
 
@@ -102,6 +116,8 @@ export function taskDocument(input: RenderInput): Record<string, unknown> {
  */
 export function serviceDocument(input: RenderInput): Record<string, unknown> {
   const launch = launchOf(input);
+  if ((launch.replicas ?? 1) > 1)
+    throw new RenderError(`domain ${input.domain.slug}: replicas must be 1: ${ONE_REPLICA_REASON}`);
   const supervisorPort = urlPort(input.domain.supervisorUrl);
   const servicePort = launch.service?.port ?? supervisorPort;
   const ports = portsOf(input, [...(launch.ports ?? [supervisorPort]), servicePort]);
@@ -114,13 +130,12 @@ export function serviceDocument(input: RenderInput): Record<string, unknown> {
         path,
         initial_delay_seconds: launch.service?.initialDelaySeconds ?? DEFAULT_INITIAL_DELAY_SECONDS,
       },
-      replicas: launch.replicas ?? 1,
+      replicas: 1,
     },
     resources: resourcesOf(input, ports),
     envs: envsOf(input, launch.envs),
+    ...commandsOf(launch),
   };
-  if (launch.setup) doc.setup = launch.setup;
-  doc.run = launch.run;
   return doc;
 }
 

@@ -1,7 +1,8 @@
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { SkyCommandError, STDERR_CAP_CHARS } from './errors';
+import { SecretNotSetError, SkyCommandError, STDERR_CAP_CHARS } from './errors';
 import { createSpawnExec } from './exec';
 import { createSkyCli, skyArgs, type SkyCli } from './sky';
 
@@ -15,14 +16,14 @@ interface Call {
 }
 
 /** A fake `sky` on PATH with its own state dir; `calls()` is what it recorded. */
-function fakeSky(opts: { statusOutput?: 'table' | 'json' } = {}) {
+function fakeSky(opts: { statusOutput?: 'table' | 'json'; env?: Record<string, string> } = {}) {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'haru-fake-sky-'));
   const state = path.join(dir, 'state');
   const tmpDir = path.join(dir, 'tmp');
   mkdirSync(tmpDir);
   const sky: SkyCli = createSkyCli({
     exec: createSpawnExec({ killGraceMs: 500 }),
-    env: { PATH: `${SIM_BIN}:${process.env.PATH}`, HOME: dir, FAKE_SKY_STATE_DIR: state, FAKE_SKY_WORKDIR: dir },
+    env: { PATH: `${SIM_BIN}:${process.env.PATH}`, HOME: dir, FAKE_SKY_STATE_DIR: state, ...opts.env },
     statusOutput: opts.statusOutput,
     tmpDir,
   });
@@ -156,6 +157,69 @@ describe('launch', () => {
     );
   });
 
+  it("passes the launch spec's secrets from the worker's environment by name only, and refuses one that is not set", async () => {
+    const withEnv = fakeSky({ env: { HF_TOKEN: 'hf-secret-91' } });
+    try {
+      const yaml = TASK.replace('exec sleep 600', 'echo "hf length ${#HF_TOKEN}"\n  exec sleep 600');
+      await withEnv.sky.launch({
+        name: 'haru-t-east',
+        yaml,
+        secrets: { HARU_SUPERVISOR_TOKEN: TOKEN },
+        envSecrets: ['HF_TOKEN'],
+      });
+      const [call] = withEnv.calls();
+      expect(call!.argv).toEqual(
+        skyArgs.launch('haru-t-east', call!.argv.at(-1)!, ['HARU_SUPERVISOR_TOKEN', 'HF_TOKEN']),
+      );
+      expect(call!.secrets).toEqual({ HARU_SUPERVISOR_TOKEN: TOKEN, HF_TOKEN: 'hf-secret-91' });
+      expect(call!.yaml).not.toContain('hf-secret-91');
+      expect(await eventually('run output', () => withEnv.log('haru-t-east').includes('hf length 12'))).toBe(true);
+      const missing = await withEnv.sky
+        .launch({ name: 'haru-t-west', yaml, envSecrets: ['HF_TOKEN', 'WANDB_API_KEY'] })
+        .catch((e: unknown) => e);
+      expect(missing).toBeInstanceOf(SecretNotSetError);
+      expect((missing as Error).message).toMatch(/WANDB_API_KEY is not set/);
+      expect(withEnv.calls()).toHaveLength(1);
+    } finally {
+      await withEnv.sky.down('haru-t-east').catch(() => undefined);
+      withEnv.cleanup();
+    }
+  });
+
+  it('runs setup and run in an empty directory holding only the workdir it ships (what git lists there)', async () => {
+    const src = mkdtempSync(path.join(os.tmpdir(), 'haru-workdir-'));
+    try {
+      writeFileSync(path.join(src, 'shipped.txt'), 'shipped\n');
+      writeFileSync(path.join(src, '.gitignore'), 'ignored.txt\n');
+      writeFileSync(path.join(src, 'ignored.txt'), 'not shipped\n');
+      spawnSync('git', ['init', '-q', src]);
+      const task = (workdir: string | null) =>
+        [
+          'name: haru-t-east',
+          ...(workdir ? [`workdir: ${workdir}`] : []),
+          'setup: ls -A > setup-saw.txt',
+          'run: |',
+          '  echo "cwd $(basename "$PWD") files $(ls -A | tr "\\n" " ")"',
+          '  exec sleep 600',
+          '',
+        ].join('\n');
+      await fake.sky.launch({ name: 'haru-t-east', yaml: task(src) });
+      expect(
+        await eventually('run output', () =>
+          fake.log('haru-t-east').includes('cwd sky_workdir files .gitignore setup-saw.txt shipped.txt'),
+        ),
+      ).toBe(true);
+      await fake.sky.down('haru-t-east');
+      await fake.sky.launch({ name: 'haru-t-west', yaml: task(null).replace('haru-t-east', 'haru-t-west') });
+      expect(
+        await eventually('run output', () => fake.log('haru-t-west').includes('cwd haru-t-west files setup-saw.txt')),
+      ).toBe(true);
+      await fake.sky.down('haru-t-west');
+    } finally {
+      rmSync(src, { recursive: true, force: true });
+    }
+  });
+
   it('turns a failed launch into SkyCommandError with the command and the tail of stderr, and still deletes the YAML', async () => {
     const stderr = `${'x'.repeat(STDERR_CAP_CHARS * 2)}\n${readFileSync(path.join(__dirname, '../test/fixtures/sky/launch-resources-unavailable.stderr'), 'utf8')}`;
     fake.script({ launch: { exitCode: 1, stderr } });
@@ -275,7 +339,9 @@ describe('status, stop and down', () => {
     expect(await fake.sky.endpoint('haru-t-nowhere', 8701)).toBeNull();
     const closed = (await fake.sky.endpoint('haru-t-east', 9999).catch((e: unknown) => e)) as SkyCommandError;
     expect(closed).toBeInstanceOf(SkyCommandError);
-    expect(closed.stderr).toContain('Port 9999 is not exposed');
+    // sky/client/cli/command.py _show_endpoint raises click.Abort, of which click prints only `Aborted!`.
+    expect(closed.stderr).toContain('Aborted!');
+    expect(closed.reason).toBe('exit');
     await fake.sky.stop('haru-t-east');
     await expect(fake.sky.endpoint('haru-t-east', 8701)).rejects.toBeInstanceOf(SkyCommandError);
   });
@@ -307,6 +373,47 @@ describe('SkyServe', () => {
     expect(await fake.sky.serveEndpoint('haru-t-nowhere')).toBeNull();
     expect(await fake.sky.serveDown('haru-t-east')).toBe('down');
     expect(await fake.sky.serveStatus('haru-t-east')).toBeNull();
+    expect(await fake.sky.serveDown('haru-t-east')).toBe('not_found');
+  });
+
+  it('purges a failed service SkyServe skipped (exit 0, resources left up) and reports it purged', async () => {
+    await fake.sky.serveUp({ name: 'haru-t-east', yaml: SERVICE, secrets: { HARU_SUPERVISOR_TOKEN: TOKEN } });
+    const services = JSON.parse(readFileSync(path.join(fake.state, 'services.json'), 'utf8')) as Record<
+      string,
+      { status: string }
+    >;
+    services['haru-t-east']!.status = 'CONTROLLER_FAILED';
+    writeFileSync(path.join(fake.state, 'services.json'), JSON.stringify(services));
+    expect(await fake.sky.serveStatus('haru-t-east')).toMatchObject({ status: 'CONTROLLER_FAILED' });
+    expect(await fake.sky.serveDown('haru-t-east')).toBe('purged');
+    expect(
+      fake
+        .calls()
+        .map((c) => c.argv.join(' '))
+        .filter((a) => a.startsWith('serve down')),
+    ).toEqual(['serve down haru-t-east --yes', 'serve down haru-t-east --yes --purge']);
+    expect(await fake.sky.serveStatus('haru-t-east')).toBeNull();
+  });
+
+  it('fails loudly when even the purge leaves the failed service up', async () => {
+    const skipped = readFileSync(
+      path.join(__dirname, '../test/fixtures/sky/sky-serve-down-failed-skipped.txt'),
+      'utf8',
+    );
+    fake.script({
+      'serve down': [
+        { stdout: skipped.replace(/haru-prod-failed/g, 'haru-t-east') },
+        { stdout: skipped.replace(/haru-prod-failed/g, 'haru-t-east') },
+      ],
+    });
+    const err = (await fake.sky.serveDown('haru-t-east').catch((e: unknown) => e)) as SkyCommandError;
+    expect(err).toBeInstanceOf(SkyCommandError);
+    expect(err.command).toEqual(['sky', ...skyArgs.serveDown('haru-t-east', { purge: true })]);
+  });
+
+  it('reads "No live services." (no serve controller) as no service, for status, endpoint and down', async () => {
+    expect(await fake.sky.serveStatus('haru-t-east')).toBeNull();
+    expect(await fake.sky.serveEndpoint('haru-t-east')).toBeNull();
     expect(await fake.sky.serveDown('haru-t-east')).toBe('not_found');
   });
 

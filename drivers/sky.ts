@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { capTail, SkyCommandError } from './errors';
+import { capTail, SecretNotSetError, SkyCommandError } from './errors';
 import type { Exec, ExecResult } from './exec';
 import {
   parseEndpoint,
@@ -9,6 +9,7 @@ import {
   parseStatusJson,
   parseStatusTable,
   saysNotFound,
+  saysSkippedFailed,
   type SkyCluster,
   type SkyService,
   UnparseableOutputError,
@@ -42,8 +43,8 @@ export interface SkyCliOptions {
   env: Readonly<Record<string, string>>;
   timeouts?: Partial<SkyTimeouts>;
   /**
-   * How `sky status` is read: `table` (what released SkyPilot prints) or `json` (`-o json`, SkyPilot's
-   * planned machine-readable form). Default `table`.
+   * How `sky status` is read: `table` (what every SkyPilot release prints) or `json` (`-o json`, the JSON
+   * array of cluster records that SkyPilot 0.14 prints; older releases refuse the option). Default `table`.
    */
   statusOutput?: 'table' | 'json';
   /** Where a YAML file lives while its command runs (default the OS temp dir). */
@@ -63,6 +64,12 @@ export interface SkyLaunchInput {
   yaml: string;
   /** Variable name -> value. Each name goes on argv as `--secret NAME`; the value only in the `sky` process env. */
   secrets?: Readonly<Record<string, string>>;
+  /**
+   * Names of variables the `sky` process already has in its environment (`SkyCliOptions.env`: the
+   * worker's), also passed as `--secret NAME`. One that is not set fails with SecretNotSetError before
+   * anything runs.
+   */
+  envSecrets?: readonly string[];
 }
 
 /**
@@ -90,8 +97,13 @@ export interface SkyCli {
   serveStatus(service: string, opts?: SkyCallOptions): Promise<SkyService | null>;
   /** `sky serve status --endpoint NAME`: the load balancer's address (an http URL); null when no such service. */
   serveEndpoint(service: string, opts?: SkyCallOptions): Promise<string | null>;
-  /** `sky serve down NAME --yes`. */
-  serveDown(service: string, opts?: SkyCallOptions): Promise<'down' | 'not_found'>;
+  /**
+   * `sky serve down NAME --yes`. SkyServe skips a service in a failed state (CONTROLLER_FAILED,
+   * FAILED_CLEANUP) and exits 0, leaving its replicas running; the call then runs `sky serve down NAME
+   * --yes --purge`, the only way down for such a service, and answers `purged`. A service still skipped
+   * after that is a SkyCommandError, never `down`.
+   */
+  serveDown(service: string, opts?: SkyCallOptions): Promise<'down' | 'purged' | 'not_found'>;
 }
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -128,7 +140,13 @@ export const skyArgs = {
   ],
   serveStatus: (service: string) => ['serve', 'status', service],
   serveEndpoint: (service: string) => ['serve', 'status', '--endpoint', service],
-  serveDown: (service: string) => ['serve', 'down', service, '--yes'],
+  serveDown: (service: string, opts: { purge?: boolean } = {}) => [
+    'serve',
+    'down',
+    service,
+    '--yes',
+    ...(opts.purge ? ['--purge'] : []),
+  ],
 } as const;
 
 /** Creates the wrapper. It holds no state; every call is one `sky` process. */
@@ -195,6 +213,11 @@ export function createSkyCli(options: SkyCliOptions): SkyCli {
     opts: SkyCallOptions | undefined,
   ): Promise<void> {
     const names = secretNames(input.secrets);
+    for (const name of input.envSecrets ?? []) {
+      if (!ENV_NAME.test(name)) throw new Error(`secret name "${name}" is not an environment variable name`);
+      if (options.env[name] === undefined) throw new SecretNotSetError(name);
+      if (!names.includes(name)) names.push(name);
+    }
     await withYamlFile(input.name, input.yaml, async (file) => {
       const args =
         kind === 'launch' ? skyArgs.launch(input.name, file, names) : skyArgs.serveUp(input.name, file, names);
@@ -204,14 +227,7 @@ export function createSkyCli(options: SkyCliOptions): SkyCli {
     });
   }
 
-  async function removal<T extends string>(
-    args: string[],
-    name: string,
-    timeoutMs: number,
-    done: T,
-    opts: SkyCallOptions | undefined,
-  ): Promise<T | 'not_found'> {
-    const result = await run(args, timeoutMs, opts);
+  function removal<T extends string>(args: string[], name: string, result: ExecResult, done: T): T | 'not_found' {
     const output = `${result.stdout}\n${result.stderr}`;
     // `sky down` of an unknown cluster exits 0 and says so; a failing one may say so too.
     if (saysNotFound(output, name)) return 'not_found';
@@ -268,9 +284,26 @@ export function createSkyCli(options: SkyCliOptions): SkyCli {
     endpoint: (cluster, port, opts) => endpointOf(skyArgs.endpoint(cluster, port), cluster, opts),
     serveEndpoint: (service, opts) => endpointOf(skyArgs.serveEndpoint(service), service, opts),
 
-    stop: (cluster, opts) => removal(skyArgs.stop(cluster), cluster, timeouts.stopMs, 'stopped' as const, opts),
-    down: (cluster, opts) => removal(skyArgs.down(cluster), cluster, timeouts.downMs, 'down' as const, opts),
-    serveDown: (service, opts) => removal(skyArgs.serveDown(service), service, timeouts.downMs, 'down' as const, opts),
+    async stop(cluster, opts) {
+      const args = skyArgs.stop(cluster);
+      return removal(args, cluster, await run(args, timeouts.stopMs, opts), 'stopped' as const);
+    },
+    async down(cluster, opts) {
+      const args = skyArgs.down(cluster);
+      return removal(args, cluster, await run(args, timeouts.downMs, opts), 'down' as const);
+    },
+    async serveDown(service, opts) {
+      const args = skyArgs.serveDown(service);
+      const result = await run(args, timeouts.downMs, opts);
+      if (!saysSkippedFailed(`${result.stdout}\n${result.stderr}`, service)) {
+        return removal(args, service, result, 'down' as const);
+      }
+      const purgeArgs = skyArgs.serveDown(service, { purge: true });
+      const purged = await run(purgeArgs, timeouts.downMs, opts);
+      const output = `${purged.stdout}\n${purged.stderr}`;
+      if (purged.exitCode !== 0 || saysSkippedFailed(output, service)) throw failed([bin, ...purgeArgs], purged);
+      return saysNotFound(output, service) ? 'not_found' : 'purged';
+    },
   };
 }
 

@@ -144,6 +144,44 @@ describe('fleet layout validation', () => {
   });
 });
 
+describe('launch spec', () => {
+  const withLaunch = (launch: Record<string, unknown>) => {
+    const input = layout();
+    Object.assign(input.domains[1]!, { provider: 'skyserve', launch: { run: 'start.sh', ...launch } });
+    return input;
+  };
+
+  it('accepts a workdir, an image (a cloud image or docker:<image>) and secrets by name', () => {
+    for (const imageId of ['ami-0123456789abcdef0', 'docker:vllm/vllm-openai:v0.10.1']) {
+      expect(problemPaths(withLaunch({ workdir: '.', imageId, secrets: ['HF_TOKEN'] }))).toEqual([]);
+    }
+  });
+
+  it('refuses an empty docker image, a bad or reserved secret name, and a secret also written as an env', () => {
+    expect(problemPaths(withLaunch({ imageId: 'docker:' }))).toEqual([
+      { path: '$.domains[1].launch.imageId', message: expect.stringContaining('docker:<image>') },
+    ]);
+    expect(problemPaths(withLaunch({ secrets: ['HF-TOKEN', 'HARU_API_TOKEN', 'DATABASE_URL'] }))).toEqual([
+      { path: '$.domains[1].launch.secrets[0]', message: expect.stringContaining('environment variable name') },
+      { path: '$.domains[1].launch.secrets[1]', message: expect.stringContaining('reserved') },
+      { path: '$.domains[1].launch.secrets[2]', message: expect.stringContaining('reserved') },
+    ]);
+    expect(problemPaths(withLaunch({ secrets: ['HF_TOKEN'], envs: { HF_TOKEN: 'hf_x' } }))).toEqual([
+      { path: '$.domains[1].launch.secrets[0]', message: expect.stringContaining('must not be written into the YAML') },
+    ]);
+  });
+
+  it('refuses more than one SkyServe replica, saying why', () => {
+    expect(problemPaths(withLaunch({ replicas: 1 }))).toEqual([]);
+    expect(problemPaths(withLaunch({ replicas: 2 }))).toEqual([
+      {
+        path: '$.domains[1].launch.replicas',
+        message: expect.stringContaining('a domain has one supervisor, and SkyServe'),
+      },
+    ]);
+  });
+});
+
 describe('jsonPath', () => {
   it('writes indexes in brackets and quotes keys that are not identifiers', () => {
     expect(jsonPath([])).toBe('$');

@@ -66,23 +66,82 @@ export const serveSpecSchema = z.strictObject({
 });
 export type ServeSpec = z.infer<typeof serveSpecSchema>;
 
-/** How a skypilot/skyserve domain is launched: commands run on the provisioned host. */
-export const launchSpecSchema = z.strictObject({
-  setup: z.string().optional(),
-  run: z.string().min(1),
-  envs: z.record(z.string(), z.string()).optional(),
-  /** Ports to open on the host; default: the supervisor's port. */
-  ports: z.array(hostPortSchema).optional(),
-  replicas: z.number().int().min(1).optional(),
-  service: serveSpecSchema.optional(),
-  /**
-   * The domain's `supervisorUrl` is a stable name (DNS, a reserved IP) that reaches the launched host: keep
-   * it. Default (false): after each launch Haru asks SkyPilot where the supervisor's port is exposed
-   * (`sky status --endpoint PORT CLUSTER`; for skyserve `sky serve status --endpoint SERVICE`) and uses
-   * that address.
-   */
-  pinSupervisorUrl: z.boolean().optional(),
-});
+const envNameSchema = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name');
+
+/** Variables of Haru's own processes that must never be sent to a host (the supervisor token is sent by Haru itself). */
+export const RESERVED_SECRET_NAMES = ['HARU_SUPERVISOR_TOKEN', 'HARU_API_TOKEN', 'DATABASE_URL'] as const;
+
+/**
+ * Why a skyserve domain runs one replica: Haru drives one supervisor per domain (sleep, wake, training,
+ * status), at one address. Behind SkyServe's load balancer each call would reach whichever replica the
+ * balancer picks, so the other replicas would keep serving while Haru believes them asleep, or train on a
+ * GPU Haru believes free. Two domains in the layout are the way to run two hosts.
+ */
+export const ONE_REPLICA_REASON =
+  "a domain has one supervisor, and SkyServe's load balancer would send each supervisor call (sleep, wake, " +
+  'training) to just one of several replicas; declare one domain per host instead';
+
+/** How a skypilot/skyserve domain is launched: what is shipped to the provisioned host and run there. */
+export const launchSpecSchema = z
+  .strictObject({
+    /**
+     * A directory on the worker's machine that SkyPilot copies to the host (`~/sky_workdir`, without what
+     * its .gitignore excludes) and runs `setup` and `run` in. A relative path is relative to the worker's
+     * working directory (`.`: the Haru checkout the worker runs from, which ships `bin/haru.js` and
+     * `examples/`). Without it the commands run in an empty home directory: they can only use what the
+     * image has.
+     */
+    workdir: z.string().min(1).optional(),
+    /**
+     * The host's image (`resources.image_id`): a cloud image id (`ami-…`, `projects/…/images/…`) or
+     * `docker:<image>` to run the task in that container.
+     */
+    imageId: z
+      .string()
+      .min(1)
+      .refine((id) => id !== 'docker:' && !/\s/.test(id), 'must be an image id or docker:<image>')
+      .optional(),
+    /** Installs what `run` needs, once per launch (Node and Haru's dependencies, vLLM). */
+    setup: z.string().optional(),
+    run: z.string().min(1),
+    envs: z.record(envNameSchema, z.string()).optional(),
+    /**
+     * Names of variables of the worker's environment handed to the host with `sky launch --secret NAME`
+     * (an `HF_TOKEN` for gated models): the value never enters the YAML or argv, and SkyPilot redacts it.
+     * HARU_SUPERVISOR_TOKEN is always sent; Haru's own HARU_API_TOKEN and DATABASE_URL never are.
+     */
+    secrets: z
+      .array(
+        envNameSchema.refine(
+          (name) => !(RESERVED_SECRET_NAMES as readonly string[]).includes(name),
+          'is reserved: HARU_SUPERVISOR_TOKEN is sent by Haru itself, HARU_API_TOKEN and DATABASE_URL never leave it',
+        ),
+      )
+      .optional(),
+    /** Ports to open on the host; default: the supervisor's port. */
+    ports: z.array(hostPortSchema).optional(),
+    /** SkyServe replicas: only 1 (see {@link ONE_REPLICA_REASON}). */
+    replicas: z.number().int().min(1).max(1, `must be 1: ${ONE_REPLICA_REASON}`).optional(),
+    service: serveSpecSchema.optional(),
+    /**
+     * The domain's `supervisorUrl` is a stable name (DNS, a reserved IP) that reaches the launched host: keep
+     * it. Default (false): after each launch Haru asks SkyPilot where the supervisor's port is exposed
+     * (`sky status --endpoint PORT CLUSTER`; for skyserve `sky serve status --endpoint SERVICE`) and uses
+     * that address.
+     */
+    pinSupervisorUrl: z.boolean().optional(),
+  })
+  .superRefine((launch, ctx) => {
+    for (const [i, name] of (launch.secrets ?? []).entries()) {
+      if (launch.envs && name in launch.envs) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['secrets', i],
+          message: `"${name}" is also in envs: a secret's value must not be written into the YAML`,
+        });
+      }
+    }
+  });
 export type LaunchSpec = z.infer<typeof launchSpecSchema>;
 
 export const domainLayoutSchema = z.strictObject({

@@ -4,7 +4,7 @@
  * LoRA trainer template's checkpoint files must survive a kill at any point.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { validateLayout } from '../../db/layout-apply';
@@ -12,6 +12,7 @@ import { fleetLayoutSchema } from '../../schemas/layout';
 import { supervisorConfigSchema } from '../../schemas/supervisor';
 import { loadSupervisorConfig } from '../../supervisor/config';
 import { waitFor } from '../supervisor/support';
+import { freePort } from '../support/ports';
 
 const EXAMPLES = path.resolve(__dirname, '../../examples');
 const read = (name: string) => readFileSync(path.join(EXAMPLES, name), 'utf8');
@@ -62,7 +63,29 @@ describe('example fleet layouts', () => {
     expect(layout.domains.map((d) => d.provider)).toEqual(['skypilot', 'skypilot']);
     const clouds = new Set(layout.domains.map((d) => d.placement.cloud));
     expect(clouds.size).toBe(2);
-    for (const d of layout.domains) expect(d.launch?.run).toContain('examples/vllm-launch.sh');
+    for (const d of layout.domains) expect(d.launch?.run).toContain('examples/vllm-start.sh');
+  });
+
+  it('ships what its production setup and run use: the checkout as workdir, and only files it holds', () => {
+    const layout = fleetLayoutSchema.parse(JSON.parse(read('production.layout.json')));
+    const repo = path.resolve(EXAMPLES, '..');
+    // What SkyPilot syncs from the workdir: the files git lists, without what .gitignore excludes.
+    const listed = spawnSync('git', ['ls-files', '--cached', '--others', '--exclude-standard'], {
+      cwd: repo,
+      encoding: 'utf8',
+    });
+    expect(listed.status).toBe(0);
+    const shipped = new Set(listed.stdout.split('\n').filter(Boolean));
+    for (const d of layout.domains) {
+      expect(d.launch?.workdir).toBe('.');
+      expect(d.launch?.secrets).toEqual(['HF_TOKEN']);
+      const commands = `${d.launch?.setup ?? ''}\n${d.launch?.run ?? ''}`;
+      const files = [...commands.matchAll(/(?:^|[\s=(])((?:examples|bin)\/[\w./-]+)/g)].map((m) => m[1]!);
+      expect(files).toEqual(expect.arrayContaining(['examples/sky-setup.sh', 'examples/vllm-start.sh', 'bin/haru.js']));
+      for (const f of files) expect({ file: f, shipped: shipped.has(f) }).toEqual({ file: f, shipped: true });
+      // The training commands run from the supervisor's directory: the same shipped checkout.
+      for (const slot of d.slots) if (slot.kind === 'training') expect(shipped.has(slot.command[1]!)).toBe(true);
+    }
   });
 
   it('points the compose layout at the compose services by hostname', () => {
@@ -108,49 +131,139 @@ describe('examples/vllm-launch.sh', () => {
     expect(script).toMatch(/export CUDA_VISIBLE_DEVICES="\$gpu_index"/);
   });
 
-  it('runs the vllm command it builds, with the arguments in place', () => {
-    // A stub `vllm` on PATH records its environment and argv: the script's real effect without a GPU.
+  /**
+   * A stub `vllm` on PATH: records its environment and argv, then after `STUB_LOAD_S` serves `/health` on
+   * its `--port` (what vLLM does once loaded), or exits at once with `STUB_EXIT`. The launch log lists
+   * `start PORT` and `ready PORT` lines in the order they happened.
+   */
+  function stubVllm(dir: string) {
+    const stub = path.join(dir, 'vllm');
+    writeFileSync(
+      stub,
+      `#!/usr/bin/env python3
+import http.server, os, sys, time
+argv = sys.argv[1:]
+port = int(argv[argv.index('--port') + 1])
+log = open(os.environ['STUB_LOG'], 'a')
+def say(line):
+    log.write(line + '\\n'); log.flush()
+say('start %d CUDA_VISIBLE_DEVICES=%s VLLM_SERVER_DEV_MODE=%s %s' % (port, os.environ['CUDA_VISIBLE_DEVICES'], os.environ['VLLM_SERVER_DEV_MODE'], ' '.join(argv)))
+if os.environ.get('STUB_EXIT'): sys.exit(int(os.environ['STUB_EXIT']))
+time.sleep(float(os.environ.get('STUB_LOAD_S', '0')))
+class Health(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200 if self.path == '/health' else 404); self.end_headers()
+    def log_message(self, *args): pass
+server = http.server.HTTPServer(('127.0.0.1', port), Health)
+say('ready %d' % port)
+open(os.path.join(os.environ['STUB_PIDS'], str(os.getpid())), 'w').close()
+server.serve_forever()
+`,
+      { mode: 0o755 },
+    );
+    return stub;
+  }
+
+  // The servers outlive the script and hold what it wrote to: its output goes to files, not pipes a
+  // synchronous spawn would wait on.
+  const launchIn = (dir: string, command: string, env: NodeJS.ProcessEnv = {}) => {
+    const [out, err] = [path.join(dir, 'stdout'), path.join(dir, 'stderr')];
+    const fds = [openSync(out, 'w'), openSync(err, 'w')] as const;
+    try {
+      const r = spawnSync('sh', ['-c', command], {
+        cwd: path.resolve(EXAMPLES, '..'),
+        stdio: ['ignore', fds[0], fds[1]],
+        env: {
+          ...process.env,
+          PATH: `${dir}:${process.env.PATH}`,
+          STUB_LOG: path.join(dir, 'log'),
+          STUB_PIDS: dir,
+          VLLM_READY_POLL_S: '0.1',
+          ...env,
+        },
+        timeout: 60_000,
+      });
+      return { status: r.status, stdout: readFileSync(out, 'utf8'), stderr: readFileSync(err, 'utf8') };
+    } finally {
+      fds.forEach((fd) => closeSync(fd));
+    }
+  };
+
+  const killStubs = (dir: string) => {
+    for (const f of readdirSync(dir).filter((n) => /^\d+$/.test(n))) {
+      try {
+        process.kill(Number(f), 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
+    }
+  };
+
+  it('runs the vllm command it builds, with the arguments in place, and returns once /health answers', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'haru-vllm-launch-'));
     try {
-      const stub = path.join(dir, 'vllm');
-      writeFileSync(
-        stub,
-        '#!/bin/sh\necho "CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES VLLM_SERVER_DEV_MODE=$VLLM_SERVER_DEV_MODE"\nprintf "%s\\n" "$@"\n',
-        { mode: 0o755 },
+      stubVllm(dir);
+      const port = await freePort();
+      const r = launchIn(
+        dir,
+        `examples/vllm-start.sh 1 ${port} qwen-32b Qwen/Qwen2.5-32B-Instruct --max-model-len 4096`,
       );
-      const r = spawnSync(
-        'sh',
-        [
-          path.join(EXAMPLES, 'vllm-launch.sh'),
-          '1',
-          '8003',
-          'qwen-32b',
-          'Qwen/Qwen2.5-32B-Instruct',
-          '--max-model-len',
-          '4096',
-        ],
-        { encoding: 'utf8', env: { ...process.env, PATH: `${dir}:${process.env.PATH}` } },
-      );
+      expect(r.stderr).toBe('');
       expect(r.status).toBe(0);
-      const [envLine, ...args] = r.stdout.trim().split('\n');
-      expect(envLine).toBe('CUDA_VISIBLE_DEVICES=1 VLLM_SERVER_DEV_MODE=1');
-      expect(args).toEqual([
-        'serve',
-        'Qwen/Qwen2.5-32B-Instruct',
-        '--served-model-name',
-        'qwen-32b',
-        '--host',
-        '127.0.0.1',
-        '--port',
-        '8003',
-        '--enable-sleep-mode',
-        '--max-model-len',
-        '4096',
-      ]);
-      const usage = spawnSync('sh', [path.join(EXAMPLES, 'vllm-launch.sh')], { encoding: 'utf8' });
+      expect(r.stdout).toMatch(new RegExp(`qwen-32b ready on 127\\.0\\.0\\.1:${port}`));
+      const [start] = readFileSync(path.join(dir, 'log'), 'utf8').trim().split('\n');
+      expect(start).toBe(
+        `start ${port} CUDA_VISIBLE_DEVICES=1 VLLM_SERVER_DEV_MODE=1 serve Qwen/Qwen2.5-32B-Instruct ` +
+          `--served-model-name qwen-32b --host 127.0.0.1 --port ${port} --enable-sleep-mode --max-model-len 4096`,
+      );
+      // Still serving after the script returned.
+      expect((await fetch(`http://127.0.0.1:${port}/health`)).status).toBe(200);
+      const usage = spawnSync('sh', [path.join(EXAMPLES, 'vllm-start.sh')], { encoding: 'utf8' });
       expect(usage.status).toBe(2);
       expect(usage.stderr).toMatch(/usage:/);
     } finally {
+      killStubs(dir);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("starts a GPU's servers one after another: the next starts only once the one before answers /health", async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'haru-vllm-launch-'));
+    try {
+      stubVllm(dir);
+      const [a, b] = [await freePort(), await freePort()];
+      const r = launchIn(dir, `examples/vllm-start.sh 0 ${a} qwen-0.5b Q && examples/vllm-start.sh 0 ${b} llama-1b L`, {
+        STUB_LOAD_S: '1',
+      });
+      expect(r.status).toBe(0);
+      const events = readFileSync(path.join(dir, 'log'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((line) => line.split(' ').slice(0, 2).join(' '));
+      expect(events).toEqual([`start ${a}`, `ready ${a}`, `start ${b}`, `ready ${b}`]);
+    } finally {
+      killStubs(dir);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('fails, naming the server, when vLLM exits before it is ready or is not ready in time', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'haru-vllm-launch-'));
+    try {
+      stubVllm(dir);
+      const port = await freePort();
+      const died = launchIn(dir, `examples/vllm-start.sh 0 ${port} qwen-0.5b Q && echo next`, { STUB_EXIT: '3' });
+      expect(died.status).toBe(1);
+      expect(died.stdout).not.toMatch(/next/);
+      expect(died.stderr).toMatch(/qwen-0\.5b \(GPU 0, port \d+\) exited with 3 before it was ready/);
+      const slow = launchIn(dir, `examples/vllm-start.sh 0 ${port} qwen-0.5b Q`, {
+        STUB_LOAD_S: '30',
+        VLLM_READY_TIMEOUT_S: '1',
+      });
+      expect(slow.status).toBe(1);
+      expect(slow.stderr).toMatch(/not ready after 1 s; stopped it/);
+    } finally {
+      killStubs(dir);
       rmSync(dir, { recursive: true, force: true });
     }
   });

@@ -4,7 +4,7 @@
  * `run`, which here is `haru sim domain`, so the supervisor the workflow waits for really answers, with
  * the token that reached it only through `--secret`.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { type Client, WorkflowFailedError } from '@temporalio/client';
@@ -223,6 +223,35 @@ describe('provisionDomainWorkflow', () => {
       true,
     );
     expect((await domainRow('south')).state).toBe('stopped');
+  });
+
+  it('purges a service SkyServe reports failed (its plain down leaves it up) and records that it is gone', async () => {
+    const name = skyNameFor(fleetSlug, 'south');
+    expect((await (await provision('south')).result()).state).toBe('ready');
+    // The controller marks the service failed: a plain `sky serve down` now skips it and exits 0.
+    const servicesFile = path.join(sky.stateDir, 'services.json');
+    const services = JSON.parse(readFileSync(servicesFile, 'utf8')) as Record<string, { status: string; pid: number }>;
+    services[name]!.status = 'CONTROLLER_FAILED';
+    writeFileSync(servicesFile, JSON.stringify(services));
+    const pid = services[name]!.pid;
+
+    expect((await (await teardown('south')).result()).result).toBe('down');
+    const downs = sky
+      .calls()
+      .map((c) => c.argv.join(' '))
+      .filter((a) => a.startsWith(`serve down ${name}`));
+    expect(downs.slice(-2)).toEqual([`serve down ${name} --yes`, `serve down ${name} --yes --purge`]);
+    expect(sky.services()[name]).toBeUndefined();
+    expect(() => process.kill(pid, 0)).toThrow();
+    expect((await domainRow('south')).state).toBe('stopped');
+    const events = await db.store.events.list(rig.fleetId, { limit: 1_000 });
+    const checked = events.filter((e) => e.domainId === ids.south && e.type === 'domain.teardown_checked').at(-1);
+    expect(checked?.data).toMatchObject({
+      command: 'sky serve down',
+      result: 'down',
+      purged: true,
+      observed: { gone: true, status: null },
+    });
   });
 
   it('marks the domain failed with the reason when the launch fails', async () => {

@@ -38,8 +38,6 @@ export interface FakeSky {
   /** A SkyCli that runs the fake through the real spawn exec, found on PATH. */
   cli: SkyCli;
   stateDir: string;
-  /** Where the fake runs tasks (their cwd): the repository root, so `bin/haru.js` resolves. */
-  workDir: string;
   calls(): FakeSkyCall[];
   script(outcomes: Record<string, FakeSkyOutcome | FakeSkyOutcome[]>): void;
   clusters(): Record<string, { status: string; pid: number | null }>;
@@ -58,7 +56,11 @@ const readJson = <T>(file: string, fallback: T): T => {
   }
 };
 
-export function createFakeSky(): FakeSky {
+/**
+ * The fake `sky` with its own state dir, run with PATH (sim/bin first: the fake `vllm` and `nvidia-smi`
+ * play the host image's), a private HOME, and `env` (what the worker's environment would add).
+ */
+export function createFakeSky(env: Record<string, string> = {}): FakeSky {
   const root = mkdtempSync(path.join(os.tmpdir(), 'haru-fake-sky-'));
   const stateDir = path.join(root, 'state');
   const tmpDir = path.join(root, 'tmp');
@@ -70,14 +72,13 @@ export function createFakeSky(): FakeSky {
       PATH: `${SIM_BIN}:${process.env.PATH ?? '/usr/bin:/bin'}`,
       HOME: root,
       FAKE_SKY_STATE_DIR: stateDir,
-      FAKE_SKY_WORKDIR: REPO_ROOT,
+      ...env,
     },
     tmpDir,
   });
   return {
     cli,
     stateDir,
-    workDir: REPO_ROOT,
     calls: () =>
       existsSync(path.join(stateDir, 'calls.jsonl'))
         ? readFileSync(path.join(stateDir, 'calls.jsonl'), 'utf8')
@@ -123,13 +124,21 @@ export interface ProvisioningRig {
   stop(): Promise<void>;
 }
 
-/** Seeds `layout` into a fresh database and runs a worker (supervisor `token`, fast polls) with the fake `sky`. */
-export async function startProvisioningRig(layout: FleetLayout, name: string, token: string): Promise<ProvisioningRig> {
+/**
+ * Seeds `layout` into a fresh database and runs a worker (supervisor `token`, fast polls) with the fake `sky`
+ * (`skyEnv`: added to the environment `sky` runs with).
+ */
+export async function startProvisioningRig(
+  layout: FleetLayout,
+  name: string,
+  token: string,
+  skyEnv: Record<string, string> = {},
+): Promise<ProvisioningRig> {
   const db = await createTestDatabase();
   const { fleetId } = await seedLayout(db.store, layout);
   const ids: Record<string, string> = {};
   for (const d of (await db.store.fleets.snapshot(fleetId))!.domains) ids[d.slug] = d.id;
-  const sky = createFakeSky();
+  const sky = createFakeSky(skyEnv);
   const server = await connectTestServer();
   const taskQueue = uniqueTaskQueue(name);
   const { worker, stop } = await startTestWorker(server.connection, db.store, taskQueue, {
