@@ -55,7 +55,7 @@ export default tseslint.config(
     },
   },
   {
-    // The supervisor ships alone to GPU hosts: it imports only schemas/.
+    // The supervisor ships alone to GPU hosts: it imports only schemas/ and lib/.
     files: ['supervisor/**/*.ts'],
     rules: {
       'no-restricted-imports': [
@@ -72,10 +72,20 @@ export default tseslint.config(
                 '../sim/*',
                 '../cli/*',
               ],
-              message: 'supervisor/ imports only schemas/.',
+              message: 'supervisor/ imports only schemas/ and lib/.',
             },
           ],
         },
+      ],
+    },
+  },
+  {
+    // lib/ is the shared leaf under api/ and supervisor/: Node built-ins and its own files, nothing else.
+    files: ['lib/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ regex: '^(?!node:|\\./)', message: 'lib/ imports only node: built-ins and lib/.' }] },
       ],
     },
   },
