@@ -8,7 +8,7 @@ import type {
   TrainingRunStatus,
 } from '../schemas/supervisor';
 import { NoSlotError } from './errors';
-import type { Logger } from './logger';
+import type { Logger } from '../lib/logger';
 import { type ProcessTable, signalGroup } from './process-group';
 import { createKeyedSerializer } from './serial';
 

@@ -9,7 +9,7 @@ import { createApp } from '../../supervisor/app';
 import { createGpuReader, type Exec } from '../../supervisor/gpu';
 import { NVIDIA_APPS_QUERY, NVIDIA_GPU_QUERY } from '../../supervisor/gpu/nvidia';
 import { createInferenceController } from '../../supervisor/inference';
-import { silentLogger } from '../../supervisor/logger';
+import { silentLogger } from '../../lib/logger';
 import { createSupervisorMetrics } from '../../supervisor/metrics';
 import { createProcessTable } from '../../supervisor/process-group';
 import { createTrainingManager, type TrainingManager } from '../../supervisor/training';

@@ -17,7 +17,7 @@ import { createFakeVllm, type FakeVllm } from '../../sim/vllm/server';
 import { createApp } from '../../supervisor/app';
 import { createExecFileTool, createGpuReader } from '../../supervisor/gpu';
 import { createInferenceController } from '../../supervisor/inference';
-import { silentLogger } from '../../supervisor/logger';
+import { silentLogger } from '../../lib/logger';
 import { createSupervisorMetrics } from '../../supervisor/metrics';
 import { createProcessTable } from '../../supervisor/process-group';
 import { createTrainingManager, type TrainingManager } from '../../supervisor/training';

@@ -7,7 +7,7 @@ import path from 'node:path';
 import type { SupervisorConfig } from '../../schemas/supervisor';
 import { isAlive } from '../../sim/gpu-state';
 import { NoSlotError } from '../../supervisor/errors';
-import { silentLogger } from '../../supervisor/logger';
+import { silentLogger } from '../../lib/logger';
 import { createProcessTable } from '../../supervisor/process-group';
 import { createTrainingManager, RUN_FILE, type TrainingManager } from '../../supervisor/training';
 import { checkpointStep, tempDirs, TRAINER, trainerEvents, waitFor } from './support';
