@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', '.haru/', 'dist/', 'db/migrations/', 'coverage/'] },
+  { ignores: ['node_modules/', '.haru/', 'dist/', 'db/migrations/', 'coverage/', '.stryker-tmp/', 'reports/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

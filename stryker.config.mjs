@@ -19,7 +19,8 @@ export default {
   ],
   ignorePatterns: ['.haru', 'dist', 'docs', 'deploy', 'examples', 'bench/results', 'reports', 'coverage'],
   concurrency: 2,
-  timeoutMS: 10_000,
+  // A hung mutant (a stalled stream) is a kill; waiting long for it only slows the run.
+  timeoutMS: 3_000,
   reporters: ['clear-text', 'progress', 'json'],
   jsonReporter: { fileName: 'reports/mutation/mutation.json' },
   tempDirName: '.stryker-tmp',
