@@ -3,7 +3,7 @@ import { createNodeResolver, importX } from 'eslint-plugin-import-x';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', '.haru/', 'dist/', 'db/migrations/', 'coverage/'] },
+  { ignores: ['node_modules/', '.haru/', 'dist/', 'db/migrations/', 'coverage/', '.stryker-tmp/', 'reports/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -112,7 +112,7 @@ export default tseslint.config(
     },
   },
   {
-    // The supervisor ships alone to GPU hosts: it imports only schemas/.
+    // The supervisor ships alone to GPU hosts: it imports only schemas/ and lib/.
     files: ['supervisor/**/*.ts'],
     rules: {
       'no-restricted-imports': [
@@ -130,10 +130,20 @@ export default tseslint.config(
                 '../sim/*',
                 '../cli/*',
               ],
-              message: 'supervisor/ imports only schemas/.',
+              message: 'supervisor/ imports only schemas/ and lib/.',
             },
           ],
         },
+      ],
+    },
+  },
+  {
+    // lib/ is the shared leaf under api/ and supervisor/: Node built-ins and its own files, nothing else.
+    files: ['lib/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ regex: '^(?!node:|\\./)', message: 'lib/ imports only node: built-ins and lib/.' }] },
       ],
     },
   },

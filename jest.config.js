@@ -13,8 +13,9 @@ module.exports = {
   },
   transformIgnorePatterns: ['/node_modules/(?!@electric-sql/pglite/)'],
   testMatch: ['**/*.test.ts'],
-  testPathIgnorePatterns: ['/node_modules/', '/.haru/', '/dist/'],
-  modulePathIgnorePatterns: ['<rootDir>/.haru/'],
+  testPathIgnorePatterns: ['/node_modules/', '/.haru/', '/dist/', '<rootDir>/.stryker-tmp/'],
+  // .stryker-tmp/: the mutation bench's sandbox copy of the project (npm run bench:mutation).
+  modulePathIgnorePatterns: ['<rootDir>/.haru/', '<rootDir>/.stryker-tmp/'],
   globalSetup: '<rootDir>/test/global-setup.ts',
   globalTeardown: '<rootDir>/test/global-teardown.ts',
   maxWorkers: 2,

@@ -1,4 +1,5 @@
 import { ApplicationFailure } from '@temporalio/common';
+import postgres from 'postgres';
 import { testLayout } from '../db/fixtures';
 import { createTestDatabase, seedLayout, type TestDatabase } from '../db/testing';
 import { FailureType } from '../schemas/failures';
@@ -217,6 +218,40 @@ describe('commitRouting', () => {
     expect(f).toMatchObject({ type: FailureType.RouteConflict, nonRetryable: true });
     const after = (await tdb.store.fleets.snapshot(fleetId))!;
     expect([after.activeDomainId, after.routeRevision]).toEqual([before.activeDomainId, before.routeRevision]);
+  });
+
+  it('fails non-retryably with InvalidTarget for an operation of another fleet or a malformed domain id', async () => {
+    const { fleetId, east, west, operation } = await fleetWithPromotion();
+    const other = await fleetWithPromotion();
+    const input = { fleetId, operationId: operation.id, expectedActiveDomainId: east.id, targetDomainId: west.id };
+    const foreign = await failureOf(run(acts.commitRouting, { ...input, fleetId: other.fleetId }));
+    expect(foreign).toMatchObject({ type: FailureType.InvalidTarget, nonRetryable: true });
+    const malformed = await failureOf(run(acts.commitRouting, { ...input, targetDomainId: 'west' }));
+    expect(malformed).toMatchObject({ type: FailureType.InvalidTarget, nonRetryable: true });
+  });
+
+  it('fails retryably with StoreUnavailable while another transaction holds the fleet row', async () => {
+    const { fleetId, east, west, operation } = await fleetWithPromotion();
+    await tdb.store.operations.start(operation.id);
+    const other = postgres(tdb.url, { max: 1, onnotice: () => {} });
+    let release!: () => void;
+    let locked!: () => void;
+    const isLocked = new Promise<void>((resolve) => (locked = resolve));
+    const holder = other.begin(async (tx) => {
+      await tx`select id from fleets where id = ${fleetId} for no key update`;
+      locked();
+      await new Promise<void>((resolve) => (release = resolve));
+    });
+    try {
+      await isLocked;
+      const input = { fleetId, operationId: operation.id, expectedActiveDomainId: east.id, targetDomainId: west.id };
+      const f = await failureOf(run(acts.commitRouting, input));
+      expect(f).toMatchObject({ type: FailureType.StoreUnavailable, nonRetryable: false });
+    } finally {
+      release();
+      await holder;
+      await other.end();
+    }
   });
 });
 

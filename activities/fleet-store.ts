@@ -1,8 +1,8 @@
 import { log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
+import { StoreError } from '../db/store-error';
 import type { FleetSnapshot, Operation, OperationError } from '../schemas/entities';
 import type { OperationKind, OperationState } from '../schemas/enums';
-import { HaruError } from '../schemas/errors';
 import { FailureType } from '../schemas/failures';
 import type { FleetPolicy } from '../schemas/policy';
 import type { ActivityDeps } from './deps';
@@ -65,6 +65,21 @@ export interface FinishOperationInput {
 
 const invalidTarget = (message: string, details: Record<string, unknown>) =>
   ApplicationFailure.nonRetryable(message, FailureType.InvalidTarget, details);
+
+/**
+ * A store refusal as the failure a workflow sees: a missing row or a bad reference is a non-retryable
+ * InvalidTarget, a busy store a retryable StoreUnavailable. Anything else is returned as it came.
+ */
+function storeFailure(err: unknown, details: Record<string, unknown>): unknown {
+  if (!(err instanceof StoreError)) return err;
+  switch (err.code) {
+    case 'not_found':
+    case 'invalid_reference':
+      return invalidTarget(err.message, details);
+    case 'unavailable':
+      return ApplicationFailure.retryable(err.message, FailureType.StoreUnavailable, details);
+  }
+}
 
 const summarize = (snapshot: FleetSnapshot, domainId: string): DomainSummary | null => {
   const d = snapshot.domains.find((x) => x.id === domainId);
@@ -179,7 +194,8 @@ export function createFleetStoreActivities(deps: ActivityDeps) {
     /**
      * Moves the routing pointer with the single-statement CAS. A repeat for an operation that already
      * committed returns what it wrote. Throws non-retryable RouteConflict when the pointer moved under us or
-     * the operation is not running, InvalidTarget for malformed ids.
+     * the operation is not running, InvalidTarget for an unknown operation or malformed ids, and retryable
+     * StoreUnavailable while another transaction holds the fleet row.
      */
     async commitRouting(
       input: CommitRoutingInput,
@@ -188,8 +204,7 @@ export function createFleetStoreActivities(deps: ActivityDeps) {
       try {
         result = await store.fleets.commitRouting(input);
       } catch (err) {
-        if (err instanceof HaruError && err.status < 500) throw invalidTarget(err.message, { ...input });
-        throw err;
+        throw storeFailure(err, { ...input });
       }
       deps.metrics?.routingCommit({ fleet: input.fleetId, outcome: result.outcome });
       if (result.outcome === 'conflict') {

@@ -4,6 +4,7 @@ import { SecretNotSetError, SkyCommandError } from '../drivers/errors';
 import type { SkyCli } from '../drivers/sky';
 import { type ClusterStatus, type ServiceStatus, stripAnsi } from '../drivers/sky-output';
 import { renderDomainYaml, RenderError, skyNameFor, urlPort } from '../drivers/sky-yaml';
+import { describeCause } from '../lib/error-cause';
 import type { Domain, FleetSnapshot } from '../schemas/entities';
 import type { DomainState, Provider } from '../schemas/enums';
 import { FailureType } from '../schemas/failures';
@@ -541,8 +542,7 @@ export function createProvisioningActivities(deps: ActivityDeps) {
       return res.ok ? null : `HTTP ${res.status}`;
     } catch (err) {
       if (cancellation().aborted) throw cancellation().reason ?? err;
-      const cause = (err as { cause?: { code?: string } }).cause?.code;
-      return cause ?? (err as Error).message;
+      return describeCause(err);
     }
   }
 

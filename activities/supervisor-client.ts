@@ -1,6 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { Agent, type Dispatcher, request } from 'undici';
 import type { z } from 'zod';
+import { describeCause, findCause } from '../lib/error-cause';
 import { errorBodySchema } from '../schemas/errors';
 import { FailureType } from '../schemas/failures';
 import {
@@ -187,13 +188,11 @@ function httpFailure(what: string, response: Dispatcher.ResponseData, text: stri
 const headerValue = (value: string | string[] | undefined): string | null =>
   (Array.isArray(value) ? value[0] : value) ?? null;
 
+/** The socket failure behind `err` (undici throws it, fetch wraps it as `cause`): its code and message. */
 function describeNetworkError(err: unknown): string {
-  const direct = err as { code?: string; message?: string } | null;
-  if (direct?.code?.startsWith('E') && direct.message) {
-    return direct.message.includes(direct.code) ? direct.message : `${direct.code} ${direct.message}`;
-  }
-  const cause = (err as { cause?: { code?: string; message?: string } })?.cause;
-  if (cause?.code) return `${cause.code}${cause.message ? ` ${cause.message}` : ''}`;
-  if (cause?.message) return cause.message;
-  return err instanceof Error ? err.message : String(err);
+  const coded = findCause(err, (e) => (typeof e.code === 'string' ? { code: e.code, message: e.message } : undefined));
+  if (!coded) return describeCause(err);
+  const message = typeof coded.message === 'string' ? coded.message : '';
+  if (message.includes(coded.code)) return message;
+  return message ? `${coded.code} ${message}` : coded.code;
 }

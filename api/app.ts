@@ -1,10 +1,12 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { RequestListener } from 'node:http';
 import express, { type Express, type RequestHandler } from 'express';
-import { bearerAuth } from './auth';
+import { bearerAuth } from '../lib/bearer-auth';
+import type { Logger } from '../lib/logger';
+import { ROUTE_CHANNEL } from '../schemas/route-push';
+import { HaruError } from '../schemas/errors';
 import type { ApiConfig } from './config';
 import { errorMiddleware, notFoundHandler } from './errors';
-import type { Logger } from './logger';
-import { type ApiMetrics, createApiMetrics } from './metrics';
+import { type ApiMetrics, createApiMetrics, observeRequest } from './metrics';
 import { buildOpenApiDocument } from './openapi';
 import type { Orchestrator } from './orchestrator';
 import { createForwarder, type Forwarder } from './proxy/forwarder';
@@ -12,7 +14,7 @@ import { createHealthSignal } from './proxy/health-signal';
 import { createHoldQueue } from './proxy/hold-queue';
 import type { ProxyDeps } from './proxy/inference';
 import { leanInference } from './proxy/lean';
-import { createRoutingCache, ROUTE_CHANNEL, type RoutingCache } from './proxy/routing-cache';
+import { createRoutingCache, type RoutingCache } from './proxy/routing-cache';
 import type { RouteContext } from './routes/context';
 import { controlRoutes } from './routes/control';
 import { eventRoutes } from './routes/events';
@@ -22,8 +24,6 @@ import { inferenceBodyReader, inferenceRoutes } from './routes/inference';
 import { operationRoutes } from './routes/operations';
 import { type ProvisioningStarter, provisioningRoutes } from './routes/provisioning';
 import type { ApiDatabase, ApiStore } from './store';
-
-type ExpressEntry = (req: IncomingMessage, res: ServerResponse, callback?: (err?: unknown) => void) => void;
 
 /** Control bodies are small JSON documents (DESIGN.md §5). */
 export const CONTROL_BODY_LIMIT_BYTES = 16 * 1024;
@@ -43,7 +43,10 @@ export interface ApiDeps {
 }
 
 export interface ApiApp {
-  app: Express;
+  /** The server entry: `http.createServer(api.handle)`. Serves the lean proxy path, hands the rest to `router`. */
+  handle: RequestListener;
+  /** The Express routes behind `handle` (every route, the proxied ones too); serve `handle`, not this. */
+  router: Express;
   cache: RoutingCache;
   metrics: ApiMetrics;
   /** Subscribes to `haru_route` so route moves reach this process at once. Throws if the database refuses. */
@@ -52,16 +55,12 @@ export interface ApiApp {
   close(): Promise<void>;
 }
 
-/** Counts every request by matched route pattern (never the raw URL: fleet names would explode the labels). */
+/** Counts every Express request by the route pattern it matched (`unmatched` when none did). */
 function requestMetrics(metrics: ApiMetrics): RequestHandler {
   return (req, res, next) => {
-    const started = process.hrtime.bigint();
-    res.on('close', () => {
-      const route = req.route ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched';
-      const status = res.writableFinished || res.headersSent ? String(res.statusCode) : 'client_closed';
-      metrics.httpRequests.inc({ route, method: req.method, status });
-      metrics.httpDuration.observe({ route, method: req.method }, Number(process.hrtime.bigint() - started) / 1e9);
-    });
+    observeRequest(metrics, req.method, res, () =>
+      req.route ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched',
+    );
     next();
   };
 }
@@ -105,15 +104,12 @@ export function createApp(deps: ApiDeps): ApiApp {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  const auth = bearerAuth(config.HARU_API_TOKEN);
+  const auth = bearerAuth(config.HARU_API_TOKEN, (reason) => new HaruError('unauthorized', reason));
   // The proxied POSTs skip Express entirely (api/proxy/lean.ts); everything else, and any other spelling
-  // of those paths, goes through the stack below. `app` stays the Express app callers mount.
+  // of those paths, goes through the Express stack below.
   const lean = leanInference({ deps: proxy, auth, readBody: inferenceBodyReader(config.HARU_CHAT_MAX_BODY_BYTES) });
-  // `app(req, res)` calls `app.handle`, an undocumented but stable Express 5 method (the entry of every request).
-  const entry = app as unknown as { handle: ExpressEntry };
-  const expressHandle = entry.handle.bind(app);
-  entry.handle = (req, res, callback) => {
-    if (!lean(req, res)) expressHandle(req, res, callback);
+  const handle: RequestListener = (req, res) => {
+    if (!lean(req, res)) app(req, res);
   };
   app.use(requestMetrics(metrics));
   app.use(healthRoutes(ctx));
@@ -136,7 +132,8 @@ export function createApp(deps: ApiDeps): ApiApp {
 
   let unlisten: (() => Promise<void>) | null = null;
   return {
-    app,
+    handle,
+    router: app,
     cache,
     metrics,
     async start() {

@@ -3,7 +3,7 @@ import type { HaruDatabase } from '../db/client';
 import { createStore } from '../db/store';
 import { type ApiApp, createApp } from './app';
 import type { ApiConfig } from './config';
-import type { Logger } from './logger';
+import type { Logger } from '../lib/logger';
 import type { ApiMetrics } from './metrics';
 import { createTemporalOrchestrator } from './orchestrator';
 import { createTemporalProvisioningStarter } from './routes/provisioning';

@@ -1,5 +1,5 @@
 import { defaultApiConfig } from './config';
-import { silentLogger } from './logger';
+import { silentLogger } from '../lib/logger';
 import { bindHost } from './main';
 
 describe('bindHost', () => {

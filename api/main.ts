@@ -9,7 +9,7 @@ import { createDatabase } from '../db/client';
 import { migrate } from '../db/migrate';
 import { composeApi } from './compose';
 import { type ApiConfig, loadApiConfig } from './config';
-import { createJsonLogger, type Logger } from './logger';
+import { createJsonLogger, type Logger } from '../lib/logger';
 import { createApiMetrics } from './metrics';
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
@@ -52,7 +52,7 @@ export async function startApi(env: NodeJS.ProcessEnv = process.env): Promise<Ru
   await migrate(database);
   const composed = await composeApi({ database, config, logger, metrics: createApiMetrics({ withDefaults: true }) });
   const { api } = composed;
-  const server = http.createServer(api.app);
+  const server = http.createServer(api.handle);
   // Streams may be quiet for long; only the request itself is bounded by Node's requestTimeout.
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {

@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /** The API's Prometheus metrics, on a registry of their own so several apps can live in one process. */
@@ -76,4 +77,18 @@ export function createApiMetrics(opts: { withDefaults?: boolean } = {}): ApiMetr
       registers,
     }),
   };
+}
+
+/**
+ * Counts one request and its duration when its response closes: `route` is asked then (the matched
+ * pattern, never the raw URL: fleet names would explode the labels), and a response that closed before
+ * it finished counts as `client_closed`.
+ */
+export function observeRequest(metrics: ApiMetrics, method: string, res: ServerResponse, route: () => string): void {
+  const started = process.hrtime.bigint();
+  res.on('close', () => {
+    const status = res.writableFinished || res.headersSent ? String(res.statusCode) : 'client_closed';
+    metrics.httpRequests.inc({ route: route(), method, status });
+    metrics.httpDuration.observe({ route: route(), method }, Number(process.hrtime.bigint() - started) / 1e9);
+  });
 }

@@ -1,5 +1,6 @@
 import { type Client, type Connection, WorkflowNotFoundError } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+import { hasCause } from '../lib/error-cause';
 import { type OperationProgress, operationProgressSchema } from '../schemas/api';
 import type { Operation } from '../schemas/entities';
 import { HaruError } from '../schemas/errors';
@@ -48,14 +49,13 @@ export interface TemporalOrchestratorOptions {
 const TRANSPORT_CODES = new Set([1, 4, 14]);
 
 /** True when `err` (or a cause) is a gRPC transport failure rather than an answer from the server. */
-export function isOrchestratorUnreachable(err: unknown): boolean {
-  for (let e = err as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; depth++) {
-    if (typeof e.code === 'number' && TRANSPORT_CODES.has(e.code)) return true;
-    if (e instanceof Error && /failed to connect|deadline exceeded/i.test(e.message)) return true;
-    e = e.cause as typeof e;
-  }
-  return false;
-}
+export const isOrchestratorUnreachable = (err: unknown): boolean =>
+  hasCause(
+    err,
+    (e) =>
+      (typeof e.code === 'number' && TRANSPORT_CODES.has(e.code)) ||
+      (e instanceof Error && /failed to connect|deadline exceeded/i.test(e.message)),
+  );
 
 function unavailable(err: unknown): HaruError {
   const why = err instanceof Error ? err.message : String(err);

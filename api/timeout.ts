@@ -22,27 +22,3 @@ export function storeDeadline<T>(promise: Promise<T>, ms: number, what = 'the st
     );
   });
 }
-
-// postgres.js and socket error codes, and SQLSTATE classes 08 (connection) and 57P (shutdown).
-const STORE_DOWN_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EPIPE',
-  'CONNECTION_CLOSED',
-  'CONNECTION_ENDED',
-  'CONNECTION_DESTROYED',
-  'CONNECT_TIMEOUT',
-  '57P01',
-  '57P02',
-  '57P03',
-]);
-
-/** True when `err` says the database could not be reached (as opposed to a query that failed). */
-export function isStoreUnreachable(err: unknown): boolean {
-  for (let e = err as { code?: unknown; cause?: unknown } | undefined, i = 0; e && i < 5; i++) {
-    if (typeof e.code === 'string' && (STORE_DOWN_CODES.has(e.code) || e.code.startsWith('08'))) return true;
-    e = e.cause as typeof e;
-  }
-  return false;
-}

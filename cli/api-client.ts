@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { describeCause } from '../lib/error-cause';
 import { errorBodySchema } from '../schemas/errors';
 
 /** Where the CLI finds the API: `HARU_URL` (default http://127.0.0.1:8700) and `HARU_API_TOKEN`. */
@@ -51,12 +52,10 @@ export function createApiClient(env: CliEnv, fetchImpl: typeof fetch = fetch): A
         signal,
       });
     } catch (err) {
-      const inner = (err as { cause?: { code?: string; message?: string } }).cause;
-      const cause = inner?.code ?? inner?.message ?? (err as Error).message;
       throw new ApiError(
         0,
         'api_unreachable',
-        `cannot reach the Haru API at ${baseUrl} (${cause}); is \`haru api\` or \`haru dev\` running? (HARU_URL)`,
+        `cannot reach the Haru API at ${baseUrl} (${describeCause(err)}); is \`haru api\` or \`haru dev\` running? (HARU_URL)`,
       );
     }
   }

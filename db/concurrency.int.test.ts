@@ -114,7 +114,8 @@ describe('commitRouting against a held fleet row', () => {
       });
       await isLocked;
       await expect(t.store.fleets.commitRouting(input)).rejects.toMatchObject({
-        code: 'state_store_unavailable',
+        name: 'StoreError',
+        code: 'unavailable',
         message: expect.stringMatching(/held by another transaction/),
       });
       expect(await t.store.fleets.routeRevision(fleet.id)).toBe(0);

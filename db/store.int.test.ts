@@ -1,9 +1,10 @@
-import { HaruError } from '../schemas/errors';
 import type { FleetSnapshot } from '../schemas/entities';
+import { ROUTE_CHANNEL } from '../schemas/route-push';
 import { InvalidTransitionError } from '../schemas/transitions';
 import type { HaruDatabase } from './client';
 import { testLayout } from './fixtures';
-import { ROUTE_CHANNEL, type Store } from './store';
+import type { Store } from './store';
+import { StoreError } from './store-error';
 import { createPgliteTestDatabase, createTestDatabase, seedLayout } from './testing';
 
 /** The core repository behaviours, on both backends: a server Postgres and the embedded PGlite. */
@@ -217,8 +218,8 @@ describe.each(backends)('store on %s', (_backend, open) => {
     const a = await seedFleet();
     const b = await seedFleet();
     const err = await promote(a, b.west).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(HaruError);
-    expect(err).toMatchObject({ code: 'invalid_target' });
+    expect(err).toBeInstanceOf(StoreError);
+    expect(err).toMatchObject({ code: 'invalid_reference' });
     expect(await t.store.operations.list(a.id)).toEqual([]);
   });
 
@@ -336,7 +337,9 @@ describe.each(backends)('store on %s', (_backend, open) => {
     expect(await t.store.fleets.routeRevision(fleet.id)).toBe(0);
     const other = await seedFleet();
     await expect(t.store.fleets.commitRouting({ ...input, fleetId: other.id })).rejects.toMatchObject({
-      code: 'operation_not_found',
+      name: 'StoreError',
+      code: 'not_found',
+      entity: 'operation',
     });
   });
 

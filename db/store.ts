@@ -9,7 +9,6 @@ export type { CommitRoutingInput, CommitRoutingResult } from './repo/routing';
 export type { CreateOperationInput, CreateOperationResult } from './repo/operations';
 export type { AppendEventInput } from './repo/events';
 export type { PollResult } from './repo/domains';
-export { ROUTE_CHANNEL } from './repo/routing';
 
 /** The state store: one repository per aggregate over one database. */
 export interface Store {

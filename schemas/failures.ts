@@ -17,6 +17,8 @@ export const FailureType = {
   ProbeFailed: 'ProbeFailed',
   /** A condition was not reached yet (training still running, VRAM still held, model still asleep): retryable. */
   NotYet: 'NotYet',
+  /** The state store could not do it now (a row lock held by another transaction): retryable. */
+  StoreUnavailable: 'StoreUnavailable',
   /** The state store refused a transition (row not in an allowed predecessor state): non-retryable. */
   StateConflict: 'StateConflict',
   /** The operation was cancelled or finished by someone else: non-retryable. */

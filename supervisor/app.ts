@@ -1,5 +1,7 @@
 import express, { type ErrorRequestHandler, type Request, type RequestHandler } from 'express';
 import type { z } from 'zod';
+import { bearerAuth } from '../lib/bearer-auth';
+import type { Logger } from '../lib/logger';
 import { formatZodError } from '../schemas/env';
 import { HaruError } from '../schemas/errors';
 import {
@@ -12,12 +14,10 @@ import {
   trainingStopRequestSchema,
   wakeRequestSchema,
 } from '../schemas/supervisor';
-import { bearerAuth } from './auth';
 import { NoSlotError } from './errors';
 import { GpuQueryError, type GpuMemoryReader } from './gpu';
 import type { InferenceController } from './inference';
 import type { ListenerTable } from './listeners';
-import type { Logger } from './logger';
 import type { SupervisorMetrics } from './metrics';
 import { withModelMemory } from './model-memory';
 import { probeModels } from './probe';
@@ -92,7 +92,7 @@ export function createApp(deps: SupervisorAppDeps): express.Express {
   );
 
   const v1 = express.Router();
-  v1.use(bearerAuth(deps.token));
+  v1.use(bearerAuth(deps.token ?? undefined, (reason) => new HaruError('unauthorized', reason)));
   v1.use(express.json({ type: () => true, limit: BODY_LIMIT }));
 
   v1.get(

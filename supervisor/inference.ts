@@ -1,7 +1,7 @@
 import type { SleepLevel } from '../schemas/enums';
 import type { ModelStatus, SupervisorActionResponse, SupervisorConfig } from '../schemas/supervisor';
 import { NoSlotError } from './errors';
-import type { Logger } from './logger';
+import type { Logger } from '../lib/logger';
 import { sumSamples } from './prometheus-text';
 import { createKeyedSerializer } from './serial';
 import type { VllmClient } from './vllm';

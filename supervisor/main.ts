@@ -11,8 +11,8 @@ import { createApp } from './app';
 import { loadSupervisorConfig, loadSupervisorEnv, migSlotsOf, resolveListenHost } from './config';
 import { createGpuReader, execFileTool } from './gpu';
 import { createInferenceController } from './inference';
+import { createJsonLogger, type Logger } from '../lib/logger';
 import { createListenerTable } from './listeners';
-import { createLogger, type Logger } from './logger';
 import { createSupervisorMetrics } from './metrics';
 import { createProcessTable } from './process-group';
 import { createTrainingManager, type TrainingManager } from './training';
@@ -49,7 +49,7 @@ export async function startSupervisor(
   const config = loadSupervisorConfig(settings.HARU_SUPERVISOR_CONFIG, (file) => readFileSync(file, 'utf8'));
   const host = resolveListenHost(settings);
   const now = () => new Date();
-  const logger = createLogger({
+  const logger = createJsonLogger({
     write: opts.write ?? ((line) => process.stdout.write(line)),
     level: settings.LOG_LEVEL,
     base: { component: 'supervisor' },

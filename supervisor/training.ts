@@ -9,7 +9,7 @@ import type {
   TrainingRunStatus,
 } from '../schemas/supervisor';
 import { NoSlotError } from './errors';
-import type { Logger } from './logger';
+import type { Logger } from '../lib/logger';
 import { type ProcessTable, signalGroup, signalProcess } from './process-group';
 import { DEFAULT_RESTART_POLICY, nextRestart, type RestartPolicy } from './restart-backoff';
 import { createKeyedSerializer } from './serial';

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { describeCause } from '../lib/error-cause';
 import { type PromSample, parsePrometheusText } from './prometheus-text';
 
 /** A vLLM call failed: unreachable, timed out, non-2xx, or an answer that does not match vLLM's shape. */
@@ -58,8 +59,7 @@ export function createVllmClient(opts: VllmClientOptions) {
     } catch (err) {
       if (timeout.aborted)
         throw new VllmError(`${method} ${pathAndQuery} on port ${port} timed out after ${timeoutMs} ms`);
-      const cause = (err as { cause?: { code?: string } }).cause?.code;
-      throw new VllmError(`${method} ${pathAndQuery} on port ${port} failed: ${cause ?? (err as Error).message}`);
+      throw new VllmError(`${method} ${pathAndQuery} on port ${port} failed: ${describeCause(err)}`);
     }
   }
 

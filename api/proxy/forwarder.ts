@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { Agent, type Dispatcher, util } from 'undici';
+import { causeCode } from '../../lib/error-cause';
 
 /** How one upstream attempt ended before anything was written to the client. */
 export type ForwardOutcome =
@@ -54,13 +55,8 @@ const CONNECTION_CODES = new Set([
 ]);
 
 /** True for connection-level failures (refused, reset, unreachable), looking through `cause`. */
-export function isConnectionFailure(err: unknown): boolean {
-  for (let e = err as { code?: unknown; cause?: unknown } | undefined, i = 0; e && i < 5; i++) {
-    if (typeof e.code === 'string' && CONNECTION_CODES.has(e.code)) return true;
-    e = e.cause as typeof e;
-  }
-  return false;
-}
+export const isConnectionFailure = (err: unknown): boolean =>
+  causeCode(err, (code) => CONNECTION_CODES.has(code)) !== undefined;
 
 /** Why an upstream attempt was aborted by the forwarder itself. */
 class HeadersTimeout extends Error {}

@@ -1,4 +1,4 @@
-import type { Logger } from '../logger';
+import type { Logger } from '../../lib/logger';
 
 /**
  * The passive health signal: a connection refused or reset by an active upstream asks the fleet's

@@ -2,8 +2,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestHandler } from 'express';
 import { HaruError } from '../../schemas/errors';
 import type { ApiConfig } from '../config';
-import { toHaruError } from '../errors';
-import type { Logger } from '../logger';
+import { sendError, toHaruError } from '../errors';
+import type { Logger } from '../../lib/logger';
 import type { ApiMetrics } from '../metrics';
 import { deliver } from './deliver';
 import type { Forwarder } from './forwarder';
@@ -13,7 +13,6 @@ import { type HoldQueue, waitForRouteMove } from './hold-queue';
 import { type InferenceBody, readInferenceBody } from './inference-body';
 import { holdReason, type InferenceEndpoint, routeModel, upstreamUrl } from './route-table';
 import type { Routing, RoutingCache } from './routing-cache';
-import { sendErrorBody } from './respond';
 import { endSseWithError, startSse, writeSseComment } from './sse';
 
 /** Everything the proxy path needs; built once in createApp. */
@@ -211,7 +210,7 @@ export async function handleInference(
         error: err instanceof Error ? err.message : String(err),
       });
     }
-    if (!res.headersSent) sendErrorBody(res, error);
+    if (!res.headersSent) sendError(res, error);
     else if (res.getHeader('content-type')?.toString().startsWith('text/event-stream')) {
       endSseWithError(res, error.toBody());
     } else res.destroy();

@@ -1,7 +1,7 @@
-import { z } from 'zod';
 import type { FleetSnapshot } from '../../schemas/entities';
 import { HaruError } from '../../schemas/errors';
-import type { Logger } from '../logger';
+import { ROUTE_CHANNEL, type RoutePush, routePushSchema } from '../../schemas/route-push';
+import type { Logger } from '../../lib/logger';
 import type { ApiStore } from '../store';
 
 /** A routing answer: the snapshot and whether it is the last known one, served while the store is down. */
@@ -9,10 +9,6 @@ export interface Routing {
   snapshot: FleetSnapshot;
   stale: boolean;
 }
-
-/** The NOTIFY channel `commitRouting` writes to (DESIGN.md §3). */
-export const ROUTE_CHANNEL = 'haru_route';
-const routePushSchema = z.object({ fleetId: z.string(), revision: z.number().int() });
 
 export interface RoutingCacheOptions {
   store: Pick<ApiStore, 'fleets'>;
@@ -185,7 +181,7 @@ export function createRoutingCache(opts: RoutingCacheOptions): RoutingCache {
       return singleFlight(ref, entry, true);
     },
     handlePush(payload) {
-      let parsed: z.infer<typeof routePushSchema>;
+      let parsed: RoutePush;
       try {
         parsed = routePushSchema.parse(JSON.parse(payload));
       } catch {

@@ -4,7 +4,7 @@ import type { DomainSnapshot, FleetSnapshot } from '../../schemas/entities';
 import { formatZodError } from '../../schemas/env';
 import { HaruError } from '../../schemas/errors';
 import type { ApiConfig } from '../config';
-import type { Logger } from '../logger';
+import type { Logger } from '../../lib/logger';
 import type { ApiMetrics } from '../metrics';
 import type { Orchestrator } from '../orchestrator';
 import type { RoutingCache } from '../proxy/routing-cache';

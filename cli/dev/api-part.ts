@@ -6,7 +6,7 @@ import http from 'node:http';
 import { Client, Connection } from '@temporalio/client';
 import { createApp } from '../../api/app';
 import type { ApiConfig } from '../../api/config';
-import { createJsonLogger } from '../../api/logger';
+import { createJsonLogger } from '../../lib/logger';
 import { createApiMetrics } from '../../api/metrics';
 import { createTemporalOrchestrator } from '../../api/orchestrator';
 import type { HaruDatabase } from '../../db/client';
@@ -44,7 +44,7 @@ export async function startDevApi(opts: DevApiOptions): Promise<{ url: string }>
   });
   await app.start();
   closers.push({ what: 'the API', fn: () => app.close() });
-  const server = http.createServer(app.app);
+  const server = http.createServer(app.handle);
   server.keepAliveTimeout = 65_000;
   const port = await listenLocal(server, config.PORT);
   closers.push({ what: 'the API server', fn: () => closeServer(server) });

@@ -84,8 +84,9 @@ export function createFleetRepo(deps: RepoDeps) {
 
     /**
      * Moves the routing pointer for a running promotion: one statement (see routing.ts). Idempotent for
-     * the operation that already committed. Throws HaruError `operation_not_found` for an unknown
-     * operation or one of another fleet.
+     * the operation that already committed. Throws StoreError `not_found` (operation) for an
+     * unknown operation or one of another fleet, `invalid_reference` for malformed domain ids, and
+     * `unavailable` when another transaction holds the fleet row.
      */
     commitRouting: (input: CommitRoutingInput): Promise<CommitRoutingResult> => commitRouting(deps, input),
   };

@@ -9,11 +9,11 @@ import {
   type OperationState,
   type OperationStep,
 } from '../../schemas/enums';
-import { HaruError } from '../../schemas/errors';
 import { InvalidTransitionError, OPERATION_TRANSITIONS, predecessorsOf } from '../../schemas/transitions';
 import { domains, fleets, operations } from '../schema';
 import { toOperation } from './mappers';
-import { isUuid, pgErrorCode, type RepoDeps, timestampParam } from './support';
+import { pgErrorCode, StoreError } from '../store-error';
+import { isUuid, type RepoDeps, timestampParam } from './support';
 
 export interface CreateOperationInput {
   fleetId: string;
@@ -73,9 +73,9 @@ export function createOperationRepo({ db, now }: RepoDeps) {
     } catch (err) {
       const code = pgErrorCode(err);
       if (code === '23502') {
-        throw new HaruError('invalid_target', `domain ${input.targetDomainId} is not in fleet ${input.fleetId}`);
+        throw new StoreError('invalid_reference', `domain ${input.targetDomainId} is not in fleet ${input.fleetId}`);
       }
-      if (code === '23503') throw new HaruError('fleet_not_found', `fleet ${input.fleetId} does not exist`);
+      if (code === '23503') throw new StoreError('not_found', `fleet ${input.fleetId} does not exist`, 'fleet');
       throw err;
     }
   };
@@ -105,13 +105,13 @@ export function createOperationRepo({ db, now }: RepoDeps) {
     /**
      * Creates a pending operation, unless the fleet already has one in flight: then the same kind and
      * target joins it (same id), anything else is a conflict carrying the in-flight one. Safe under any
-     * concurrency: the partial unique index decides. Throws HaruError `invalid_target` when the domain is
-     * not in the fleet and `fleet_not_found` when the fleet does not exist.
+     * concurrency: the partial unique index decides. Throws StoreError `invalid_reference` when the domain
+     * is not in the fleet and `not_found` (fleet) when the fleet does not exist.
      */
     async create(input: CreateOperationInput): Promise<CreateOperationResult> {
-      if (!isUuid(input.fleetId)) throw new HaruError('fleet_not_found', `fleet ${input.fleetId} does not exist`);
+      if (!isUuid(input.fleetId)) throw new StoreError('not_found', `fleet ${input.fleetId} does not exist`, 'fleet');
       if (!isUuid(input.targetDomainId)) {
-        throw new HaruError('invalid_target', `domain ${input.targetDomainId} is not in fleet ${input.fleetId}`);
+        throw new StoreError('invalid_reference', `domain ${input.targetDomainId} is not in fleet ${input.fleetId}`);
       }
       for (let attempt = 0; attempt < CREATE_ATTEMPTS; attempt += 1) {
         const created = await insert(input);

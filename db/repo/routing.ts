@@ -1,10 +1,8 @@
 import { eq, sql } from 'drizzle-orm';
-import { HaruError } from '../../schemas/errors';
+import { ROUTE_CHANNEL } from '../../schemas/route-push';
 import { fleets } from '../schema';
+import { pgErrorCode, StoreError } from '../store-error';
 import { isUuid, type RepoDeps, rowsOf, timestampParam } from './support';
-
-/** The NOTIFY channel every API process listens on; payload `{ fleetId, revision, activeDomainId }`. */
-export const ROUTE_CHANNEL = 'haru_route';
 
 export interface CommitRoutingInput {
   fleetId: string;
@@ -27,13 +25,6 @@ export interface CommitRoutingResult {
 
 /** SQLSTATE of a NOWAIT lock that another transaction holds. */
 const LOCK_NOT_AVAILABLE = '55P03';
-
-/** The SQLSTATE of a failed query (drizzle wraps the driver's error as `cause`). */
-const pgCode = (err: unknown): string | undefined => {
-  const e = err as { code?: unknown; cause?: { code?: unknown } } | null;
-  const code = e?.cause?.code ?? e?.code;
-  return typeof code === 'string' ? code : undefined;
-};
 
 interface CommitRow {
   op_fleet_id: string;
@@ -58,10 +49,10 @@ interface CommitRow {
 export async function commitRouting({ db, now }: RepoDeps, input: CommitRoutingInput): Promise<CommitRoutingResult> {
   const { fleetId, operationId, expectedActiveDomainId: expected, targetDomainId: target } = input;
   if (!isUuid(operationId) || !isUuid(fleetId)) {
-    throw new HaruError('operation_not_found', `operation ${operationId} does not exist in fleet ${fleetId}`);
+    throw new StoreError('not_found', `operation ${operationId} does not exist in fleet ${fleetId}`, 'operation');
   }
   if (!isUuid(target) || (expected !== null && !isUuid(expected))) {
-    throw new HaruError('invalid_target', 'commitRouting: domain ids must be UUIDs');
+    throw new StoreError('invalid_reference', 'commitRouting: domain ids must be UUIDs');
   }
   const at = timestampParam(now());
   const result = await db
@@ -109,15 +100,15 @@ export async function commitRouting({ db, now }: RepoDeps, input: CommitRoutingI
   `,
     )
     .catch((err: unknown) => {
-      if (pgCode(err) !== LOCK_NOT_AVAILABLE) throw err;
-      throw new HaruError(
-        'state_store_unavailable',
+      if (pgErrorCode(err) !== LOCK_NOT_AVAILABLE) throw err;
+      throw new StoreError(
+        'unavailable',
         `fleet ${fleetId} is held by another transaction; routing not committed (retried)`,
       );
     });
   const [row] = rowsOf<CommitRow>(result);
   if (!row || row.op_fleet_id !== fleetId) {
-    throw new HaruError('operation_not_found', `operation ${operationId} does not exist in fleet ${fleetId}`);
+    throw new StoreError('not_found', `operation ${operationId} does not exist in fleet ${fleetId}`, 'operation');
   }
   if (row.new_revision !== null) {
     return { outcome: 'committed', routeRevision: Number(row.new_revision), activeDomainId: row.new_active };

@@ -18,14 +18,5 @@ export function rowsOf<T>(result: unknown): T[] {
   return ((result as { rows?: T[] }).rows ?? []) as T[];
 }
 
-/** The SQLSTATE of a database error, looking through drizzle's query-error wrapper. */
-export function pgErrorCode(err: unknown): string | undefined {
-  for (let e = err as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; depth += 1) {
-    if (typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code)) return e.code;
-    e = e.cause as typeof e;
-  }
-  return undefined;
-}
-
 /** A timestamp parameter for raw SQL (drizzle strips postgres.js's Date serializer, so send ISO text). */
 export const timestampParam = (at: Date): SQL => sql`${at.toISOString()}::timestamptz`;

@@ -17,7 +17,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { ConfigError, parseEnv } from '../../schemas/env';
 import { loadSupervisorConfig, loadSupervisorEnv } from '../../supervisor/config';
-import { createLogger } from '../../supervisor/logger';
+import { createJsonLogger } from '../../lib/logger';
 import { planHost, type VllmServerPlan } from './plan';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -38,7 +38,7 @@ interface Running {
 
 /** Runs the host until a process exits (exit 1) or a signal stops it (exit 0). */
 export async function runHost(env: NodeJS.ProcessEnv): Promise<never> {
-  const logger = createLogger({ write: (line) => process.stdout.write(line), base: { component: 'gpu-host' } });
+  const logger = createJsonLogger({ write: (line) => process.stdout.write(line), base: { component: 'gpu-host' } });
   const settings = parseEnv(launcherEnvSchema, env, 'GPU host');
   const supervisorEnv = loadSupervisorEnv(env);
   const config = loadSupervisorConfig(supervisorEnv.HARU_SUPERVISOR_CONFIG, (file) => readFileSync(file, 'utf8'));

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from '../../api/app';
-import { silentLogger } from '../../api/logger';
+import { silentLogger } from '../../lib/logger';
 import { createDatabase } from '../../db/client';
 import { createStore } from '../../db/store';
 import { call, type Harness, moveRoute, startHarness, twoDomainLayout } from './support/harness';
@@ -49,7 +49,7 @@ describe('routing cache', () => {
         logger: silentLogger,
       });
       await replica.start();
-      const server = http.createServer(replica.app);
+      const server = http.createServer(replica.handle);
       await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
       const replicaUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
       try {

@@ -49,7 +49,7 @@ describe('API surface: auth, OpenAPI and metrics', () => {
 
   it('documents exactly the routes the router serves', () => {
     const documented = ROUTE_DOCS.map((d) => `${d.method} ${d.path}`).sort();
-    expect(expressRoutes(h.api.app)).toEqual(documented);
+    expect(expressRoutes(h.api.router)).toEqual(documented);
   });
 
   it.each(ROUTE_DOCS.filter((d) => d.auth).map((d) => [d.method.toUpperCase(), d.path] as const))(

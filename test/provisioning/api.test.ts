@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
 import { type ApiApp, createApp } from '../../api/app';
 import { defaultApiConfig } from '../../api/config';
-import { silentLogger } from '../../api/logger';
+import { silentLogger } from '../../lib/logger';
 import { createTemporalOrchestrator } from '../../api/orchestrator';
 import { createTemporalProvisioningStarter, type ProvisioningStarter } from '../../api/routes/provisioning';
 import { createTestDatabase, seedLayout, type TestDatabase } from '../../db/testing';
@@ -61,7 +61,7 @@ async function startApi(provisioning: ProvisioningStarter | undefined): Promise<
     provisioning,
   });
   await app.start();
-  const server = http.createServer(app.app);
+  const server = http.createServer(app.handle);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, app, server };
 }

@@ -9,7 +9,7 @@ import path from 'node:path';
 import type { SupervisorConfig } from '../../schemas/supervisor';
 import { isAlive, listLiveHolders, writeInventory } from '../../sim/gpu-state';
 import { NoSlotError } from '../../supervisor/errors';
-import { createLogger, type Logger, silentLogger } from '../../supervisor/logger';
+import { createJsonLogger, type Logger, silentLogger } from '../../lib/logger';
 import { createProcessTable } from '../../supervisor/process-group';
 import type { RestartPolicy } from '../../supervisor/restart-backoff';
 import {
@@ -230,7 +230,7 @@ describe('training runs', () => {
 
   it('restarts a run that crashed while wanted, with growing backoff, and gives up after the attempts', async () => {
     const lines: string[] = [];
-    const logger = createLogger({ write: (line) => lines.push(line), level: 'info', base: {} });
+    const logger = createJsonLogger({ write: (line) => lines.push(line), level: 'info', base: {} });
     const restart = { baseMs: 100, maxMs: 150, maxAttempts: 2, resetAfterMs: 60_000 };
     const { manager, checkpointDir, gpuIndex } = setup(
       { command: trainer('--crash-after-ms', '150') },

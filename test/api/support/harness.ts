@@ -6,7 +6,7 @@ import { createStore, type Store } from '../../../db/store';
 import { createTestDatabase, seedLayout, type TestDatabase } from '../../../db/testing';
 import { type ApiApp, createApp } from '../../../api/app';
 import { type ApiConfig, defaultApiConfig } from '../../../api/config';
-import { silentLogger } from '../../../api/logger';
+import { silentLogger } from '../../../lib/logger';
 import { createTemporalOrchestrator, type Orchestrator } from '../../../api/orchestrator';
 import type { FleetSnapshot } from '../../../schemas/entities';
 import type { FleetLayoutInput } from '../../../schemas/layout';
@@ -116,7 +116,7 @@ export async function startHarness(opts: {
   const store = apiDatabase === db.database ? db.store : createStore(apiDatabase);
   const api = createApp({ store, database: apiDatabase, orchestrator, config, logger: silentLogger, now: opts.now });
   await api.start();
-  const server = http.createServer(api.app);
+  const server = http.createServer(api.handle);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const slugs: string[] = [];

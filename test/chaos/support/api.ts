@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { ApiApp } from '../../../api/app';
 import { composeApi } from '../../../api/compose';
 import { type ApiConfig, defaultApiConfig } from '../../../api/config';
-import { silentLogger } from '../../../api/logger';
+import { silentLogger } from '../../../lib/logger';
 import { createDatabase } from '../../../db/client';
 
 /** Haru's API on 127.0.0.1:0 with a database pool of its own, as a separate `haru api` process would have. */
@@ -30,7 +30,7 @@ export async function startChaosApi(opts: {
     queryTimeoutMs: 1_000,
   });
   const { api } = composed;
-  const server = http.createServer(api.app);
+  const server = http.createServer(api.handle);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,

@@ -2,6 +2,7 @@
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
+/** A JSON-lines logger: a fixed lowercase message, variables in fields. Never log prompts, completions or tokens. */
 export interface Logger {
   debug(message: string, fields?: Record<string, unknown>): void;
   info(message: string, fields?: Record<string, unknown>): void;
@@ -9,11 +10,15 @@ export interface Logger {
   error(message: string, fields?: Record<string, unknown>): void;
 }
 
+/** The keys every line starts with; neither `base` nor a call's fields can replace them. */
+const ENVELOPE_KEYS = ['time', 'level', 'msg'] as const;
+
 /**
- * A JSON-lines logger: one object per line with `time`, `level`, `msg` and the fields. The message is a fixed
- * lowercase event; variables go in fields. Lines below `level` are dropped.
+ * Writes one JSON object per line to `write` for entries at or above `level` (default `info`):
+ * `time`, `level`, `msg`, then `base`, then the call's fields. A field named like an envelope key is
+ * dropped (a field `level` would otherwise hide the log level); a call's field overrides `base`.
  */
-export function createLogger(opts: {
+export function createJsonLogger(opts: {
   write: (line: string) => void;
   level?: LogLevel;
   now?: () => Date;
@@ -23,13 +28,12 @@ export function createLogger(opts: {
   const now = opts.now ?? (() => new Date());
   const emit = (level: LogLevel) => (msg: string, fields?: Record<string, unknown>) => {
     if (LOG_LEVELS.indexOf(level) < min) return;
-    const line: Record<string, unknown> = { time: now().toISOString(), level, msg, ...opts.base };
-    // Fields never overwrite the envelope keys (a field named `level` would hide the log level).
-    for (const [key, value] of Object.entries(fields ?? {})) if (!(key in line)) line[key] = value;
-    opts.write(`${JSON.stringify(line)}\n`);
+    const line: Record<string, unknown> = { ...opts.base, ...fields };
+    for (const key of ENVELOPE_KEYS) delete line[key];
+    opts.write(`${JSON.stringify({ time: now().toISOString(), level, msg, ...line })}\n`);
   };
   return { debug: emit('debug'), info: emit('info'), warn: emit('warn'), error: emit('error') };
 }
 
 /** A logger that drops everything (tests). */
-export const silentLogger: Logger = createLogger({ write: () => {}, level: 'error' });
+export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };

@@ -1,0 +1,43 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+/** Why a request was refused: no Bearer credentials at all, or a token that is not the configured one. */
+export type BearerRefusal = 'missing bearer token' | 'invalid bearer token';
+
+/** A connect-style middleware on Node's own request and response (Express accepts it as a RequestHandler). */
+export type BearerMiddleware = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void;
+
+const digest = (value: string) => createHash('sha256').update(value, 'utf8').digest();
+
+// RFC 6750: the scheme, case-insensitive, then one or more spaces and the token.
+const BEARER_RE = /^Bearer +(.+)$/i;
+
+/**
+ * The check behind a bearer token: `null` when `authorization` (the header value) carries `token`, else why
+ * not. Compares SHA-256 digests with `timingSafeEqual`, so neither the token's content nor its length
+ * leaks through timing.
+ */
+export function bearerCheck(token: string): (authorization: string | undefined) => BearerRefusal | null {
+  const expected = digest(token);
+  return (authorization) => {
+    const presented = BEARER_RE.exec(authorization ?? '')?.[1]?.trim();
+    if (!presented) return 'missing bearer token';
+    return timingSafeEqual(digest(presented), expected) ? null : 'invalid bearer token';
+  };
+}
+
+/**
+ * Bearer-token middleware. `token` undefined disables the check (the caller then listens on loopback only).
+ * A refused request gets `WWW-Authenticate: Bearer` and goes to `next` with `refuse(reason)`, the caller's
+ * own 401 error, which its error writer turns into the response.
+ */
+export function bearerAuth(token: string | undefined, refuse: (reason: BearerRefusal) => unknown): BearerMiddleware {
+  if (token === undefined) return (_req, _res, next) => next();
+  const check = bearerCheck(token);
+  return (req, res, next) => {
+    const refusal = check(req.headers.authorization);
+    if (refusal === null) return next();
+    res.setHeader('www-authenticate', 'Bearer');
+    next(refuse(refusal));
+  };
+}
