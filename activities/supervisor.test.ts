@@ -267,8 +267,25 @@ describe('verifyGpuReleased', () => {
 });
 
 describe('wakeModels', () => {
+  /** A standby whose training stopTraining has stopped, as a wake finds it. */
+  const wakeSetup = () => {
+    const context = setup();
+    context.host.training[0] = { gpuIndex: 0, state: 'idle', pids: [], startedAt: null, lastExit: null };
+    return context;
+  };
+
+  it('refuses to wake while training runs on the domain again (non-retryable PreconditionLost), asking for no wake', async () => {
+    const { host, acts, env } = setup();
+    const failure = await failureOf(env.run(acts.wakeModels, { domainId: IDS.b }));
+    expect(failure).toMatchObject({ type: FailureType.PreconditionLost, nonRetryable: true });
+    expect(failure.message).toBe(
+      'training runs again on GPU 0 (running, pids 4242); refusing to wake models beside it',
+    );
+    expect(host.calls.filter((c) => c.startsWith('wake'))).toEqual([]);
+  });
+
   it('wakes every inference GPU and waits until every layout model reports awake', async () => {
-    const { host, store, acts, env, heartbeats } = setup();
+    const { host, store, acts, env, heartbeats } = wakeSetup();
     host.client.wake = async (_u, body) => {
       host.calls.push(`wake:${body.gpuIndex}`);
       return { accepted: true, gpuIndexes: [0], errors: [] };
@@ -277,7 +294,8 @@ describe('wakeModels', () => {
       if (reads === 3) h.models[0]!.state = 'awake';
     };
     expect(await env.run(acts.wakeModels, { domainId: IDS.b })).toEqual({ attempt: 1, models: ['llama'] });
-    expect(host.calls[0]).toBe('wake:0');
+    // The precondition is read before the wake is asked for.
+    expect(host.calls.slice(0, 2)).toEqual(['status', 'wake:0']);
     expect(heartbeats.slice(0, 2)).toEqual([
       { waitingFor: 'wake of GPU 0' },
       { waitingFor: 'models not awake: llama (asleep)' },
@@ -289,7 +307,7 @@ describe('wakeModels', () => {
   });
 
   it('heartbeats while a slow wake call is in flight, and aborts the call when cancelled', async () => {
-    const { host, acts, env, heartbeats } = setup();
+    const { host, acts, env, heartbeats } = wakeSetup();
     let aborted = false;
     host.client.wake = (_u, _b, opts) =>
       new Promise((_resolve, reject) => {
@@ -308,7 +326,7 @@ describe('wakeModels', () => {
   });
 
   it('throws retryable NotYet when the supervisor could not wake a model', async () => {
-    const { host, acts, env } = setup();
+    const { host, acts, env } = wakeSetup();
     host.client.wake = async () => ({
       accepted: false,
       gpuIndexes: [0],
@@ -320,7 +338,7 @@ describe('wakeModels', () => {
   });
 
   it('refuses a layout model the supervisor does not run (non-retryable InvalidTarget)', async () => {
-    const { host, acts, env } = setup();
+    const { host, acts, env } = wakeSetup();
     host.models[0]!.name = 'other';
     const failure = await failureOf(env.run(acts.wakeModels, { domainId: IDS.b }));
     expect(failure).toMatchObject({ type: FailureType.InvalidTarget, nonRetryable: true });

@@ -229,11 +229,26 @@ export function createSupervisorActivities(deps: ActivityDeps) {
       return { attempt: currentAttempt(), gpus: report };
     },
 
-    /** Wakes every inference slot; done when every model of the layout reports awake. */
+    /**
+     * Wakes every inference slot; done when every model of the layout reports awake. Re-proves first that
+     * training is still stopped on the domain's training GPUs: an attempt resumed after a restart may find
+     * trainers running again, and vLLM must never wake beside them (PreconditionLost, non-retryable).
+     */
     async wakeModels(input: DomainInput): Promise<StepResult & { models: string[] }> {
       const target = await loadTarget(deps, input.domainId);
       const url = target.domain.supervisorUrl;
       const names = modelNamesOf(target.inference);
+      const training = trainingRuns(
+        await status(url),
+        target.training.map((s) => s.gpuIndex),
+      ).filter((r) => r.state !== 'idle' || r.pids.length > 0);
+      if (training.length > 0) {
+        throw ApplicationFailure.nonRetryable(
+          `training runs again on GPU ${training.map((r) => `${r.gpuIndex} (${r.state}, pids ${r.pids.join(',') || 'none'})`).join(', ')}; refusing to wake models beside it`,
+          FailureType.PreconditionLost,
+          { gpus: training.map((r) => r.gpuIndex) },
+        );
+      }
       await moveSlots(target.inference, 'waking');
       for (const slot of target.inference) {
         assertAccepted(

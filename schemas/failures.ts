@@ -21,6 +21,11 @@ export const FailureType = {
   StoreUnavailable: 'StoreUnavailable',
   /** The state store refused a transition (row not in an allowed predecessor state): non-retryable. */
   StateConflict: 'StateConflict',
+  /**
+   * What a step depends on no longer holds when it runs (training running again on a GPU a wake would
+   * use, after a restart resumed the promotion): non-retryable, the promotion compensates.
+   */
+  PreconditionLost: 'PreconditionLost',
   /** The operation was cancelled or finished by someone else: non-retryable. */
   OperationClosed: 'OperationClosed',
   /** `sky launch` / `sky serve up` failed, or the launched cluster or service vanished: non-retryable. */
@@ -40,6 +45,7 @@ export const NON_RETRYABLE_FAILURES: readonly FailureType[] = [
   FailureType.ProbeFailed,
   FailureType.StateConflict,
   FailureType.OperationClosed,
+  FailureType.PreconditionLost,
   FailureType.LaunchFailed,
   FailureType.ProvisioningUnavailable,
 ];

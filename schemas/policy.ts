@@ -49,6 +49,12 @@ export const fleetPolicySchema = z
     sleepTimeoutMs: ms(60_000),
     startTrainingTimeoutMs: ms(30_000),
     /**
+     * How long one write of an operation's own records (a step, its outcome, an event) is retried against
+     * the state store before the workflow pauses and tries it again. An outage of any length delays an
+     * operation; it never skips its compensation or leaves it running.
+     */
+    bookkeepingBudgetMs: ms(60_000),
+    /**
      * Replace a standby that stays failed: when a standby domain whose provider is skypilot or skyserve
      * has been failed for `graceMs` as the fleet monitor saw it, the monitor tears it down and provisions
      * it again. Off by default. Never the active domain; one replacement at a time per domain.

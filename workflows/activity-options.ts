@@ -28,6 +28,18 @@ export const controlActivities = (): Activities =>
   proxyActivities<Activities>({ startToCloseTimeout: '15s', scheduleToCloseTimeout: '1m', retry });
 
 /**
+ * `bookkeeping`: an operation's own records (steps, outcome, events, the commit re-read). One call is
+ * retried for `budgetMs`; the operation runtime then waits and calls again, so a store outage of any
+ * length delays an operation and never ends it with compensation or its outcome skipped.
+ */
+export const bookkeepingActivities = (budgetMs: number): Activities =>
+  proxyActivities<Activities>({
+    startToCloseTimeout: ms(Math.min(budgetMs, 15_000)),
+    scheduleToCloseTimeout: ms(budgetMs),
+    retry,
+  });
+
+/**
  * `lifecycle`: one activity that waits for an effect on a GPU host, bounded by `budgetMs` (its step
  * budget: transient errors are retried inside it, never past it) and heartbeating.
  */

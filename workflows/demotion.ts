@@ -22,6 +22,7 @@ export async function demotionWorkflow(input: DemotionInput): Promise<DemotionRe
   const target = await op.begin(() => demotionTarget(input, control));
   if (target.state !== 'running') return { domainId, state: target.state, drained: null };
   const policy = input.policy ?? target.policy;
+  op.usePolicy(policy);
   const steps = stepActivities(policy);
   await op.plan(planDemotion({ trainingSlotCount: target.trainingSlotCount }));
 

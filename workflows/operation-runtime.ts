@@ -1,16 +1,21 @@
 import {
+  ActivityFailure,
   ApplicationFailure,
   CancellationScope,
   CancelledFailure,
   condition,
   isCancellation,
+  log,
   patched,
   setHandler,
+  sleep,
 } from '@temporalio/workflow';
 import type { OperationProgress } from '../schemas/api';
 import type { Activities } from '../activities';
 import type { StepJournal } from '../activities/step-journal';
-import { ABORTED_ERROR_CODE, FailureType } from '../schemas/failures';
+import { ABORTED_ERROR_CODE, FailureType, NON_RETRYABLE_FAILURES } from '../schemas/failures';
+import type { FleetPolicy } from '../schemas/policy';
+import { bookkeepingActivities } from './activity-options';
 import { abortSignal, progressQuery } from './definitions';
 import { describeFailure, type FailureInfo } from './failure-info';
 import {
@@ -57,6 +62,32 @@ const WORKFLOW_NAMES = {
 export const STEPS_RECORD_THEMSELVES = 'steps-record-themselves';
 
 /**
+ * Patch id: the operation's own records outlast a store outage. A bookkeeping call whose budget is spent
+ * is called again after a pause instead of failing the execution (which skipped compensation and left
+ * the row `running`). Executions recorded before it replay with one bounded call.
+ */
+export const BOOKKEEPING_OUTLASTS_STORE = 'bookkeeping-outlasts-store-outages';
+
+/** The pause between two bookkeeping calls that each spent their budget on an unreachable store. */
+const BOOKKEEPING_PAUSE = '5s';
+
+/** The budget of a bookkeeping call before the fleet policy is known (the policy's default). */
+const DEFAULT_BOOKKEEPING_BUDGET_MS = 60_000;
+
+/**
+ * Whether a failed bookkeeping call may simply be made again: its budget ran out on a transient error
+ * (an unreachable store). A refusal (a non-retryable failure type) is an answer, not an outage.
+ */
+function isOutage(err: unknown): boolean {
+  if (!(err instanceof ActivityFailure)) return false;
+  const cause = err.cause;
+  if (cause instanceof ApplicationFailure) {
+    return !cause.nonRetryable && !(NON_RETRYABLE_FAILURES as readonly string[]).includes(cause.type ?? '');
+  }
+  return true;
+}
+
+/**
  * The bookkeeping every operation workflow shares: the `progress` query, the `abort` signal, `begin`,
  * one way to run a step (`step`, `run`: the step is recorded on the operation row and as events, raced
  * against an abort while `isAbortable`, and any failure becomes a StepFailure), and one way to end
@@ -70,15 +101,40 @@ export function createOperationRuntime(opts: OperationRuntimeOptions) {
   const names = WORKFLOW_NAMES[opts.kind];
   // Decided once, before the first command: an execution either always or never lets steps record themselves.
   const stepsRecordThemselves = patched(STEPS_RECORD_THEMSELVES);
+  const outlastsOutages = patched(BOOKKEEPING_OUTLASTS_STORE);
+  let bookkeeper = outlastsOutages ? bookkeepingActivities(DEFAULT_BOOKKEEPING_BUDGET_MS) : opts.control;
   setHandler(progressQuery, () => progress);
   setHandler(abortSignal, (request) => {
     abortReason ??= request?.reason ?? 'abort requested';
     progress = abortRequested(progress);
   });
 
+  /**
+   * The one way the operation writes its own records: never cancelled, and, once patched, made again
+   * after a pause for as long as the store stays unreachable.
+   */
+  const bookkeep = <T>(what: string, write: (store: Activities) => Promise<T>): Promise<T> =>
+    CancellationScope.nonCancellable(async () => {
+      for (let calls = 1; ; calls++) {
+        try {
+          return await write(bookkeeper);
+        } catch (err) {
+          if (!outlastsOutages || !isOutage(err)) throw err;
+          log.warn('state store unreachable for bookkeeping; calling again', {
+            fleetId: opts.fleetId,
+            operationId: opts.operationId,
+            what,
+            calls,
+            error: err instanceof Error ? err.message : String(err),
+          });
+          await sleep(BOOKKEEPING_PAUSE);
+        }
+      }
+    });
+
   const record = (step: string, status: 'started' | 'succeeded' | 'failed' | 'skipped', message: string, data = {}) =>
-    CancellationScope.nonCancellable(() =>
-      opts.control.recordStep({
+    bookkeep(`${step} ${status}`, (store) =>
+      store.recordStep({
         fleetId: opts.fleetId,
         operationId: opts.operationId,
         domainId: opts.domainId,
@@ -151,11 +207,11 @@ export function createOperationRuntime(opts: OperationRuntimeOptions) {
     outcome: 'succeeded' | 'failed' | 'cancelled',
     error?: { step: string; code: string; message: string },
   ) =>
-    CancellationScope.nonCancellable(async () => {
-      if (opts.operationId) {
-        await opts.control.finishOperation({ fleetId: opts.fleetId, operationId: opts.operationId, outcome, error });
-      }
-    });
+    opts.operationId
+      ? bookkeep(`finish ${outcome}`, (store) =>
+          store.finishOperation({ fleetId: opts.fleetId, operationId: opts.operationId!, outcome, error }),
+        ).then(() => undefined)
+      : Promise.resolve();
 
   return {
     get progress(): OperationProgress {
@@ -164,6 +220,17 @@ export function createOperationRuntime(opts: OperationRuntimeOptions) {
     get abortReason(): string | null {
       return abortReason;
     },
+    /** Gives bookkeeping calls the fleet policy's budget (known once the operation has begun). */
+    usePolicy(policy: FleetPolicy): void {
+      // A policy recorded before the field existed has none: the default applies.
+      if (outlastsOutages)
+        bookkeeper = bookkeepingActivities(policy.bookkeepingBudgetMs ?? DEFAULT_BOOKKEEPING_BUDGET_MS);
+    },
+    /**
+     * A read or write of the store the workflow needs in order to go on (the commit re-read): outlasts an
+     * outage like the operation's own records.
+     */
+    bookkeep,
     /** Installs the plan: every step pending, skipped ones marked (and recorded as events). */
     async plan(steps: readonly PlannedStep<string>[]): Promise<void> {
       progress = createProgress(opts.operationId ?? opts.domainId, opts.kind, steps);

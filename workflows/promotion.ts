@@ -34,6 +34,7 @@ export async function promotionWorkflow(input: PromotionInput): Promise<Promotio
     };
   }
   const policy = input.policy ?? begin.policy;
+  op.usePolicy(policy);
   const steps = stepActivities(policy);
   await op.plan(
     planPromotion({
@@ -95,8 +96,8 @@ async function committedAnyway(
   failure: StepFailure,
 ): Promise<{ routeRevision: number } | null> {
   if (!patched(COMMIT_REREAD_PATCH)) return null;
-  const outcome = await CancellationScope.nonCancellable(() =>
-    controlActivities().readRoutingOutcome({ fleetId: input.fleetId, operationId: input.operationId }),
+  const outcome = await op.bookkeep('commit re-read', (store) =>
+    store.readRoutingOutcome({ fleetId: input.fleetId, operationId: input.operationId }),
   );
   if (!outcome.isRoutingCommitted || outcome.routeRevision === null) return null;
   log.warn('commit step failed but routing had moved: going on', {
