@@ -25,7 +25,7 @@ import { operationRoutes } from './routes/operations';
 import { type ProvisioningStarter, provisioningRoutes } from './routes/provisioning';
 import type { ApiDatabase, ApiStore } from './store';
 
-/** Control bodies are small JSON documents (DESIGN.md §5). */
+/** Control bodies are small JSON documents (docs/architecture.md §5.3). */
 export const CONTROL_BODY_LIMIT_BYTES = 16 * 1024;
 
 export interface ApiDeps {

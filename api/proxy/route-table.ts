@@ -71,7 +71,7 @@ export function upstreamUrl(servingUrl: string, endpoint: InferenceEndpoint): st
 export type HoldReason = 'promotion_in_flight' | 'auto_failover';
 
 /**
- * Decides whether waiting can help (DESIGN.md §5): a promotion is in flight toward a domain that binds
+ * Decides whether waiting can help (docs/architecture.md §5.4): a promotion is in flight toward a domain that binds
  * `model`, or auto-failover is on, the active is failing (or just refused us) and a viable standby binds
  * `model`. Pure: a function of the snapshot and what the proxy just saw.
  */

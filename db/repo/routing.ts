@@ -36,7 +36,7 @@ interface CommitRow {
 }
 
 /**
- * The routing CAS of DESIGN.md §3 as ONE statement: lock the operation row, move the pointer and bump
+ * The routing CAS of docs/architecture.md §3.3 as ONE statement: lock the operation row, move the pointer and bump
  * the revision only if the pointer is still `expected` and the operation is running and uncommitted,
  * mark the operation committed with the revision, and pg_notify. The operation row lock is taken first,
  * so concurrent callers for one operation queue on it and see the committed row when they get it.
