@@ -1,6 +1,6 @@
 import { Context, log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import type { Domain, DomainSnapshot, FleetSnapshot } from '../schemas/entities';
+import type { AutoFailoverPause, Domain, DomainSnapshot, FleetSnapshot } from '../schemas/entities';
 import type { DomainState } from '../schemas/enums';
 import { FailureType } from '../schemas/failures';
 import { DOMAIN_TRANSITIONS, predecessorsOf } from '../schemas/transitions';
@@ -36,6 +36,8 @@ export interface WatchFleetInput extends WatchContinuity {
 export interface FleetObservation {
   fleet: FleetView;
   policy: FleetPolicy;
+  /** The fleet's stored pause of automatic failover (null: not paused): the pause the monitor obeys. */
+  autoFailoverPause?: AutoFailoverPause | null;
   /** When the round that produced `fleet` ended (ISO); decisions use it as `now`. */
   observedAt: string;
   reason: 'decision_due' | 'immediate' | 'checkpoint';
@@ -161,6 +163,22 @@ export function createFleetMonitorActivities(deps: ActivityDeps) {
   }
 
   return {
+    /**
+     * Writes the monitor's `pauseAutoFailover` / `resumeAutoFailover` signal into the fleet's stored pause
+     * (the one the API writes too), so it outlives the monitor run. `changed: false` when it already was so.
+     */
+    async setAutoFailoverPause(input: {
+      fleetId: string;
+      paused: boolean;
+      by: string;
+      reason?: string | null;
+    }): Promise<{ changed: boolean }> {
+      const set = await store.fleets.setAutoFailoverPause(input.fleetId, input);
+      if (!set)
+        throw ApplicationFailure.nonRetryable(`fleet ${input.fleetId} does not exist`, FailureType.InvalidTarget);
+      return { changed: set.changed };
+    },
+
     /** See {@link createFleetMonitorActivities}. Throws non-retryable InvalidTarget when the fleet is gone. */
     async watchFleet(input: WatchFleetInput): Promise<FleetObservation> {
       const ctx = Context.current();
@@ -174,18 +192,31 @@ export function createFleetMonitorActivities(deps: ActivityDeps) {
         watchWindow ??= openWatchWindow(input, ctx.info.attempt, startedAt, snapshot.policy.heartbeatStaleMs);
         let fleet = watched(snapshot);
         let now = deps.now();
-        let isDue = isDecisionDue(fleet, snapshot.policy, now, input);
+        // A pause stored by the API counts at once, whatever the workflow last heard by signal.
+        const pausedIn = (s: FleetSnapshot) => ({
+          ...input,
+          isAutoFailoverPaused: input.isAutoFailoverPaused || !!s.autoFailoverPause,
+        });
+        let isDue = isDecisionDue(fleet, snapshot.policy, now, pausedIn(snapshot));
         const isCheckpoint = now.getTime() - startedAt >= input.checkpointMs;
         if (isDue || input.isImmediate || isCheckpoint) {
           // The workflow decides on the fleet as stored now, others' writes during this round included.
           const latest = await readSnapshot(input.fleetId);
           fleet = watched(latest);
           now = deps.now();
-          isDue = isDecisionDue(fleet, latest.policy, now, input);
+          isDue = isDecisionDue(fleet, latest.policy, now, pausedIn(latest));
           if (isDue || input.isImmediate || isCheckpoint) {
             const reason = isDue ? 'decision_due' : input.isImmediate ? 'immediate' : 'checkpoint';
             const since = new Date(watchWindow.watchingSinceMs).toISOString();
-            return { fleet, policy: latest.policy, observedAt: now.toISOString(), reason, polls, watchingSince: since };
+            return {
+              fleet,
+              policy: latest.policy,
+              autoFailoverPause: latest.autoFailoverPause ?? null,
+              observedAt: now.toISOString(),
+              reason,
+              polls,
+              watchingSince: since,
+            };
           }
         }
         ctx.heartbeat({ polls, observedAt: now.toISOString() });
