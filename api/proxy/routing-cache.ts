@@ -15,7 +15,8 @@ export const ROUTE_CHANNEL = 'haru_route';
 const routePushSchema = z.object({ fleetId: z.string(), revision: z.number().int() });
 
 export interface RoutingCacheOptions {
-  store: Pick<ApiStore, 'fleets'>;
+  /** Only the routing reads: the cache never writes. */
+  store: { fleets: Pick<ApiStore['fleets'], 'list' | 'snapshot' | 'routeRevision'> };
   /** An entry younger than this is used without touching the store. */
   ttlMs: number;
   /** Most fleets cached; the least recently used is evicted first. */
