@@ -7,7 +7,7 @@ import { DOMAIN_TRANSITIONS, predecessorsOf } from '../schemas/transitions';
 import type { FleetPolicy } from '../schemas/policy';
 import type { SupervisorStatus } from '../schemas/supervisor';
 import { assessDomain } from '../core/domain-health';
-import { nextDomainState, observeDomain } from '../core/domain-observation';
+import { nextDomainState, observeDomain, recoversFailedActive } from '../core/domain-observation';
 import { toFleetView, type FleetView } from '../core/fleet-view';
 import { isDecisionDue } from '../core/monitor-decision';
 import { openWatchWindow, watchedFleet, type WatchContinuity, type WatchWindow } from '../core/watch-window';
@@ -57,6 +57,9 @@ type Probe = { domain: DomainSnapshot; at: Date } & ({ status: SupervisorStatus 
  */
 export function createFleetMonitorActivities(deps: ActivityDeps) {
   const { store, supervisor } = deps;
+  // Since when each failed active has answered healthy at every poll (this worker's sightings only: a
+  // restart counts again from zero, which only delays a recovery).
+  const healthySince = new Map<string, number>();
 
   /** Asks one domain's supervisor for its status; the outcome, not yet recorded. */
   async function probe(snapshot: FleetSnapshot, domain: DomainSnapshot, policy: FleetPolicy): Promise<Probe> {
@@ -85,6 +88,7 @@ export function createFleetMonitorActivities(deps: ActivityDeps) {
     const isActive = domain.id === snapshot.activeDomainId;
     const op = snapshot.inFlightOperation;
     const isInOperation = op !== null && (op.targetDomainId === domain.id || op.fromDomainId === domain.id);
+    if (!('status' in polled) || updated.state !== 'failed' || !isActive) healthySince.delete(domain.id);
     if (!('status' in polled)) {
       // The active's failure is the workflow's decision; a standby's is bookkeeping done here.
       if (isActive || updated.state === 'failed') return updated;
@@ -95,6 +99,19 @@ export function createFleetMonitorActivities(deps: ActivityDeps) {
     }
     const observed = observeDomain(domain, isActive, polled.status);
     const to = nextDomainState(domain.state, isActive, observed.state, domain.provider);
+    if (isActive && domain.state === 'failed' && !isInOperation) {
+      const since = observed.state === 'ready' ? (healthySince.get(domain.id) ?? polled.at.getTime()) : null;
+      if (since === null) healthySince.delete(domain.id);
+      else healthySince.set(domain.id, since);
+      if (
+        since !== null &&
+        recoversFailedActive(observed.state, since, polled.at.getTime(), policy.failedActiveRecoveryMs)
+      ) {
+        healthySince.delete(domain.id);
+        const why = `the failed active answered healthy for ${policy.failedActiveRecoveryMs} ms: ready again`;
+        return (await transition(snapshot, domain, 'ready', why)) ?? updated;
+      }
+    }
     const moved = to ? await transition(snapshot, domain, to, observed.problems.join('; ') || null) : null;
     if (isInOperation) return moved ?? updated; // the operation's activities own these slots until it ends
     for (const change of observed.slotChanges) await store.slots.transition(change.slotId, change.to).catch(() => null);
