@@ -1,13 +1,13 @@
 import { Context, log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import type { Domain, DomainSnapshot, FleetSnapshot } from '../schemas/entities';
+import type { AutoFailoverPause, Domain, DomainSnapshot, FleetSnapshot } from '../schemas/entities';
 import type { DomainState } from '../schemas/enums';
 import { FailureType } from '../schemas/failures';
 import { DOMAIN_TRANSITIONS, predecessorsOf } from '../schemas/transitions';
 import type { FleetPolicy } from '../schemas/policy';
 import type { SupervisorStatus } from '../schemas/supervisor';
 import { assessDomain } from '../core/domain-health';
-import { nextDomainState, observeDomain } from '../core/domain-observation';
+import { nextDomainState, observeDomain, recoversFailedActive } from '../core/domain-observation';
 import { toFleetView, type FleetView } from '../core/fleet-view';
 import { isDecisionDue } from '../core/monitor-decision';
 import { openWatchWindow, watchedFleet, type WatchContinuity, type WatchWindow } from '../core/watch-window';
@@ -36,6 +36,8 @@ export interface WatchFleetInput extends WatchContinuity {
 export interface FleetObservation {
   fleet: FleetView;
   policy: FleetPolicy;
+  /** The fleet's stored pause of automatic failover (null: not paused): the pause the monitor obeys. */
+  autoFailoverPause?: AutoFailoverPause | null;
   /** When the round that produced `fleet` ended (ISO); decisions use it as `now`. */
   observedAt: string;
   reason: 'decision_due' | 'immediate' | 'checkpoint';
@@ -55,6 +57,9 @@ type Probe = { domain: DomainSnapshot; at: Date } & ({ status: SupervisorStatus 
  */
 export function createFleetMonitorActivities(deps: ActivityDeps) {
   const { store, supervisor } = deps;
+  // Since when each failed active has answered healthy at every poll (this worker's sightings only: a
+  // restart counts again from zero, which only delays a recovery).
+  const healthySince = new Map<string, number>();
 
   /** Asks one domain's supervisor for its status; the outcome, not yet recorded. */
   async function probe(snapshot: FleetSnapshot, domain: DomainSnapshot, policy: FleetPolicy): Promise<Probe> {
@@ -83,6 +88,7 @@ export function createFleetMonitorActivities(deps: ActivityDeps) {
     const isActive = domain.id === snapshot.activeDomainId;
     const op = snapshot.inFlightOperation;
     const isInOperation = op !== null && (op.targetDomainId === domain.id || op.fromDomainId === domain.id);
+    if (!('status' in polled) || updated.state !== 'failed' || !isActive) healthySince.delete(domain.id);
     if (!('status' in polled)) {
       // The active's failure is the workflow's decision; a standby's is bookkeeping done here.
       if (isActive || updated.state === 'failed') return updated;
@@ -93,6 +99,19 @@ export function createFleetMonitorActivities(deps: ActivityDeps) {
     }
     const observed = observeDomain(domain, isActive, polled.status);
     const to = nextDomainState(domain.state, isActive, observed.state, domain.provider);
+    if (isActive && domain.state === 'failed' && !isInOperation) {
+      const since = observed.state === 'ready' ? (healthySince.get(domain.id) ?? polled.at.getTime()) : null;
+      if (since === null) healthySince.delete(domain.id);
+      else healthySince.set(domain.id, since);
+      if (
+        since !== null &&
+        recoversFailedActive(observed.state, since, polled.at.getTime(), policy.failedActiveRecoveryMs)
+      ) {
+        healthySince.delete(domain.id);
+        const why = `the failed active answered healthy for ${policy.failedActiveRecoveryMs} ms: ready again`;
+        return (await transition(snapshot, domain, 'ready', why)) ?? updated;
+      }
+    }
     const moved = to ? await transition(snapshot, domain, to, observed.problems.join('; ') || null) : null;
     if (isInOperation) return moved ?? updated; // the operation's activities own these slots until it ends
     for (const change of observed.slotChanges) await store.slots.transition(change.slotId, change.to).catch(() => null);
@@ -161,6 +180,22 @@ export function createFleetMonitorActivities(deps: ActivityDeps) {
   }
 
   return {
+    /**
+     * Writes the monitor's `pauseAutoFailover` / `resumeAutoFailover` signal into the fleet's stored pause
+     * (the one the API writes too), so it outlives the monitor run. `changed: false` when it already was so.
+     */
+    async setAutoFailoverPause(input: {
+      fleetId: string;
+      paused: boolean;
+      by: string;
+      reason?: string | null;
+    }): Promise<{ changed: boolean }> {
+      const set = await store.fleets.setAutoFailoverPause(input.fleetId, input);
+      if (!set)
+        throw ApplicationFailure.nonRetryable(`fleet ${input.fleetId} does not exist`, FailureType.InvalidTarget);
+      return { changed: set.changed };
+    },
+
     /** See {@link createFleetMonitorActivities}. Throws non-retryable InvalidTarget when the fleet is gone. */
     async watchFleet(input: WatchFleetInput): Promise<FleetObservation> {
       const ctx = Context.current();
@@ -174,18 +209,31 @@ export function createFleetMonitorActivities(deps: ActivityDeps) {
         watchWindow ??= openWatchWindow(input, ctx.info.attempt, startedAt, snapshot.policy.heartbeatStaleMs);
         let fleet = watched(snapshot);
         let now = deps.now();
-        let isDue = isDecisionDue(fleet, snapshot.policy, now, input);
+        // A pause stored by the API counts at once, whatever the workflow last heard by signal.
+        const pausedIn = (s: FleetSnapshot) => ({
+          ...input,
+          isAutoFailoverPaused: input.isAutoFailoverPaused || !!s.autoFailoverPause,
+        });
+        let isDue = isDecisionDue(fleet, snapshot.policy, now, pausedIn(snapshot));
         const isCheckpoint = now.getTime() - startedAt >= input.checkpointMs;
         if (isDue || input.isImmediate || isCheckpoint) {
           // The workflow decides on the fleet as stored now, others' writes during this round included.
           const latest = await readSnapshot(input.fleetId);
           fleet = watched(latest);
           now = deps.now();
-          isDue = isDecisionDue(fleet, latest.policy, now, input);
+          isDue = isDecisionDue(fleet, latest.policy, now, pausedIn(latest));
           if (isDue || input.isImmediate || isCheckpoint) {
             const reason = isDue ? 'decision_due' : input.isImmediate ? 'immediate' : 'checkpoint';
             const since = new Date(watchWindow.watchingSinceMs).toISOString();
-            return { fleet, policy: latest.policy, observedAt: now.toISOString(), reason, polls, watchingSince: since };
+            return {
+              fleet,
+              policy: latest.policy,
+              autoFailoverPause: latest.autoFailoverPause ?? null,
+              observedAt: now.toISOString(),
+              reason,
+              polls,
+              watchingSince: since,
+            };
           }
         }
         ctx.heartbeat({ polls, observedAt: now.toISOString() });

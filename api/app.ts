@@ -17,6 +17,7 @@ import { leanInference } from './proxy/lean';
 import { createRoutingCache, type RoutingCache } from './proxy/routing-cache';
 import type { RouteContext } from './routes/context';
 import { controlRoutes } from './routes/control';
+import { pauseRoutes } from './routes/pause';
 import { eventRoutes } from './routes/events';
 import { fleetRoutes } from './routes/fleets';
 import { healthRoutes } from './routes/health';
@@ -124,6 +125,7 @@ export function createApp(deps: ApiDeps): ApiApp {
   app.use('/v1/fleets', express.json({ limit: CONTROL_BODY_LIMIT_BYTES, type: () => true, strict: true }));
   app.use(fleetRoutes(ctx));
   app.use(controlRoutes(ctx));
+  app.use(pauseRoutes(ctx));
   app.use(operationRoutes(ctx));
   app.use(eventRoutes(ctx));
   app.use(provisioningRoutes(ctx, deps.provisioning));

@@ -22,6 +22,7 @@ import {
 import { errorBodySchema } from '../schemas/errors';
 import { routeIntentSchema } from '../schemas/route-intent';
 import type { RouteDoc } from './route-doc';
+import { PAUSE_ROUTE_DOCS } from './routes/pause';
 import { PROVISIONING_ROUTE_DOCS } from './routes/provisioning';
 import { fleetSnapshotSchema, operationSchema } from '../schemas/entities';
 
@@ -270,6 +271,7 @@ export const ROUTE_DOCS: RouteDoc[] = [
     },
   },
   ...PROVISIONING_ROUTE_DOCS,
+  ...PAUSE_ROUTE_DOCS,
 ];
 
 const jsonSchema = (schema: z.ZodType, io: 'input' | 'output') => {

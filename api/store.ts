@@ -1,5 +1,5 @@
 import type { OperationKind } from '../schemas/enums';
-import type { FleetSnapshot, HaruEvent, Operation } from '../schemas/entities';
+import type { Fleet, FleetSnapshot, HaruEvent, Operation } from '../schemas/entities';
 
 /**
  * The slice of the state store (db/store.ts `createStore`) the API uses. Declared here so the API
@@ -12,6 +12,11 @@ export interface ApiStore {
     snapshot(ref: string): Promise<FleetSnapshot | null>;
     /** The fleet's current route revision; null when no such fleet. */
     routeRevision(fleetId: string): Promise<number | null>;
+    /** Pauses or resumes automatic failover, recording who and why; null when no such fleet. */
+    setAutoFailoverPause(
+      fleetId: string,
+      change: { paused: boolean; by: string; reason?: string | null },
+    ): Promise<{ fleet: Fleet; changed: boolean } | null>;
   };
   operations: {
     create(input: {

@@ -22,6 +22,9 @@ export function formatFleet(fleet: FleetSnapshot): string {
     `fleet ${fleet.slug} (${fleet.id})`,
     `  active: ${active ? active.slug : 'none'}   route revision: ${fleet.routeRevision}   auto-failover: ${fleet.policy.autoFailover ? 'on' : 'off'}`,
   ];
+  const pause = fleet.autoFailoverPause;
+  if (pause)
+    lines.push(`  auto-failover paused by ${pause.by} at ${pause.at}${pause.reason ? `: ${pause.reason}` : ''}`);
   if (fleet.inFlightOperation) {
     const op = fleet.inFlightOperation;
     lines.push(`  in flight: ${op.kind} ${op.id} (${op.state}${op.step ? `, step ${op.step}` : ''})`);

@@ -1,5 +1,5 @@
 import type { SupervisorStatus } from '../schemas/supervisor';
-import { nextDomainState, observeDomain } from './domain-observation';
+import { nextDomainState, observeDomain, recoversFailedActive } from './domain-observation';
 import { domainSnapshot, ID, NOW } from './fleet-fixtures';
 
 const T0 = NOW.toISOString();
@@ -85,5 +85,13 @@ describe('nextDomainState', () => {
     expect(nextDomainState('provisioning', true, 'degraded', 'static')).toBe('degraded');
     expect(nextDomainState('provisioning', false, 'ready', 'skypilot')).toBeNull();
     expect(nextDomainState('provisioning', false, 'ready', 'skyserve')).toBeNull();
+  });
+});
+
+describe('recoversFailedActive', () => {
+  it('recovers a failed active only after healthy answers for the whole grace', () => {
+    expect(recoversFailedActive('ready', 1_000, 30_999, 30_000)).toBe(false);
+    expect(recoversFailedActive('ready', 1_000, 31_000, 30_000)).toBe(true);
+    expect(recoversFailedActive('degraded', 1_000, 60_000, 30_000)).toBe(false);
   });
 });

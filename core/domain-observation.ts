@@ -70,3 +70,17 @@ export function nextDomainState(
   if (current === 'provisioning' && provider === 'static') return observed;
   return null;
 }
+
+/**
+ * Whether a failed active that answered healthy (`observed: 'ready'`) at `nowMs`, healthy at every poll
+ * since `healthySinceMs`, has been so for the policy's `failedActiveRecoveryMs` and goes back to `ready`.
+ * Pure.
+ */
+export function recoversFailedActive(
+  observed: 'ready' | 'degraded',
+  healthySinceMs: number,
+  nowMs: number,
+  recoveryMs: number,
+): boolean {
+  return observed === 'ready' && nowMs - healthySinceMs >= recoveryMs;
+}

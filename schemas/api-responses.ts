@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { domainStateSchema } from './enums';
-import { operationSchema } from './entities';
+import { autoFailoverPauseSchema, operationSchema } from './entities';
 import { fleetHealthSchema } from './health';
 
 /** API answers that are not entities themselves. Shared by the API, its OpenAPI document and clients. */
@@ -58,3 +58,13 @@ export const operationsQuerySchema = z.strictObject({
 
 /** `POST /reconcile` takes no parameters; an empty body or `{}`. */
 export const reconcileRequestSchema = z.strictObject({});
+
+/** The answer of `POST …/pause` and `…/resume`: the stored pause after the call, and whether it moved. */
+export const pauseResponseSchema = z.object({
+  fleetId: z.uuid(),
+  /** Null after a resume. */
+  autoFailoverPause: autoFailoverPauseSchema.nullable(),
+  /** False when the fleet already was paused (or resumed): nothing was recorded. */
+  changed: z.boolean(),
+});
+export type PauseResponse = z.infer<typeof pauseResponseSchema>;

@@ -11,6 +11,12 @@ export const promoteRequestSchema = z.strictObject({
 });
 export type PromoteRequest = z.infer<typeof promoteRequestSchema>;
 
+/** `POST /v1/fleets/:fleet/pause` and `/resume`: why (recorded on the fleet and in the event). */
+export const pauseRequestSchema = z.strictObject({
+  reason: z.string().min(1).max(500).optional(),
+});
+export type PauseRequest = z.infer<typeof pauseRequestSchema>;
+
 export const demoteRequestSchema = z.strictObject({
   targetDomainId: domainRefSchema,
   reason: z.string().min(1).max(500).optional(),

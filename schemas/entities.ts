@@ -15,6 +15,15 @@ import { fleetPolicySchema } from './policy';
 
 export const isoDateSchema = z.string();
 
+/** Who paused a fleet's automatic failover, why and when (stored on the fleet; survives monitor restarts). */
+export const autoFailoverPauseSchema = z.object({
+  /** `api`, `cli`, `signal` (the monitor's `pauseAutoFailover`) or an operator's name. */
+  by: z.string(),
+  reason: z.string().nullable(),
+  at: isoDateSchema,
+});
+export type AutoFailoverPause = z.infer<typeof autoFailoverPauseSchema>;
+
 export const fleetSchema = z.object({
   id: z.uuid(),
   slug: z.string(),
@@ -23,6 +32,8 @@ export const fleetSchema = z.object({
   activeDomainId: z.uuid().nullable(),
   routeRevision: z.number().int(),
   policy: fleetPolicySchema,
+  /** Set while automatic failover is paused (`POST …/pause`); null or absent when it is not. */
+  autoFailoverPause: autoFailoverPauseSchema.nullable().optional(),
   createdAt: isoDateSchema,
   updatedAt: isoDateSchema,
 });

@@ -26,6 +26,11 @@ export const fleetPolicySchema = z
     failureThreshold: z.number().int().min(1).max(100).default(3),
     /** How long an active may stay degraded before failing over to a viable standby. */
     degradedGraceMs: ms(30_000),
+    /**
+     * How long a failed active must answer healthy, poll after poll, before it is `ready` again (it came
+     * back while routing still points at it: without this it would be failed over later for no reason).
+     */
+    failedActiveRecoveryMs: ms(30_000),
     /** SIGTERM-to-SIGKILL grace given to trainers when a standby is promoted. */
     trainingStopGraceMs: ms(10_000),
     stopTrainingTimeoutMs: ms(60_000),

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { blankable, parseEnv, portSchema } from '../schemas/env';
-import { DEFAULT_MAX_CONCURRENT_ACTIVITIES } from './limits';
+import { DEFAULT_MAX_CONCURRENT_ACTIVITIES, DEFAULT_MONITOR_KEEP_INTERVAL_MS } from './limits';
 
 /**
  * The worker's environment, parsed once at boot (`loadWorkerConfig`); a blank variable counts as unset.
@@ -23,6 +23,8 @@ export const workerConfigSchema = z.object({
   HARU_SKY_BIN: blankable(z.string().min(1).default('sky')),
   /** Activity slots of this worker; each monitored fleet holds one for as long as its monitor watches. */
   HARU_WORKER_MAX_ACTIVITIES: blankable(z.coerce.number().int().min(10).default(DEFAULT_MAX_CONCURRENT_ACTIVITIES)),
+  /** How often the worker ensures a monitor per fleet and ends operations whose workflow closed (`keepMonitors`). */
+  HARU_MONITOR_KEEP_INTERVAL_MS: blankable(z.coerce.number().int().min(100).default(DEFAULT_MONITOR_KEEP_INTERVAL_MS)),
   LOG_LEVEL: blankable(z.enum(['debug', 'info', 'warn', 'error']).default('info')),
 });
 export type WorkerConfig = z.infer<typeof workerConfigSchema>;

@@ -5,3 +5,6 @@
  * promotion step of a slot.
  */
 export const DEFAULT_MAX_CONCURRENT_ACTIVITIES = 2_000;
+
+/** Default pause between two `keepMonitors` rounds (HARU_MONITOR_KEEP_INTERVAL_MS, workers/start.ts). */
+export const DEFAULT_MONITOR_KEEP_INTERVAL_MS = 15_000;

@@ -1,6 +1,6 @@
 /**
  * The `haru worker` composition root: reads the environment, opens the state store and the Temporal
- * connection, registers search attributes, runs the worker, ensures a monitor per fleet, serves
+ * connection, registers search attributes, runs the worker, keeps a monitor per fleet (`keepMonitors`), serves
  * Prometheus metrics, and installs the signal handlers. Everything else in workers/ is a factory.
  */
 import http from 'node:http';
@@ -17,7 +17,7 @@ import { loadWorkerConfig } from './config';
 import { createWorkerLogger } from './logger';
 import { createWorkerMetrics } from './metrics';
 import { ensureSearchAttributes } from './search-attributes';
-import { ensureMonitors } from './start';
+import { ensureMonitors, keepMonitors } from './start';
 import { createHaruWorker } from './worker';
 
 /** A running worker process; `close` drains in-flight tasks and releases every connection. */
@@ -94,6 +94,14 @@ export async function startWorker(env: NodeJS.ProcessEnv = process.env): Promise
     const metricsUrl = `http://${config.HARU_WORKER_METRICS_HOST}:${port}/metrics`;
     const client = new Client({ connection, namespace });
     const fleets = await ensureMonitors(client, store, config.HARU_TASK_QUEUE);
+    const keeper = keepMonitors({
+      client,
+      store,
+      taskQueue: config.HARU_TASK_QUEUE,
+      intervalMs: config.HARU_MONITOR_KEEP_INTERVAL_MS,
+      logger,
+    });
+    cleanups.push(() => keeper.stop());
     logger.info('worker running', {
       taskQueue: config.HARU_TASK_QUEUE,
       namespace,

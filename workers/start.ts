@@ -1,10 +1,13 @@
-import type { Client } from '@temporalio/client';
+import { type Client, WorkflowNotFoundError } from '@temporalio/client';
+import type { Logger } from '@temporalio/common';
 import type { Store } from '../db/store';
+import { orphanEnding } from '../core/orphaned-operation';
+import type { Operation } from '../schemas/entities';
 import { monitorStart } from '../workflows/start-options';
 
 /**
  * Starts the fleet's monitor (`haru/<fleetId>/monitor`) unless one runs (USE_EXISTING), so calling it
- * on every worker start and on fleet creation is harmless.
+ * on every worker start, on fleet creation and from `keepMonitors` is harmless.
  */
 export async function ensureMonitor(client: Client, fleetId: string, taskQueue: string): Promise<void> {
   const { workflowType, options } = monitorStart(fleetId);
@@ -16,4 +19,96 @@ export async function ensureMonitors(client: Client, store: Store, taskQueue: st
   const fleets = await store.fleets.list();
   for (const fleet of fleets) await ensureMonitor(client, fleet.id, taskQueue);
   return fleets.map((f) => f.id);
+}
+
+/**
+ * Ends `op` when its workflow has closed while the row is still in flight (the workflow failed, was
+ * terminated or timed out): nothing else would ever end it, and it holds the fleet's in-flight slot, so
+ * the monitor could never fail over again. Records an `operation.orphaned` event saying how it was ended.
+ * A pending operation whose workflow was never started is left to the monitor, which starts it.
+ * Returns the ending, or null when the operation is not orphaned.
+ */
+export async function endIfOrphaned(client: Client, store: Store, op: Operation): Promise<string | null> {
+  let status: string;
+  try {
+    status = (await client.workflow.getHandle(op.workflowId).describe()).status.name;
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return null;
+    throw err;
+  }
+  if (status === 'RUNNING') return null;
+  // Read after the describe: a workflow that closed normally ended its row before it closed.
+  const current = await store.operations.get(op.id);
+  const ending = current && orphanEnding(current, status);
+  if (!ending) return null;
+  const ended =
+    ending.to === 'succeeded'
+      ? await store.operations.succeed(op.id)
+      : await store.operations.fail(op.id, {
+          step: current.step ?? 'workflow',
+          code: ending.code,
+          message: ending.message,
+        });
+  if (!ended) return null;
+  await store.events.append({
+    fleetId: op.fleetId,
+    operationId: op.id,
+    domainId: op.targetDomainId,
+    type: 'operation.orphaned',
+    message: `operation ${op.id} (${op.kind}): ${ending.message}`,
+    data: { action: 'ended', to: ending.to, workflowStatus: status, step: current.step },
+  });
+  return ending.to;
+}
+
+/** A running `keepMonitors` loop; `stop` waits for the round under way. */
+export interface MonitorKeeper {
+  stop(): Promise<void>;
+}
+
+/**
+ * The worker's supervisor loop, every `intervalMs`: a monitor for every fleet in the store (a fleet seeded
+ * after the worker started, or one whose monitor failed, was terminated or timed out, gets one within a
+ * round), and every in-flight operation whose workflow has closed is ended (`endIfOrphaned`). A failed
+ * round (store or Temporal down) is logged and tried again at the next one.
+ */
+export function keepMonitors(opts: {
+  client: Client;
+  store: Store;
+  taskQueue: string;
+  intervalMs: number;
+  logger: Logger;
+}): MonitorKeeper {
+  const { client, store, taskQueue, logger } = opts;
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  let round: Promise<void> = Promise.resolve();
+  const once = async () => {
+    for (const fleet of await store.fleets.list()) {
+      try {
+        await ensureMonitor(client, fleet.id, taskQueue);
+        const op = fleet.inFlightOperation;
+        const ended = op && (await endIfOrphaned(client, store, op));
+        if (ended) logger.warn('orphaned operation ended', { fleetId: fleet.id, operationId: op.id, to: ended });
+      } catch (err) {
+        logger.warn('fleet not kept this round', { fleetId: fleet.id, error: (err as Error).message });
+      }
+    }
+  };
+  const schedule = () => {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      round = once()
+        .catch((err: unknown) => logger.warn('monitors not kept this round', { error: (err as Error).message }))
+        .finally(schedule);
+    }, opts.intervalMs);
+  };
+  schedule();
+  return {
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await round;
+    },
+  };
 }

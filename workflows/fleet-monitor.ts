@@ -9,6 +9,7 @@ import {
   log,
   patched,
   setHandler,
+  sleep,
   workflowInfo,
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
@@ -49,6 +50,13 @@ import { operationStart, provisionStart, teardownStart } from './start-options';
 
 const DEFAULT_CHECKPOINT_MS = 60_000;
 
+/** Patch id of the pause stored on the fleet (`setAutoFailoverPause`) rather than kept in workflow state. */
+export const DURABLE_PAUSE_PATCH = 'monitor-durable-pause';
+/** Patch id of the monitor surviving a decision whose activity failed (it used to fail the monitor). */
+export const SURVIVE_DECISION_FAILURE_PATCH = 'monitor-survives-decision-failure';
+/** Pause before the next round after a failed decision, so a fast-failing write does not spin. */
+const DECISION_RETRY_MS = 5_000;
+
 /** Patch id of `replaceFailedStandby`: the monitor starting teardowns and provisionings of failed standbys. */
 export const REPLACE_FAILED_STANDBY_PATCH = 'monitor-replace-failed-standby';
 
@@ -59,7 +67,9 @@ export const REPLACE_FAILED_STANDBY_PATCH = 'monitor-replace-failed-standby';
  * on, not paused and nothing else is in flight. It also starts pending operations whose workflow is
  * missing, and, with `replaceFailedStandby`, tears down and provisions again a managed standby that
  * stayed failed (`planStandbyReplacements`). Signals: `checkNow`, `pauseAutoFailover`,
- * `resumeAutoFailover`; query: `health`.
+ * `resumeAutoFailover` (written to the fleet's stored pause, which every round reads: a pause outlives
+ * the run); query: `health`. A decision whose activity fails (the store locked or down) is logged and
+ * made again next round; the worker's `keepMonitors` starts a new run whenever this one ends.
  */
 export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<void> {
   const { fleetId } = input;
@@ -73,13 +83,28 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
   let policy: FleetPolicy | null = null;
   const triedOperationIds: string[] = [];
   setHandler(checkNowSignal, () => void (isWakeRequested = true));
-  setHandler(pauseAutoFailoverSignal, () => void ((isPaused = true), (isWakeRequested = true)));
-  setHandler(resumeAutoFailoverSignal, () => void ((isPaused = false), (isWakeRequested = true)));
+  // A signal's pause (true) or resume (false) not yet written to the fleet's stored pause.
+  let unstoredPause: boolean | null = null;
+  const onPauseSignal = (paused: boolean) =>
+    void ((isPaused = paused), (unstoredPause = paused), (isWakeRequested = true));
+  setHandler(pauseAutoFailoverSignal, () => onPauseSignal(true));
+  setHandler(resumeAutoFailoverSignal, () => onPauseSignal(false));
   setHandler(healthQuery, () => health);
 
   // The watch decides whether it follows on from the last one (core/watch-window.ts).
   let continuity: WatchContinuity = { watchingSince: input.watchingSince, lookedUntil: input.lookedUntil };
   while (!workflowInfo().continueAsNewSuggested) {
+    // The stored pause is the one every monitor run obeys; histories from before it kept the pause in memory only.
+    if (unstoredPause !== null && patched(DURABLE_PAUSE_PATCH)) {
+      const paused = unstoredPause;
+      try {
+        await controlActivities().setAutoFailoverPause({ fleetId, paused, by: 'signal', reason: null });
+        if (unstoredPause === paused) unstoredPause = null;
+      } catch (err) {
+        if (isCancellation(err)) throw err;
+        log.error('pause not stored; trying again next round', { fleetId, paused, error: String(err) });
+      }
+    }
     const isImmediate = isWakeRequested;
     isWakeRequested = false;
     // Failed standbys are timed from what this watch sees, never from before it started looking.
@@ -106,6 +131,10 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
     continuity = continuityAfterWatch(continuity, observation, new Date().toISOString());
     if (!observation) continue;
     policy = observation.policy;
+    // Observations from before the stored pause carry none: those runs keep the signalled one.
+    if (observation.autoFailoverPause !== undefined && unstoredPause === null && patched(DURABLE_PAUSE_PATCH)) {
+      isPaused = observation.autoFailoverPause !== null;
+    }
     const now = new Date(observation.observedAt);
     recentPromotions = recentPromotions.filter((r) => ageMs(r.at, now) < promotionCooldownMs(observation.policy));
     const options = {
@@ -114,21 +143,40 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
     };
     const decision = decideMonitorAction(observation.fleet, observation.policy, now, options);
     health = summarizeHealth(observation.fleet, observation.policy, now, options);
-    if (decision.kind === 'failover') {
-      const promoted = await failOver(fleetId, decision, observation.policy);
-      if (promoted) {
-        recentPromotions = [...recentPromotions, { domainId: promoted.targetDomainId, at: observation.observedAt }];
-        triedOperationIds.push(promoted.id);
+    try {
+      if (decision.kind === 'failover') {
+        const promoted = await failOver(fleetId, decision, observation.policy);
+        if (promoted) {
+          recentPromotions = [...recentPromotions, { domainId: promoted.targetDomainId, at: observation.observedAt }];
+          triedOperationIds.push(promoted.id);
+        }
       }
-    }
-    const pending = operationToStart(observation.fleet, now, PENDING_OPERATION_GRACE_MS, triedOperationIds);
-    if (pending) {
-      triedOperationIds.push(pending.id);
-      log.warn('starting an operation whose workflow was missing', { fleetId, operationId: pending.id });
-      await startOperation(
-        { ...pending, fleetId, reason: 'started by the fleet monitor', requestedBy: 'monitor' },
-        observation.policy,
-      );
+      const pending = operationToStart(observation.fleet, now, PENDING_OPERATION_GRACE_MS, triedOperationIds);
+      if (pending) {
+        triedOperationIds.push(pending.id);
+        log.warn('starting an operation whose workflow was missing', { fleetId, operationId: pending.id });
+        try {
+          await startOperation(
+            { ...pending, fleetId, reason: 'started by the fleet monitor', requestedBy: 'monitor' },
+            observation.policy,
+          );
+        } catch (err) {
+          // Not started: the next round tries it again.
+          triedOperationIds.splice(triedOperationIds.indexOf(pending.id), 1);
+          throw err;
+        }
+      }
+    } catch (err) {
+      // A decision's store write or start that ran out of its budget (the store locked or down) must not
+      // end the watch: the next round decides again from what the store shows then. Histories from before
+      // the patch failed the monitor here.
+      if (isCancellation(err) || !patched(SURVIVE_DECISION_FAILURE_PATCH)) throw err;
+      log.error('decision not carried out; deciding again next round', {
+        fleetId,
+        decision: decision.kind,
+        error: err instanceof Error ? err.message : String(err),
+      });
+      await sleep(DECISION_RETRY_MS);
     }
     const planned = planStandbyReplacements(
       observation.fleet,

@@ -11,7 +11,8 @@ export interface Routing {
 }
 
 export interface RoutingCacheOptions {
-  store: Pick<ApiStore, 'fleets'>;
+  /** Only the routing reads: the cache never writes. */
+  store: { fleets: Pick<ApiStore['fleets'], 'list' | 'snapshot' | 'routeRevision'> };
   /** An entry younger than this is used without touching the store. */
   ttlMs: number;
   /** Most fleets cached; the least recently used is evicted first. */

@@ -7,6 +7,7 @@ import {
   operationListResponseSchema,
   promoteResponseSchema,
 } from '../../schemas/api';
+import { pauseResponseSchema } from '../../schemas/api-responses';
 import { fleetSnapshotSchema, operationSchema, type HaruEvent } from '../../schemas/entities';
 import { parseEnv } from '../../schemas/env';
 import { type ApiClient, cliEnvSchema, createApiClient } from '../api-client';
@@ -65,7 +66,7 @@ async function nextOperation(api: ApiClient, fleet: string): Promise<string> {
   }
 }
 
-/** `haru fleet list|status|promote|demote|abort|watch|events`: a client of the Haru API (HARU_URL, HARU_API_TOKEN). */
+/** `haru fleet list|status|promote|demote|pause|resume|abort|watch|events`: a client of the Haru API (HARU_URL, HARU_API_TOKEN). */
 export function register(program: Command): void {
   const fleet = program
     .command('fleet')
@@ -116,6 +117,28 @@ export function register(program: Command): void {
       .action((ref: string, domain: string, opts: { reason?: string; wait?: boolean; json?: boolean }) =>
         startOperation(kind, ref, domain, opts),
       );
+  }
+
+  for (const verb of ['pause', 'resume'] as const) {
+    fleet
+      .command(`${verb} <fleet>`)
+      .description(
+        verb === 'pause'
+          ? 'pause automatic failover (stored on the fleet; detection and marking go on)'
+          : 'resume automatic failover',
+      )
+      .option('--reason <text>', 'why (recorded on the fleet and in its events)')
+      .option('--json', 'print JSON')
+      .action(async (ref: string, opts: { reason?: string; json?: boolean }) => {
+        const { body } = await client().post(
+          `${fleetPath(ref)}/${verb}`,
+          opts.reason ? { reason: opts.reason } : {},
+          pauseResponseSchema,
+        );
+        if (opts.json) return json(body);
+        const state = body.autoFailoverPause ? 'paused' : 'resumed';
+        out(`fleet ${ref}: automatic failover ${state}${body.changed ? '' : ' (it already was)'}`);
+      });
   }
 
   fleet

@@ -1,7 +1,7 @@
-import { asc, eq, or, type SQL, sql } from 'drizzle-orm';
+import { and, asc, eq, or, type SQL, sql } from 'drizzle-orm';
 import { IN_FLIGHT_OPERATION_STATES } from '../../schemas/enums';
-import type { FleetSnapshot } from '../../schemas/entities';
-import { type DomainRow, fleets, type OperationRow, type SlotRow } from '../schema';
+import type { AutoFailoverPause, Fleet, FleetSnapshot } from '../../schemas/entities';
+import { type DomainRow, events, fleets, type OperationRow, type SlotRow } from '../schema';
 import { toDomain, toFleet, toOperation, toSlot } from './mappers';
 import { commitRouting, type CommitRoutingInput, type CommitRoutingResult } from './routing';
 import { isUuid, type RepoDeps } from './support';
@@ -80,6 +80,42 @@ export function createFleetRepo(deps: RepoDeps) {
       if (!isUuid(fleetId)) return null;
       const [row] = await db.select({ routeRevision: fleets.routeRevision }).from(fleets).where(eq(fleets.id, fleetId));
       return row ? Number(row.routeRevision) : null;
+    },
+
+    /**
+     * Pauses (`pause` set) or resumes (null) the fleet's automatic failover, and records a `fleet.paused` /
+     * `fleet.resumed` event saying who and why. The monitor reads the column on every round, so the pause
+     * outlives any monitor run. Repeating the current setting changes nothing and records nothing
+     * (`changed: false`). Null when the fleet does not exist.
+     */
+    async setAutoFailoverPause(
+      fleetId: string,
+      change: { paused: boolean; by: string; reason?: string | null },
+    ): Promise<{ fleet: Fleet; changed: boolean } | null> {
+      if (!isUuid(fleetId)) return null;
+      const at = deps.now();
+      const pause: AutoFailoverPause | null = change.paused
+        ? { by: change.by, reason: change.reason ?? null, at: at.toISOString() }
+        : null;
+      const isPausedNow = sql`${fleets.autoFailoverPause} is not null`;
+      const [row] = await db
+        .update(fleets)
+        .set({ autoFailoverPause: pause, updatedAt: at })
+        .where(and(eq(fleets.id, fleetId), change.paused ? sql`not ${isPausedNow}` : isPausedNow))
+        .returning();
+      if (!row) {
+        const [current] = await db.select().from(fleets).where(eq(fleets.id, fleetId));
+        return current ? { fleet: toFleet(current), changed: false } : null;
+      }
+      const verb = change.paused ? 'paused' : 'resumed';
+      await db.insert(events).values({
+        fleetId,
+        type: `fleet.${verb}`,
+        message: `automatic failover ${verb} by ${change.by}${change.reason ? `: ${change.reason}` : ''}`,
+        data: { by: change.by, reason: change.reason ?? null },
+        createdAt: at,
+      });
+      return { fleet: toFleet(row), changed: true };
     },
 
     /**

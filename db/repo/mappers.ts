@@ -25,6 +25,7 @@ export const toFleet = (row: FleetRow): Fleet =>
     activeDomainId: row.activeDomainId,
     routeRevision: Number(row.routeRevision),
     policy: row.policy,
+    autoFailoverPause: row.autoFailoverPause ?? null,
     createdAt: iso(row.createdAt),
     updatedAt: iso(row.updatedAt),
   });

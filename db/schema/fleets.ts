@@ -9,6 +9,7 @@ import {
   uuid,
 } from 'drizzle-orm/pg-core';
 import type { FleetPolicy } from '../../schemas/policy';
+import type { AutoFailoverPause } from '../../schemas/entities';
 import { domains } from './domains';
 
 /**
@@ -25,6 +26,8 @@ export const fleets = pgTable(
     routeRevision: bigint('route_revision', { mode: 'number' }).notNull().default(0),
     /** The full policy with defaults filled in, as last applied from a layout. */
     policy: jsonb('policy').$type<FleetPolicy>().notNull(),
+    /** Who paused automatic failover, why and when; null while it is not paused. */
+    autoFailoverPause: jsonb('auto_failover_pause').$type<AutoFailoverPause>(),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
   },

@@ -38,6 +38,8 @@ export interface ChaosRigOptions {
   trainerEnv?: Record<string, string>;
   wakeDelayMs?: number;
   db?: TestDatabase;
+  /** More environment of every worker process. */
+  workerEnv?: Record<string, string>;
 }
 
 /** Starts a two-domain simulated fleet (east active, west standby); workers come from `startWorker`. */
@@ -65,6 +67,7 @@ export async function startChaosRig(opts: ChaosRigOptions): Promise<ChaosRig> {
         temporalAddress: opts.temporalAddress,
         taskQueue: opts.taskQueue,
         logFile: path.join(logDir, `worker-${workers.length + 1}.log`),
+        env: opts.workerEnv,
       });
       workers.push(worker);
       return worker;

@@ -65,6 +65,9 @@ export function stubActivities(overrides: Partial<Activities> = {}, policy: Flee
     async markDomainFailed() {
       return { changed: true };
     },
+    async setAutoFailoverPause() {
+      return { changed: true };
+    },
     async requestPromotion(input) {
       return {
         outcome: 'created',

@@ -1,0 +1,1 @@
+ALTER TABLE "fleets" ADD COLUMN "auto_failover_pause" jsonb;
