@@ -1,5 +1,4 @@
 import { type Command, Option } from 'commander';
-import { z } from 'zod';
 import {
   eventListResponseSchema,
   fleetListResponseSchema,
@@ -9,6 +8,7 @@ import {
 } from '../../schemas/api';
 import { fleetSnapshotSchema, operationSchema, type HaruEvent } from '../../schemas/entities';
 import { parseEnv } from '../../schemas/env';
+import { integerArg } from '../arguments';
 import { type ApiClient, cliEnvSchema, createApiClient } from '../api-client';
 import { formatFleet, formatOperation, table } from '../format';
 import { watchOperation } from '../watch-operation';
@@ -155,27 +155,28 @@ export function register(program: Command): void {
 
   fleet
     .command('events <fleet>')
-    .description("print the fleet's audit log")
-    .option('--after <id>', 'only events after this cursor', (v) => z.coerce.number().int().min(0).parse(v))
-    .addOption(
-      new Option('--limit <n>', 'at most this many')
-        .argParser((v) => z.coerce.number().int().min(1).max(1000).parse(v))
-        .default(100),
-    )
-    .option('--follow', 'keep printing new events as they happen (SSE)')
+    .description("print the fleet's audit log, newest first (--after pages forward from a cursor, oldest first)")
+    .option('--after <id>', 'only events after this cursor, oldest first', integerArg(0))
+    .addOption(new Option('--limit <n>', 'at most this many').argParser(integerArg(1, 1000)).default(100))
+    .option('--follow', 'print the latest events as they happened, then new ones as they happen (SSE)')
     .option('--json', 'print JSON (one object per line with --follow)')
     .action(async (ref: string, opts: { after?: number; limit: number; follow?: boolean; json?: boolean }) => {
       const api = client();
       const query = new URLSearchParams({
         limit: String(opts.limit),
-        ...(opts.after !== undefined ? { after: String(opts.after) } : {}),
+        ...(opts.after !== undefined ? { after: String(opts.after) } : { order: 'desc' }),
       });
+      const { events, nextCursor } = await api.get(`${fleetPath(ref)}/events?${query}`, eventListResponseSchema);
       if (!opts.follow) {
-        const { events } = await api.get(`${fleetPath(ref)}/events?${query}`, eventListResponseSchema);
         if (opts.json) return json(events);
         for (const e of events) out(formatEvent(e));
         return;
       }
+      // Like `tail -f`: what already happened in the order it happened, then each new event below it.
+      const backlog = opts.after !== undefined ? events : [...events].reverse();
+      for (const e of backlog) out(opts.json ? JSON.stringify(e) : formatEvent(e));
+      query.delete('order');
+      query.set('after', String(nextCursor ?? 0));
       query.set('follow', '1');
       const res = await api.stream(`${fleetPath(ref)}/events?${query}`);
       const decoder = new TextDecoder();

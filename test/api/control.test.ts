@@ -1,6 +1,7 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { FleetSnapshot } from '../../schemas/entities';
+import { runCli } from '../support/cli';
 import { call, type Harness, startHarness, twoDomainLayout, uniqueSlug } from './support/harness';
 import { type FakeUpstream, startFakeUpstream } from './support/upstream';
 
@@ -272,6 +273,16 @@ describe('control routes', () => {
       const empty = await call(`${h.url}/v1/fleets/${fleet.slug}/events?after=${next.body.nextCursor}`);
       expect(empty.body).toEqual({ events: [], nextCursor: next.body.nextCursor });
       expect((await call(`${h.url}/v1/fleets/${fleet.slug}/events?bogus=1`)).status).toBe(400);
+    });
+
+    it('answers the newest events first with order=desc, and `haru fleet events` prints them so', async () => {
+      const fleet = await seed();
+      for (const n of [1, 2, 3]) await h.store.events.append({ fleetId: fleet.id, type: 'test', message: `e${n}` });
+      const newest = await call(`${h.url}/v1/fleets/${fleet.slug}/events?order=desc&limit=2`);
+      expect(newest.body.events.map((e: { message: string }) => e.message)).toEqual(['e3', 'e2']);
+      expect(newest.body.nextCursor).toBe(newest.body.events[0].id);
+      const cli = await runCli(['fleet', 'events', fleet.slug, '--limit', '3', '-o', 'json'], { HARU_URL: h.url });
+      expect((JSON.parse(cli.stdout) as { message: string }[]).map((e) => e.message)).toEqual(['e3', 'e2', 'e1']);
     });
 
     it('streams events appended after the cursor as SSE with follow=1', async () => {
