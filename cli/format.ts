@@ -75,6 +75,9 @@ const MARK: Record<StepProgress['status'], string> = {
   skipped: '-',
 };
 
+/** The promotion's last step: the old active's demotion, best effort (its failure does not fail the promotion). */
+export const BEST_EFFORT_STEP = 'demoteOldActive';
+
 /**
  * The lines to print when progress moves from `previous` to `next`: one per step whose status changed,
  * each with its elapsed time (and attempts/last error when a step failed or retried).
@@ -86,12 +89,14 @@ export function progressChanges(previous: OperationProgress | null, next: Operat
     const old = before.get(step.step);
     if (old && old.status === step.status && old.attempts === step.attempts) continue;
     if (!old && step.status === 'pending') continue;
+    const bestEffort = step.step === BEST_EFFORT_STEP;
     const extra = [
+      bestEffort ? 'best effort' : '',
       step.attempts > 1 ? `attempt ${step.attempts}` : '',
       step.lastError && step.status !== 'succeeded' ? step.lastError : '',
     ].filter(Boolean);
     lines.push(
-      `  ${MARK[step.status]} ${step.step.padEnd(18)} ${step.status.padEnd(9)} ${stepElapsed(step, now).padStart(8)}${extra.length ? `  (${extra.join('; ')})` : ''}`,
+      `  ${bestEffort && step.status === 'failed' ? '!' : MARK[step.status]} ${step.step.padEnd(18)} ${step.status.padEnd(9)} ${stepElapsed(step, now).padStart(8)}${extra.length ? `  (${extra.join('; ')})` : ''}`,
     );
   }
   return lines;

@@ -120,7 +120,7 @@ export function register(program: Command): void {
 
   fleet
     .command('abort <fleet> [operation]')
-    .description('abort an operation that has not committed (default: the one in flight)')
+    .description('abort a promotion that has not committed, or a demotion (default: the operation in flight)')
     .option('--reason <text>', 'why')
     .option('--json', 'print JSON')
     .action(async (ref: string, operationId: string | undefined, opts: { reason?: string; json?: boolean }) => {

@@ -205,6 +205,18 @@ describe('control routes', () => {
       expect(signal).toBeDefined();
     });
 
+    it('aborts a running demotion by signal, as it does an uncommitted promotion', async () => {
+      const fleet = await seed();
+      const { body } = await post(`/v1/fleets/${fleet.slug}/demote`, { targetDomainId: 'west' });
+      expect(body.operation).toMatchObject({ kind: 'demote' });
+      const abort = await post(`/v1/fleets/${fleet.slug}/operations/${body.operation.id}/abort`, { reason: 'stop' });
+      expect(abort.status).toBe(202);
+      const history = await h.temporal.client.workflow.getHandle(body.operation.workflowId).fetchHistory();
+      expect(history.events?.some((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'abort')).toBe(
+        true,
+      );
+    });
+
     it('cancels an operation whose workflow never started, and refuses to abort a finished one with 409', async () => {
       const fleet = await seed();
       // As if the API had died between the insert and the workflow start.
