@@ -15,8 +15,20 @@ export function table(headers: string[], rows: (string | number | null | undefin
     .join('\n');
 }
 
-/** One fleet as a human reads it: the pointer, each domain with its state and slots. */
-export function formatFleet(fleet: FleetSnapshot): string {
+/**
+ * The failed operation an operator must still see: the newest failed one that no later operation
+ * succeeded after (`operations` newest first; cancelled and in-flight ones neither show nor clear it).
+ */
+export function lastFailedOperation(operations: readonly Operation[]): Operation | null {
+  for (const op of operations) {
+    if (op.state === 'succeeded') return null;
+    if (op.state === 'failed') return op;
+  }
+  return null;
+}
+
+/** One fleet as a human reads it: the pointer, the last failure, each domain with its state and slots. */
+export function formatFleet(fleet: FleetSnapshot, lastFailed: Operation | null = null): string {
   const active = fleet.domains.find((d) => d.id === fleet.activeDomainId);
   const lines = [
     `fleet ${fleet.slug} (${fleet.id})`,
@@ -25,6 +37,12 @@ export function formatFleet(fleet: FleetSnapshot): string {
   if (fleet.inFlightOperation) {
     const op = fleet.inFlightOperation;
     lines.push(`  in flight: ${op.kind} ${op.id} (${op.state}${op.step ? `, step ${op.step}` : ''})`);
+  }
+  if (lastFailed) {
+    const error = lastFailed.error
+      ? `${lastFailed.error.step}: ${lastFailed.error.code}: ${lastFailed.error.message}`
+      : 'no error recorded';
+    lines.push(`  last failed: ${lastFailed.kind} ${lastFailed.id} at ${lastFailed.finishedAt ?? '?'}: ${error}`);
   }
   lines.push('');
   lines.push(

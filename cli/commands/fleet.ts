@@ -10,7 +10,7 @@ import { fleetSnapshotSchema, operationSchema, type HaruEvent } from '../../sche
 import { parseEnv } from '../../schemas/env';
 import { integerArg } from '../arguments';
 import { type ApiClient, cliEnvSchema, createApiClient } from '../api-client';
-import { formatFleet, formatOperation, table } from '../format';
+import { formatFleet, formatOperation, lastFailedOperation, table } from '../format';
 import { watchOperation } from '../watch-operation';
 
 const out = (line: string): void => {
@@ -94,12 +94,17 @@ export function register(program: Command): void {
 
   fleet
     .command('status <fleet>')
-    .description('show one fleet: routing pointer, domains, slots and any operation in flight')
-    .option('--json', 'print JSON')
+    .description(
+      'show one fleet: routing pointer, domains, slots, any operation in flight and the last failed one until a later one succeeds',
+    )
+    .option('--json', 'print JSON (the fleet, with lastFailedOperation)')
     .action(async (ref: string, opts: { json?: boolean }) => {
-      const snapshot = await client().get(fleetPath(ref), fleetSnapshotSchema);
-      if (opts.json) return json(snapshot);
-      out(formatFleet(snapshot));
+      const api = client();
+      const snapshot = await api.get(fleetPath(ref), fleetSnapshotSchema);
+      const recent = await api.get(`${fleetPath(ref)}/operations?limit=20`, operationListResponseSchema);
+      const lastFailed = lastFailedOperation(recent.operations);
+      if (opts.json) return json({ ...snapshot, lastFailedOperation: lastFailed });
+      out(formatFleet(snapshot, lastFailed));
     });
 
   for (const kind of ['promote', 'demote'] as const) {

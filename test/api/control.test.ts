@@ -236,6 +236,40 @@ describe('control routes', () => {
       expect(again.body.error.code).toBe('operation_conflict');
     });
 
+    it('`haru fleet status` shows the last failed operation with its step and error until a later one succeeds', async () => {
+      const fleet = await seed();
+      const status = async () => {
+        const run = await runCli(['fleet', 'status', fleet.slug], { HARU_URL: h.url });
+        expect(run.code).toBe(0);
+        return run.stdout;
+      };
+      const create = async () =>
+        (
+          await h.store.operations.create({
+            fleetId: fleet.id,
+            kind: 'promote',
+            targetDomainId: domain(fleet, 'west').id,
+            reason: 'test',
+            requestedBy: 'test',
+          })
+        ).operation;
+      const failed = await create();
+      await h.store.operations.fail(failed.id, {
+        step: 'wakeModels',
+        code: 'WakeTimeout',
+        message: 'model still asleep',
+      });
+      expect(await status()).toContain(`last failed: promote ${failed.id} at `);
+      expect(await status()).toContain(': wakeModels: WakeTimeout: model still asleep');
+      // A later cancelled operation leaves it visible; a later success clears it.
+      await h.store.operations.cancel((await create()).id, { step: 'pending', code: 'Aborted', message: 'x' });
+      expect(await status()).toContain(`last failed: promote ${failed.id}`);
+      const later = await create();
+      await h.store.operations.start(later.id);
+      expect(await h.store.operations.succeed(later.id)).toMatchObject({ state: 'succeeded' });
+      expect(await status()).not.toContain('last failed');
+    });
+
     it('answers 404 operation_not_found for an unknown id, a malformed id, or another fleet operation', async () => {
       const fleet = await seed();
       const other = await seed();
