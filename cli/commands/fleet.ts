@@ -65,7 +65,7 @@ async function nextOperation(api: ApiClient, fleet: string): Promise<string> {
   }
 }
 
-/** `haru fleet list|status|promote|demote|abort|watch|events`: a client of the Haru API (HARU_URL, HARU_API_TOKEN). */
+/** `haru fleet list|status|operations|promote|demote|abort|watch|events`: a client of the Haru API (HARU_URL, HARU_API_TOKEN). */
 export function register(program: Command): void {
   const fleet = program
     .command('fleet')
@@ -105,6 +105,38 @@ export function register(program: Command): void {
       const lastFailed = lastFailedOperation(recent.operations);
       if (opts.json) return json({ ...snapshot, lastFailedOperation: lastFailed });
       out(formatFleet(snapshot, lastFailed));
+    });
+
+  fleet
+    .command('operations <fleet>')
+    .description("list the fleet's operations, newest first, with their state, step and error")
+    .addOption(new Option('--limit <n>', 'at most this many').argParser(integerArg(1, 1000)).default(20))
+    .option('--json', 'print JSON')
+    .action(async (ref: string, opts: { limit: number; json?: boolean }) => {
+      const api = client();
+      const snapshot = await api.get(fleetPath(ref), fleetSnapshotSchema);
+      const { operations } = await api.get(
+        `${fleetPath(ref)}/operations?limit=${opts.limit}`,
+        operationListResponseSchema,
+      );
+      if (opts.json) return json(operations);
+      const slug = (id: string | null) => snapshot.domains.find((d) => d.id === id)?.slug ?? id;
+      out(
+        table(
+          ['CREATED', 'KIND', 'MOVE', 'STATE', 'STEP', 'OPERATION', 'ERROR'],
+          operations.map((o) => [
+            o.createdAt,
+            o.kind,
+            o.kind === 'promote'
+              ? `${slug(o.fromDomainId) ?? 'none'} → ${slug(o.targetDomainId)}`
+              : slug(o.targetDomainId),
+            o.state,
+            o.step,
+            o.id,
+            o.error ? `${o.error.step}: ${o.error.code}: ${o.error.message}` : null,
+          ]),
+        ),
+      );
     });
 
   for (const kind of ['promote', 'demote'] as const) {

@@ -270,6 +270,33 @@ describe('control routes', () => {
       expect(await status()).not.toContain('last failed');
     });
 
+    it('`haru fleet operations` lists the operations newest first with the move, state and error', async () => {
+      const fleet = await seed();
+      const create = async () =>
+        (
+          await h.store.operations.create({
+            fleetId: fleet.id,
+            kind: 'promote',
+            targetDomainId: domain(fleet, 'west').id,
+            reason: 'test',
+            requestedBy: 'test',
+          })
+        ).operation;
+      const older = await create();
+      await h.store.operations.fail(older.id, { step: 'probeModels', code: 'ProbeFailed', message: 'empty answer' });
+      const newer = await create();
+      const table = await runCli(['fleet', 'operations', fleet.slug], { HARU_URL: h.url });
+      expect(table.code).toBe(0);
+      const rows = table.stdout.trim().split('\n').slice(1);
+      expect(rows.map((r) => (r.includes(newer.id) ? 'newer' : r.includes(older.id) ? 'older' : r))).toEqual([
+        'newer',
+        'older',
+      ]);
+      expect(rows[1]).toMatch(/promote +east → west +failed .*probeModels: ProbeFailed: empty answer$/);
+      const json = await runCli(['fleet', 'operations', fleet.slug, '-o', 'json', '--limit', '1'], { HARU_URL: h.url });
+      expect((JSON.parse(json.stdout) as { id: string }[]).map((o) => o.id)).toEqual([newer.id]);
+    });
+
     it('answers 404 operation_not_found for an unknown id, a malformed id, or another fleet operation', async () => {
       const fleet = await seed();
       const other = await seed();
