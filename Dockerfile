@@ -11,6 +11,8 @@ COPY scripts ./scripts
 RUN npm ci --omit=dev && npm cache clean --force
 
 COPY . .
+# The compiled CLI (docs/architecture.md §8.6): the npm ci above ran before the sources were here.
+RUN node scripts/build-cli.js
 RUN useradd --system --uid 10001 --home /app haru && mkdir -p /app/.haru && chown -R haru /app/.haru
 USER haru
 

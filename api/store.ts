@@ -39,7 +39,7 @@ export interface ApiStore {
       message: string;
       data?: Record<string, unknown>;
     }): Promise<HaruEvent>;
-    list(fleetId: string, opts?: { after?: number; limit?: number }): Promise<HaruEvent[]>;
+    list(fleetId: string, opts?: { after?: number; limit?: number; order?: 'asc' | 'desc' }): Promise<HaruEvent[]>;
   };
 }
 

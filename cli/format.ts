@@ -15,8 +15,20 @@ export function table(headers: string[], rows: (string | number | null | undefin
     .join('\n');
 }
 
-/** One fleet as a human reads it: the pointer, each domain with its state and slots. */
-export function formatFleet(fleet: FleetSnapshot): string {
+/**
+ * The failed operation an operator must still see: the newest failed one that no later operation
+ * succeeded after (`operations` newest first; cancelled and in-flight ones neither show nor clear it).
+ */
+export function lastFailedOperation(operations: readonly Operation[]): Operation | null {
+  for (const op of operations) {
+    if (op.state === 'succeeded') return null;
+    if (op.state === 'failed') return op;
+  }
+  return null;
+}
+
+/** One fleet as a human reads it: the pointer, the last failure, each domain with its state and slots. */
+export function formatFleet(fleet: FleetSnapshot, lastFailed: Operation | null = null): string {
   const active = fleet.domains.find((d) => d.id === fleet.activeDomainId);
   const lines = [
     `fleet ${fleet.slug} (${fleet.id})`,
@@ -28,6 +40,12 @@ export function formatFleet(fleet: FleetSnapshot): string {
   if (fleet.inFlightOperation) {
     const op = fleet.inFlightOperation;
     lines.push(`  in flight: ${op.kind} ${op.id} (${op.state}${op.step ? `, step ${op.step}` : ''})`);
+  }
+  if (lastFailed) {
+    const error = lastFailed.error
+      ? `${lastFailed.error.step}: ${lastFailed.error.code}: ${lastFailed.error.message}`
+      : 'no error recorded';
+    lines.push(`  last failed: ${lastFailed.kind} ${lastFailed.id} at ${lastFailed.finishedAt ?? '?'}: ${error}`);
   }
   lines.push('');
   lines.push(
@@ -78,6 +96,9 @@ const MARK: Record<StepProgress['status'], string> = {
   skipped: '-',
 };
 
+/** The promotion's last step: the old active's demotion, best effort (its failure does not fail the promotion). */
+export const BEST_EFFORT_STEP = 'demoteOldActive';
+
 /**
  * The lines to print when progress moves from `previous` to `next`: one per step whose status changed,
  * each with its elapsed time (and attempts/last error when a step failed or retried).
@@ -89,12 +110,14 @@ export function progressChanges(previous: OperationProgress | null, next: Operat
     const old = before.get(step.step);
     if (old && old.status === step.status && old.attempts === step.attempts) continue;
     if (!old && step.status === 'pending') continue;
+    const bestEffort = step.step === BEST_EFFORT_STEP;
     const extra = [
+      bestEffort ? 'best effort' : '',
       step.attempts > 1 ? `attempt ${step.attempts}` : '',
       step.lastError && step.status !== 'succeeded' ? step.lastError : '',
     ].filter(Boolean);
     lines.push(
-      `  ${MARK[step.status]} ${step.step.padEnd(18)} ${step.status.padEnd(9)} ${stepElapsed(step, now).padStart(8)}${extra.length ? `  (${extra.join('; ')})` : ''}`,
+      `  ${bestEffort && step.status === 'failed' ? '!' : MARK[step.status]} ${step.step.padEnd(18)} ${step.status.padEnd(9)} ${stepElapsed(step, now).padStart(8)}${extra.length ? `  (${extra.join('; ')})` : ''}`,
     );
   }
   return lines;

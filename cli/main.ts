@@ -3,49 +3,105 @@
  * Errors reach the user as one line (`haru: <message>`), never a stack trace; exit 2 for bad input.
  */
 import { Command, CommanderError } from 'commander';
-import { ConfigError } from '../schemas/env';
+import type * as Env from '../schemas/env';
+import { addOutputOption } from './arguments';
 
-// Register subcommands here: `import { register as registerX } from './commands/x';` and add it to the list.
-import { register as registerFleet } from './commands/fleet';
-import { register as registerApi } from './commands/api';
-import { register as registerDb } from './commands/db';
-import { register as registerWorker } from './commands/worker';
-import { register as registerDev } from './commands/dev';
-import { register as registerSupervisor } from './commands/supervisor';
-import { register as registerSim } from './commands/sim';
-import { register as registerDomain } from './commands/domain';
+/** A subcommand: its line in `haru --help`, and its module, loaded only when that command runs. */
+interface CommandEntry {
+  name: string;
+  summary: string;
+  load: () => { register: (program: Command) => void };
+}
 
-const registrations: ((program: Command) => void)[] = [
-  registerFleet,
-  registerApi,
-  registerDb,
-  registerWorker,
-  registerSupervisor,
-  registerSim,
-  registerDomain,
-  registerDev,
+// Register subcommands here. `require` (not a static import) so a start loads only the command it runs: the
+// modules pull in zod, Express, Temporal and the database (docs/architecture.md §8.6).
+/* eslint-disable @typescript-eslint/no-require-imports */
+const commands: CommandEntry[] = [
+  { name: 'fleet', summary: 'inspect and steer fleets through the Haru API', load: () => require('./commands/fleet') },
+  { name: 'api', summary: 'run the Haru API and proxy', load: () => require('./commands/api') },
+  { name: 'db', summary: 'migrate and seed the state store', load: () => require('./commands/db') },
+  { name: 'worker', summary: 'run a Haru worker', load: () => require('./commands/worker') },
+  { name: 'supervisor', summary: 'run the GPU-host supervisor', load: () => require('./commands/supervisor') },
+  { name: 'sim', summary: 'simulated GPU hosts for machines without GPUs', load: () => require('./commands/sim') },
+  {
+    name: 'domain',
+    summary: 'provision and tear down domains through the Haru API',
+    load: () => require('./commands/domain'),
+  },
+  { name: 'dev', summary: 'run the whole stack on this machine', load: () => require('./commands/dev') },
+  { name: 'completion', summary: 'print a shell completion script', load: () => require('./commands/completion') },
 ];
+/* eslint-enable @typescript-eslint/no-require-imports */
 
-export function buildProgram(): Command {
-  const program = new Command('haru')
+/** The version in package.json (read on use: the compiled CLI is one file under dist/). */
+function version(): string {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return (require('../package.json') as { version: string }).version;
+}
+
+function baseProgram(): Command {
+  return new Command('haru')
     .description('Hot failover for self-hosted vLLM fleets at the cost of zero idle GPUs')
+    .version(version(), '-V, --version', 'print the version of haru')
     .showHelpAfterError()
     .exitOverride();
-  for (const register of registrations) register(program);
+}
+
+/** The whole command tree, every subcommand registered (help tests, shell completion). */
+export function buildProgram(): Command {
+  const program = baseProgram();
+  for (const entry of commands) {
+    entry.load().register(program);
+    program.commands.at(-1)?.summary(entry.summary);
+  }
+  addOutputOption(program);
   return program;
 }
 
+/**
+ * The tree for one run: the subcommand named in `argv` registered in full, every other one as a line of
+ * `--help` only, so `haru --version` and `haru fleet status` load nothing they do not use.
+ */
+function programFor(argv: string[]): Command {
+  const named = argv.slice(2).find((a) => !a.startsWith('-'));
+  if (named === 'help' || named === 'completion') return buildProgram();
+  const program = baseProgram();
+  for (const entry of commands) {
+    if (entry.name === named) entry.load().register(program);
+    else program.command(entry.name);
+    program.commands.at(-1)?.summary(entry.summary);
+  }
+  addOutputOption(program);
+  return program;
+}
+
+/**
+ * A reader that went away (`haru db seed | head`, a `tee` ended by the same Ctrl-C as `haru dev`) makes every
+ * later write fail with EPIPE: drop those writes instead of crashing, so shutdown still stops what it started.
+ */
+function ignoreClosedOutput(): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EPIPE' && err.code !== 'ERR_STREAM_DESTROYED') throw err;
+    });
+  }
+}
+
 async function main(argv: string[]): Promise<void> {
-  const program = buildProgram();
+  ignoreClosedOutput();
+  const program = programFor(argv);
   try {
     await program.parseAsync(argv);
   } catch (err) {
     if (err instanceof CommanderError) process.exit(err.exitCode);
-    if (err instanceof ConfigError) {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    if (err instanceof (require('../schemas/env') as typeof Env).ConfigError) {
       process.stderr.write(`haru: ${err.message}\n`);
       process.exit(2);
     }
-    process.stderr.write(`haru: ${err instanceof Error ? err.message : String(err)}\n`);
+    // One line per problem (an API validation error lists one field a line).
+    const message = err instanceof Error ? err.message : String(err);
+    for (const line of message.split('\n').filter((l) => l.trim())) process.stderr.write(`haru: ${line.trim()}\n`);
     process.exit(1);
   }
 }

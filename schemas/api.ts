@@ -29,6 +29,8 @@ export type AbortRequest = z.infer<typeof abortRequestSchema>;
 export const eventsQuerySchema = z.strictObject({
   after: z.coerce.number().int().min(0).optional(),
   limit: z.coerce.number().int().min(1).max(1_000).default(100),
+  /** `asc` (default): oldest first, for paging with `after`; `desc`: the newest `limit`, newest first. */
+  order: z.enum(['asc', 'desc']).default('asc'),
   follow: z.enum(['0', '1', 'true', 'false']).optional(),
 });
 

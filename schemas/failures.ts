@@ -34,6 +34,8 @@ export const FailureType = {
   SkyCommandFailed: 'SkyCommandFailed',
   /** This worker has no `sky` CLI configured: non-retryable. */
   ProvisioningUnavailable: 'ProvisioningUnavailable',
+  /** A state store statement failed (the message is the database's, the SQL only in the worker log): retryable. */
+  StateStoreError: 'StateStoreError',
 } as const;
 export type FailureType = (typeof FailureType)[keyof typeof FailureType];
 

@@ -60,14 +60,19 @@ export function readState(stateDir: string): StateFile | null {
   }
 }
 
+/** The marker of the domain now recorded in `stateDir`, or null when none is. */
+export const simDomainMarker = (stateDir: string): string | null => readState(path.resolve(stateDir))?.marker ?? null;
+
 /**
  * SIGKILLs a domain started from `stateDir` by another process (`haru sim kill`): every process carrying the
- * domain's marker and its recorded training groups. Returns how many marked processes it found; 0 when
- * nothing ran.
+ * domain's marker and its recorded training groups. With `onlyMarker`, only when the domain recorded there is
+ * still that run (not one started again from the same directory since). Returns how many marked processes it
+ * found; 0 when nothing ran.
  */
-export async function killSimDomain(stateDir: string): Promise<number> {
+export async function killSimDomain(stateDir: string, opts: { onlyMarker?: string | null } = {}): Promise<number> {
   const state = readState(path.resolve(stateDir));
   if (!state) return 0;
+  if (opts.onlyMarker !== undefined && state.marker !== opts.onlyMarker) return 0;
   const killed = killMarked(state.marker, state.checkpointDirs);
   await pollUntil(() => findMarkedPids(state.marker).length === 0, 10_000);
   rmSync(path.join(path.resolve(stateDir), SIM_STATE_FILE), { force: true });

@@ -9,7 +9,14 @@ import { mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import type { FleetLayout } from '../schemas/layout';
 import { createSimFaults, type SimFaults } from './domain-faults';
-import { killProcesses, killSimDomain, readState, SIM_STATE_FILE, type StateFile } from './domain-kill';
+import {
+  killProcesses,
+  killSimDomain,
+  readState,
+  SIM_STATE_FILE,
+  simDomainMarker,
+  type StateFile,
+} from './domain-kill';
 import { planSimDomain, type SimModelPlan } from './domain-plan';
 import { writeInventory, writeJsonAtomic } from './gpu-state';
 import {
@@ -27,7 +34,7 @@ import {
 } from './processes';
 import { writeControlFile } from './vllm/control';
 
-export { killSimDomain, SIM_STATE_FILE, type SimFaults };
+export { killSimDomain, SIM_STATE_FILE, simDomainMarker, type SimFaults };
 
 /** The fake nvidia-smi executable (what HARU_GPU_SMI points at in a simulated domain). */
 export const SIM_NVIDIA_SMI = path.join(REPO_ROOT, 'sim/bin/nvidia-smi');

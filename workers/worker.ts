@@ -5,6 +5,7 @@ import { createSupervisorClient } from '../activities/supervisor-client';
 import type { Store } from '../db/store';
 import type { SkyCli } from '../drivers/sky';
 import { DEFAULT_MAX_CONCURRENT_ACTIVITIES } from './limits';
+import { storeFailureInterceptor } from './store-failures';
 import type { WorkerMetrics } from './metrics';
 
 export interface HaruWorkerOptions {
@@ -60,7 +61,10 @@ export async function createHaruWorker(opts: HaruWorkerOptions): Promise<Worker>
     // Every fleet's monitor holds an activity slot while it watches (watchFleet returns only when a decision
     // is due or at its checkpoint): see workers/limits.ts.
     maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivities ?? DEFAULT_MAX_CONCURRENT_ACTIVITIES,
-    interceptors: opts.metrics ? { activity: [opts.metrics.activityInterceptor] } : undefined,
+    // The store's interceptor sits innermost, so metrics count the failure it rethrows.
+    interceptors: {
+      activity: [...(opts.metrics ? [opts.metrics.activityInterceptor] : []), storeFailureInterceptor],
+    },
     ...opts.workerOptions,
   });
 }

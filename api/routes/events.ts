@@ -80,10 +80,11 @@ export function eventRoutes(ctx: RouteContext): Router {
       return;
     }
     const events = await storeDeadline(
-      ctx.store.events.list(fleet.id, { after: query.after, limit: query.limit }),
+      ctx.store.events.list(fleet.id, { after: query.after, limit: query.limit, order: query.order }),
       controlStoreTimeoutMs(ctx.config),
     );
-    res.json({ events, nextCursor: events.at(-1)?.id ?? query.after ?? null });
+    const newest = query.order === 'desc' ? events[0] : events.at(-1);
+    res.json({ events, nextCursor: newest?.id ?? query.after ?? null });
   });
   return router;
 }

@@ -17,10 +17,12 @@ async function loadOperation(ctx: RouteContext, fleet: FleetSnapshot, id: string
   return operation;
 }
 
-/** Why an operation cannot be aborted, or null when it can (an uncommitted promotion in flight). */
+/**
+ * Why an operation cannot be aborted, or null when it can: a demotion in flight (the workflow stops at its
+ * waiting step; the domain is not the active one, so routing is untouched) or an uncommitted promotion.
+ */
 function abortRefusal(op: Operation): string | null {
   if (op.state !== 'pending' && op.state !== 'running') return `operation ${op.id} is already ${op.state}`;
-  if (op.kind !== 'promote') return `only promotions can be aborted; ${op.id} is a ${op.kind}`;
   if (op.routingCommitted) return `operation ${op.id} already moved the routing pointer; it can no longer be aborted`;
   return null;
 }

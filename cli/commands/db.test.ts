@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -109,6 +109,27 @@ describe('haru db', () => {
     const refused = await haru(['db', 'seed', '--prune', '--config', file('west.json', westOnly)], envFor(seeded));
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain("cannot prune domain dev/east: it is the fleet's active domain");
+    const refusedJson = await haru(
+      ['db', 'seed', '--prune', '--json', '--config', file('west.json', westOnly)],
+      envFor(seeded),
+    );
+    expect([refusedJson.code, JSON.parse(refusedJson.stdout)]).toEqual([
+      2,
+      { ok: false, refused: ["cannot prune domain dev/east: it is the fleet's active domain"] },
+    ]);
     expect(await seeded.store.fleets.snapshot('dev')).toEqual(fleet);
+  });
+
+  it('finishes the seed and exits 0 when stdout is closed before it prints (`haru db seed | head -0`)', async () => {
+    const child = spawn(process.execPath, [path.join(root, 'bin', 'haru.js'), 'db', 'seed', '--config', devLayout], {
+      cwd: root,
+      env: { ...process.env, ...envFor(seeded) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout.destroy(); // the reader is gone before the first line
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect([code, stderr]).toEqual([0, '']);
   });
 });

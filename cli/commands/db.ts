@@ -71,10 +71,17 @@ async function seed(opts: { config: string; prune?: boolean; json?: boolean }): 
     try {
       return await applyLayout(database, validation.layout, { prune: opts.prune ?? false });
     } catch (err) {
-      if (err instanceof LayoutApplyRefusedError) throw new ConfigError(err.message);
-      throw err;
+      if (!(err instanceof LayoutApplyRefusedError)) throw err;
+      if (!opts.json) throw new ConfigError(err.message);
+      return err;
     }
   });
+  if (report instanceof LayoutApplyRefusedError) {
+    // --json promises JSON on stdout whatever happens: a refusal is `ok: false` with its reasons.
+    out(JSON.stringify({ ok: false, refused: report.reasons }, null, 2));
+    process.exitCode = 2;
+    return;
+  }
   if (opts.json) out(JSON.stringify({ ok: true, ...report }, null, 2));
   else printReport(report);
 }

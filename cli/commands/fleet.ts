@@ -1,5 +1,4 @@
 import { type Command, Option } from 'commander';
-import { z } from 'zod';
 import {
   eventListResponseSchema,
   fleetListResponseSchema,
@@ -10,8 +9,9 @@ import {
 import { pauseResponseSchema } from '../../schemas/api-responses';
 import { fleetSnapshotSchema, operationSchema, type HaruEvent } from '../../schemas/entities';
 import { parseEnv } from '../../schemas/env';
+import { integerArg } from '../arguments';
 import { type ApiClient, cliEnvSchema, createApiClient } from '../api-client';
-import { formatFleet, formatOperation, table } from '../format';
+import { formatFleet, formatOperation, lastFailedOperation, table } from '../format';
 import { watchOperation } from '../watch-operation';
 
 const out = (line: string): void => {
@@ -66,7 +66,7 @@ async function nextOperation(api: ApiClient, fleet: string): Promise<string> {
   }
 }
 
-/** `haru fleet list|status|promote|demote|pause|resume|abort|watch|events`: a client of the Haru API (HARU_URL, HARU_API_TOKEN). */
+/** `haru fleet list|status|operations|promote|demote|pause|resume|abort|watch|events`: a client of the Haru API (HARU_URL, HARU_API_TOKEN). */
 export function register(program: Command): void {
   const fleet = program
     .command('fleet')
@@ -95,12 +95,49 @@ export function register(program: Command): void {
 
   fleet
     .command('status <fleet>')
-    .description('show one fleet: routing pointer, domains, slots and any operation in flight')
-    .option('--json', 'print JSON')
+    .description(
+      'show one fleet: routing pointer, domains, slots, any operation in flight and the last failed one until a later one succeeds',
+    )
+    .option('--json', 'print JSON (the fleet, with lastFailedOperation)')
     .action(async (ref: string, opts: { json?: boolean }) => {
-      const snapshot = await client().get(fleetPath(ref), fleetSnapshotSchema);
-      if (opts.json) return json(snapshot);
-      out(formatFleet(snapshot));
+      const api = client();
+      const snapshot = await api.get(fleetPath(ref), fleetSnapshotSchema);
+      const recent = await api.get(`${fleetPath(ref)}/operations?limit=20`, operationListResponseSchema);
+      const lastFailed = lastFailedOperation(recent.operations);
+      if (opts.json) return json({ ...snapshot, lastFailedOperation: lastFailed });
+      out(formatFleet(snapshot, lastFailed));
+    });
+
+  fleet
+    .command('operations <fleet>')
+    .description("list the fleet's operations, newest first, with their state, step and error")
+    .addOption(new Option('--limit <n>', 'at most this many').argParser(integerArg(1, 1000)).default(20))
+    .option('--json', 'print JSON')
+    .action(async (ref: string, opts: { limit: number; json?: boolean }) => {
+      const api = client();
+      const snapshot = await api.get(fleetPath(ref), fleetSnapshotSchema);
+      const { operations } = await api.get(
+        `${fleetPath(ref)}/operations?limit=${opts.limit}`,
+        operationListResponseSchema,
+      );
+      if (opts.json) return json(operations);
+      const slug = (id: string | null) => snapshot.domains.find((d) => d.id === id)?.slug ?? id;
+      out(
+        table(
+          ['CREATED', 'KIND', 'MOVE', 'STATE', 'STEP', 'OPERATION', 'ERROR'],
+          operations.map((o) => [
+            o.createdAt,
+            o.kind,
+            o.kind === 'promote'
+              ? `${slug(o.fromDomainId) ?? 'none'} → ${slug(o.targetDomainId)}`
+              : slug(o.targetDomainId),
+            o.state,
+            o.step,
+            o.id,
+            o.error ? `${o.error.step}: ${o.error.code}: ${o.error.message}` : null,
+          ]),
+        ),
+      );
     });
 
   for (const kind of ['promote', 'demote'] as const) {
@@ -143,7 +180,7 @@ export function register(program: Command): void {
 
   fleet
     .command('abort <fleet> [operation]')
-    .description('abort an operation that has not committed (default: the one in flight)')
+    .description('abort a promotion that has not committed, or a demotion (default: the operation in flight)')
     .option('--reason <text>', 'why')
     .option('--json', 'print JSON')
     .action(async (ref: string, operationId: string | undefined, opts: { reason?: string; json?: boolean }) => {
@@ -178,27 +215,28 @@ export function register(program: Command): void {
 
   fleet
     .command('events <fleet>')
-    .description("print the fleet's audit log")
-    .option('--after <id>', 'only events after this cursor', (v) => z.coerce.number().int().min(0).parse(v))
-    .addOption(
-      new Option('--limit <n>', 'at most this many')
-        .argParser((v) => z.coerce.number().int().min(1).max(1000).parse(v))
-        .default(100),
-    )
-    .option('--follow', 'keep printing new events as they happen (SSE)')
+    .description("print the fleet's audit log, newest first (--after pages forward from a cursor, oldest first)")
+    .option('--after <id>', 'only events after this cursor, oldest first', integerArg(0))
+    .addOption(new Option('--limit <n>', 'at most this many').argParser(integerArg(1, 1000)).default(100))
+    .option('--follow', 'print the latest events as they happened, then new ones as they happen (SSE)')
     .option('--json', 'print JSON (one object per line with --follow)')
     .action(async (ref: string, opts: { after?: number; limit: number; follow?: boolean; json?: boolean }) => {
       const api = client();
       const query = new URLSearchParams({
         limit: String(opts.limit),
-        ...(opts.after !== undefined ? { after: String(opts.after) } : {}),
+        ...(opts.after !== undefined ? { after: String(opts.after) } : { order: 'desc' }),
       });
+      const { events, nextCursor } = await api.get(`${fleetPath(ref)}/events?${query}`, eventListResponseSchema);
       if (!opts.follow) {
-        const { events } = await api.get(`${fleetPath(ref)}/events?${query}`, eventListResponseSchema);
         if (opts.json) return json(events);
         for (const e of events) out(formatEvent(e));
         return;
       }
+      // Like `tail -f`: what already happened in the order it happened, then each new event below it.
+      const backlog = opts.after !== undefined ? events : [...events].reverse();
+      for (const e of backlog) out(opts.json ? JSON.stringify(e) : formatEvent(e));
+      query.delete('order');
+      query.set('after', String(nextCursor ?? 0));
       query.set('follow', '1');
       const res = await api.stream(`${fleetPath(ref)}/events?${query}`);
       const decoder = new TextDecoder();

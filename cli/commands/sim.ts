@@ -5,17 +5,13 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { type Command, InvalidArgumentError } from 'commander';
+import { integerArg } from '../arguments';
 import { ConfigError, formatZodError } from '../../schemas/env';
 import { type FleetLayout, fleetLayoutSchema } from '../../schemas/layout';
 import { killSimDomain, startSimDomain } from '../../sim/domain';
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
 
-function nonNegativeInt(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('must be a non-negative integer');
-  return n;
-}
 function positiveNumber(value: string): number {
   const n = Number(value);
   if (!(n > 0)) throw new InvalidArgumentError('must be a positive number');
@@ -47,7 +43,7 @@ export function register(program: Command): void {
     .requiredOption('--layout <file>', 'fleet layout JSON')
     .requiredOption('--domain <slug>', 'domain of the layout to simulate')
     .option('--state-dir <dir>', 'simulated host state (GPU state, logs, faults); default .haru/sim/<domain>')
-    .option('--wake-delay-ms <n>', 'time each vLLM wake takes', nonNegativeInt)
+    .option('--wake-delay-ms <n>', 'time each vLLM wake takes', integerArg(0))
     .option('--tokens-per-second <n>', 'generation speed of the fake vLLMs', positiveNumber)
     .option('--host <addr>', 'listen address of the supervisor and fake vLLMs (0.0.0.0 needs HARU_SUPERVISOR_TOKEN)')
     .option('--standby', 'start as a standby: engines asleep, training running')

@@ -15,7 +15,7 @@ import { migrate } from '../../db/migrate';
 import { createStore, type Store } from '../../db/store';
 import type { FleetSnapshot } from '../../schemas/entities';
 import { ConfigError } from '../../schemas/env';
-import { killSimDomain } from '../../sim/domain';
+import { killSimDomain, simDomainMarker } from '../../sim/domain';
 import { createApiClient } from '../api-client';
 import { startTemporalDevServer } from '../temporal-dev-server';
 import { findTemporalCli, PROJECT_ROOT } from '../temporal-cli';
@@ -166,41 +166,50 @@ export async function startDevStack(
     checkAbort();
 
     // Domains before the worker: the monitor's first poll then finds them up.
+    const startedMarkers = new Map<string, string | null>();
     closers.push({
       what: 'the simulated domains',
       fn: async () => {
         await Promise.all([...children.values()].map((c) => c.stop(20_000)));
-        // Whatever outlived its `haru sim domain` (a stop that timed out) carries the domain's marker.
-        for (const d of layout.domains) await killSimDomain(simStateDir(config.stateDir, d.slug));
+        // Whatever outlived its `haru sim domain` (a stop that timed out) carries the domain's marker. A domain
+        // revived by hand from the same state directory has a marker of its own: it is not ours to stop.
+        for (const [slug, marker] of startedMarkers) {
+          await killSimDomain(simStateDir(config.stateDir, slug), { onlyMarker: marker });
+        }
       },
     });
     const domainsStartedAt = new Date();
     const eventCursor = await latestEventId((after, limit) => store.events.list(fleetId, { after, limit }));
     const stored = await store.fleets.snapshot(fleetId);
     const activeAtStart = slugOfActive(stored) ?? layout.fleet.activeDomain;
-    await startSimDomains(
-      {
-        spawn,
-        projectRoot: PROJECT_ROOT,
-        layoutFile: config.generatedLayoutFile,
-        stateDir: config.stateDir,
-        env,
-        logDir: config.logDir,
-      },
-      layout.domains,
-      activeAtStart,
-      {
-        onSpawn: (slug, pid) => {
-          groups.add(pid);
-          registry.add(`simulated domain ${slug}`, pid, 'sim');
+    try {
+      await startSimDomains(
+        {
+          spawn,
+          projectRoot: PROJECT_ROOT,
+          layoutFile: config.generatedLayoutFile,
+          stateDir: config.stateDir,
+          env,
+          logDir: config.logDir,
         },
-        onExit: (slug, child, exit) => {
-          registry.remove(child.pid);
-          if (!closing) io.out(`simulated domain ${slug} is gone (${exit.signal ?? `exit code ${exit.code}`})`);
+        layout.domains,
+        activeAtStart,
+        {
+          onSpawn: (slug, pid) => {
+            groups.add(pid);
+            registry.add(`simulated domain ${slug}`, pid, 'sim');
+          },
+          onExit: (slug, child, exit) => {
+            registry.remove(child.pid);
+            if (!closing) io.out(`simulated domain ${slug} is gone (${exit.signal ?? `exit code ${exit.code}`})`);
+          },
         },
-      },
-      children,
-    );
+        children,
+      );
+    } finally {
+      // Each domain's run as this stack started it, so stopping touches nothing started there since.
+      for (const d of layout.domains) startedMarkers.set(d.slug, simDomainMarker(simStateDir(config.stateDir, d.slug)));
+    }
     io.out(`  simulated domains    ${layout.domains.map((d) => `${d.slug} (${d.supervisorUrl})`).join(', ')}`);
     checkAbort();
 

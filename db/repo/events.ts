@@ -1,4 +1,4 @@
-import { and, asc, eq, gt } from 'drizzle-orm';
+import { and, asc, desc, eq, gt } from 'drizzle-orm';
 import type { HaruEvent } from '../../schemas/entities';
 import { events } from '../schema';
 import { toEvent } from './mappers';
@@ -36,14 +36,20 @@ export function createEventRepo({ db, now }: RepoDeps) {
       return toEvent(row!);
     },
 
-    /** A fleet's events with `id > after` (default 0), ascending, at most `limit` (default 100). */
-    async list(fleetId: string, opts: { after?: number; limit?: number } = {}): Promise<HaruEvent[]> {
+    /**
+     * A fleet's events with `id > after` (default 0), at most `limit` (default 100): ascending, or with
+     * `order: 'desc'` the newest of them, newest first.
+     */
+    async list(
+      fleetId: string,
+      opts: { after?: number; limit?: number; order?: 'asc' | 'desc' } = {},
+    ): Promise<HaruEvent[]> {
       if (!isUuid(fleetId)) return [];
       const rows = await db
         .select()
         .from(events)
         .where(and(eq(events.fleetId, fleetId), gt(events.id, opts.after ?? 0)))
-        .orderBy(asc(events.id))
+        .orderBy(opts.order === 'desc' ? desc(events.id) : asc(events.id))
         .limit(opts.limit ?? 100);
       return rows.map(toEvent);
     },

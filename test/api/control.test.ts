@@ -1,6 +1,7 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { FleetSnapshot } from '../../schemas/entities';
+import { runCli } from '../support/cli';
 import { call, type Harness, startHarness, twoDomainLayout, uniqueSlug } from './support/harness';
 import { type FakeUpstream, startFakeUpstream } from './support/upstream';
 
@@ -204,6 +205,18 @@ describe('control routes', () => {
       expect(signal).toBeDefined();
     });
 
+    it('aborts a running demotion by signal, as it does an uncommitted promotion', async () => {
+      const fleet = await seed();
+      const { body } = await post(`/v1/fleets/${fleet.slug}/demote`, { targetDomainId: 'west' });
+      expect(body.operation).toMatchObject({ kind: 'demote' });
+      const abort = await post(`/v1/fleets/${fleet.slug}/operations/${body.operation.id}/abort`, { reason: 'stop' });
+      expect(abort.status).toBe(202);
+      const history = await h.temporal.client.workflow.getHandle(body.operation.workflowId).fetchHistory();
+      expect(history.events?.some((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'abort')).toBe(
+        true,
+      );
+    });
+
     it('cancels an operation whose workflow never started, and refuses to abort a finished one with 409', async () => {
       const fleet = await seed();
       // As if the API had died between the insert and the workflow start.
@@ -221,6 +234,67 @@ describe('control routes', () => {
       const again = await post(`/v1/fleets/${fleet.slug}/operations/${operation.id}/abort`);
       expect(again.status).toBe(409);
       expect(again.body.error.code).toBe('operation_conflict');
+    });
+
+    it('`haru fleet status` shows the last failed operation with its step and error until a later one succeeds', async () => {
+      const fleet = await seed();
+      const status = async () => {
+        const run = await runCli(['fleet', 'status', fleet.slug], { HARU_URL: h.url });
+        expect(run.code).toBe(0);
+        return run.stdout;
+      };
+      const create = async () =>
+        (
+          await h.store.operations.create({
+            fleetId: fleet.id,
+            kind: 'promote',
+            targetDomainId: domain(fleet, 'west').id,
+            reason: 'test',
+            requestedBy: 'test',
+          })
+        ).operation;
+      const failed = await create();
+      await h.store.operations.fail(failed.id, {
+        step: 'wakeModels',
+        code: 'WakeTimeout',
+        message: 'model still asleep',
+      });
+      expect(await status()).toContain(`last failed: promote ${failed.id} at `);
+      expect(await status()).toContain(': wakeModels: WakeTimeout: model still asleep');
+      // A later cancelled operation leaves it visible; a later success clears it.
+      await h.store.operations.cancel((await create()).id, { step: 'pending', code: 'Aborted', message: 'x' });
+      expect(await status()).toContain(`last failed: promote ${failed.id}`);
+      const later = await create();
+      await h.store.operations.start(later.id);
+      expect(await h.store.operations.succeed(later.id)).toMatchObject({ state: 'succeeded' });
+      expect(await status()).not.toContain('last failed');
+    });
+
+    it('`haru fleet operations` lists the operations newest first with the move, state and error', async () => {
+      const fleet = await seed();
+      const create = async () =>
+        (
+          await h.store.operations.create({
+            fleetId: fleet.id,
+            kind: 'promote',
+            targetDomainId: domain(fleet, 'west').id,
+            reason: 'test',
+            requestedBy: 'test',
+          })
+        ).operation;
+      const older = await create();
+      await h.store.operations.fail(older.id, { step: 'probeModels', code: 'ProbeFailed', message: 'empty answer' });
+      const newer = await create();
+      const table = await runCli(['fleet', 'operations', fleet.slug], { HARU_URL: h.url });
+      expect(table.code).toBe(0);
+      const rows = table.stdout.trim().split('\n').slice(1);
+      expect(rows.map((r) => (r.includes(newer.id) ? 'newer' : r.includes(older.id) ? 'older' : r))).toEqual([
+        'newer',
+        'older',
+      ]);
+      expect(rows[1]).toMatch(/promote +east → west +failed .*probeModels: ProbeFailed: empty answer$/);
+      const json = await runCli(['fleet', 'operations', fleet.slug, '-o', 'json', '--limit', '1'], { HARU_URL: h.url });
+      expect((JSON.parse(json.stdout) as { id: string }[]).map((o) => o.id)).toEqual([newer.id]);
     });
 
     it('answers 404 operation_not_found for an unknown id, a malformed id, or another fleet operation', async () => {
@@ -272,6 +346,16 @@ describe('control routes', () => {
       const empty = await call(`${h.url}/v1/fleets/${fleet.slug}/events?after=${next.body.nextCursor}`);
       expect(empty.body).toEqual({ events: [], nextCursor: next.body.nextCursor });
       expect((await call(`${h.url}/v1/fleets/${fleet.slug}/events?bogus=1`)).status).toBe(400);
+    });
+
+    it('answers the newest events first with order=desc, and `haru fleet events` prints them so', async () => {
+      const fleet = await seed();
+      for (const n of [1, 2, 3]) await h.store.events.append({ fleetId: fleet.id, type: 'test', message: `e${n}` });
+      const newest = await call(`${h.url}/v1/fleets/${fleet.slug}/events?order=desc&limit=2`);
+      expect(newest.body.events.map((e: { message: string }) => e.message)).toEqual(['e3', 'e2']);
+      expect(newest.body.nextCursor).toBe(newest.body.events[0].id);
+      const cli = await runCli(['fleet', 'events', fleet.slug, '--limit', '3', '-o', 'json'], { HARU_URL: h.url });
+      expect((JSON.parse(cli.stdout) as { message: string }[]).map((e) => e.message)).toEqual(['e3', 'e2', 'e1']);
     });
 
     it('streams events appended after the cursor as SSE with follow=1', async () => {

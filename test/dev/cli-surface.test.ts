@@ -4,12 +4,16 @@
  * stack trace.
  */
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { promisify } from 'node:util';
 import type { Command } from 'commander';
 import { buildProgram } from '../../cli/main';
 import { HARU, ROOT } from './support';
 
 const run = promisify(execFile);
+const packageVersion = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string })
+  .version;
 const haru = (args: string[], env: NodeJS.ProcessEnv = {}) =>
   run(process.execPath, [HARU, ...args], { cwd: ROOT, env: { ...process.env, ...env }, timeout: 60_000 }).then(
     (r) => ({ code: 0, ...r }),
@@ -72,6 +76,24 @@ describe('the haru command', () => {
       const cmd = commands.find((c) => c.name === name)!.cmd;
       expect([name, cmd.options.map((o) => o.long)]).toEqual([name, expect.arrayContaining(['--json'])]);
     }
+  });
+
+  it('offers the same -o json|table on every command that offers --json', () => {
+    for (const { name, cmd } of commands.filter((c) => c.cmd.options.some((o) => o.long === '--json'))) {
+      const output = cmd.options.find((o) => o.long === '--output');
+      expect([name, output?.short, output?.argChoices]).toEqual([name, '-o', ['json', 'table']]);
+    }
+  });
+
+  it('prints its version with --version, and a bad option value as one line', async () => {
+    const version = await haru(['--version']);
+    expect([version.code, version.stdout.trim()]).toEqual([0, packageVersion]);
+    const bad = await haru(['fleet', 'events', 'dev', '--limit', '0']);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr.split('\n')[0]).toBe(
+      "error: option '--limit <n>' argument '0' is invalid. must be an integer from 1 to 1000",
+    );
+    expect(bad.stderr).not.toContain('too_small');
   });
 
   it('prints help from the real binary, for the program and for a subcommand', async () => {

@@ -173,6 +173,11 @@ describe('haru dev, end to end', () => {
     for (const step of ['stopTraining', 'verifyGpuReleased', 'wakeModels', 'probeModels', 'commitRouting'])
       expect(watched).toContain(step);
     expect(watched).toMatch(/^succeeded/m);
+    expect(watched).toMatch(/^promote east → west \(/m);
+    expect(watched).toMatch(/^routing committed \d+(\.\d+)?m?s after start$/m);
+    // The killed east cannot be demoted: best effort, never a ✗ under a success.
+    expect(watched).toMatch(/^demotion of east \(best effort\): /m);
+    expect(watched).not.toMatch(/✗ demoteOldActive/);
   });
 
   it('revives the killed domain as a standby, promotes it back with --wait, and fails over again when it is killed', async () => {

@@ -335,4 +335,23 @@ describe('demotionWorkflow runbook', () => {
     ]);
     expect(finished).toEqual([{ outcome: 'succeeded' }]);
   });
+
+  it('an abort of a demotion operation cancels the waiting step and ends the operation cancelled', async () => {
+    const { activities, calls, finished } = stubActivities({ sleepModels: waitsForever('models not asleep') });
+    const failure = await withWorker(activities, async (taskQueue) => {
+      const handle = await server.client.workflow.start(demotionWorkflow, {
+        taskQueue,
+        workflowId: uniqueTaskQueue('demote'),
+        args: [{ fleetId: STUB.fleet, operationId: STUB.op, domainId: STUB.standby, policy: fastPolicy() }],
+      });
+      await eventually('sleepModels to run', () => calls.includes('sleepModels'));
+      await handle.signal(abortSignal, { reason: 'keep it awake' });
+      return failureOf(handle.result());
+    });
+    expect(failure.message).toContain('keep it awake');
+    expect(calls).not.toContain('startTraining');
+    expect(finished).toEqual([
+      { outcome: 'cancelled', error: { step: 'sleepModels', code: 'Aborted', message: 'keep it awake' } },
+    ]);
+  });
 });
