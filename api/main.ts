@@ -61,7 +61,7 @@ export async function startApi(env: NodeJS.ProcessEnv = process.env): Promise<Ru
   });
   const { port } = server.address() as AddressInfo;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-  logger.info('api listening', { url, temporal: config.TEMPORAL_ADDRESS, database: database.kind });
+  logger.info('api listening', { url, temporal: config.temporal.address, database: database.kind });
 
   let closing: Promise<void> | undefined;
   return {

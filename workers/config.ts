@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { resolveTemporalSettings, type TemporalSettings, temporalEnvShape } from '../temporal/config';
 import { blankable, parseEnv, portSchema } from '../schemas/env';
 import { DEFAULT_MAX_CONCURRENT_ACTIVITIES } from './limits';
 
@@ -6,8 +7,8 @@ import { DEFAULT_MAX_CONCURRENT_ACTIVITIES } from './limits';
  * The worker's environment, parsed once at boot (`loadWorkerConfig`); a blank variable counts as unset.
  */
 export const workerConfigSchema = z.object({
-  TEMPORAL_ADDRESS: blankable(z.string().min(1).default('localhost:7233')),
-  TEMPORAL_NAMESPACE: blankable(z.string().min(1).default('default')),
+  /** TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE. */
+  ...temporalEnvShape,
   HARU_TASK_QUEUE: blankable(z.string().min(1).default('haru')),
   /** Shared Postgres (`postgres://…`); unset means the embedded PGlite under HARU_STATE_DIR (single process only). */
   DATABASE_URL: blankable(z.url({ protocol: /^postgres(ql)?$/ }).optional()),
@@ -25,7 +26,13 @@ export const workerConfigSchema = z.object({
   HARU_WORKER_MAX_ACTIVITIES: blankable(z.coerce.number().int().min(10).default(DEFAULT_MAX_CONCURRENT_ACTIVITIES)),
   LOG_LEVEL: blankable(z.enum(['debug', 'info', 'warn', 'error']).default('info')),
 });
-export type WorkerConfig = z.infer<typeof workerConfigSchema>;
+/** The worker's settings; the Temporal ones resolved with the profile file (`temporal`). */
+export type WorkerConfig = Omit<z.infer<typeof workerConfigSchema>, keyof typeof temporalEnvShape> & {
+  temporal: TemporalSettings;
+};
 
-/** Parses the worker environment; throws ConfigError naming every bad variable. */
-export const loadWorkerConfig = (env: NodeJS.ProcessEnv): WorkerConfig => parseEnv(workerConfigSchema, env, 'worker');
+/** Parses the worker environment; throws ConfigError naming every bad variable or Temporal setting. */
+export function loadWorkerConfig(env: NodeJS.ProcessEnv): WorkerConfig {
+  const parsed = parseEnv(workerConfigSchema, env, 'worker');
+  return { ...parsed, temporal: resolveTemporalSettings(env) };
+}

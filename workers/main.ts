@@ -7,12 +7,13 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { Client } from '@temporalio/client';
-import { NativeConnection, Runtime } from '@temporalio/worker';
+import { Runtime } from '@temporalio/worker';
 import { createDatabase } from '../db/client';
 import { migrate } from '../db/migrate';
 import { createStore } from '../db/store';
 import { createSpawnExec } from '../drivers/exec';
 import { createSkyCli, skyProcessEnv } from '../drivers/sky';
+import { connectWorkerTemporal } from '../temporal/connect';
 import { loadWorkerConfig } from './config';
 import { createWorkerLogger } from './logger';
 import { createWorkerMetrics } from './metrics';
@@ -46,9 +47,9 @@ export async function startWorker(env: NodeJS.ProcessEnv = process.env): Promise
   try {
     await migrate(database);
     const store = createStore(database);
-    const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
+    const connection = await connectWorkerTemporal(config.temporal);
     cleanups.push(() => connection.close());
-    const namespace = config.TEMPORAL_NAMESPACE;
+    const namespace = config.temporal.namespace;
     try {
       const added = await ensureSearchAttributes(connection, namespace);
       if (added.length) logger.info('search attributes registered', { namespace, added });
@@ -97,7 +98,7 @@ export async function startWorker(env: NodeJS.ProcessEnv = process.env): Promise
     logger.info('worker running', {
       taskQueue: config.HARU_TASK_QUEUE,
       namespace,
-      temporal: config.TEMPORAL_ADDRESS,
+      temporal: config.temporal.address,
       database: database.kind,
       monitors: fleets.length,
       metricsUrl,

@@ -36,6 +36,8 @@ export interface WorkerProcessOptions {
   logFile?: string;
   /** Give up when the worker does not report `worker running` within this. Default 90 s. */
   startTimeoutMs?: number;
+  /** More variables (TEMPORAL_TLS_*, …), over the defaults above. */
+  env?: NodeJS.ProcessEnv;
 }
 
 const hasExited = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null;
@@ -78,6 +80,7 @@ export async function startWorkerProcess(opts: WorkerProcessOptions): Promise<Wo
         HARU_WORKER_METRICS_PORT: '0',
         HARU_WORKER_METRICS_HOST: '127.0.0.1',
         LOG_LEVEL: 'info',
+        ...opts.env,
       },
     });
   } finally {
