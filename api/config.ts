@@ -5,6 +5,7 @@ import {
   type TemporalSettings,
   temporalEnvShape,
 } from '../temporal/config';
+import { listenUrlSchema, postgresTlsEnvShape } from '../db/postgres-tls';
 import { blankable, parseEnv, portSchema, positiveMsSchema } from '../schemas/env';
 
 const MIB = 1024 * 1024;
@@ -21,6 +22,9 @@ export const apiConfigSchema = z.object({
   /** Shared Postgres (`postgres://…`); unset means the embedded PGlite under HARU_STATE_DIR. */
   DATABASE_URL: blankable(z.url({ protocol: /^postgres(ql)?$/ }).optional()),
   HARU_STATE_DIR: blankable(z.string().min(1).default('.haru')),
+  /** libpq's PGSSLROOTCERT, PGSSLCERT, PGSSLKEY for a DATABASE_URL with sslmode. */
+  ...postgresTlsEnvShape,
+  HARU_LISTEN_DATABASE_URL: listenUrlSchema,
   /** TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE. */
   ...temporalEnvShape,
   HARU_TASK_QUEUE: blankable(z.string().min(1).default('haru')),

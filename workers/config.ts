@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { resolveTemporalSettings, type TemporalSettings, temporalEnvShape } from '../temporal/config';
+import { postgresTlsEnvShape } from '../db/postgres-tls';
 import { blankable, parseEnv, portSchema } from '../schemas/env';
 import { DEFAULT_MAX_CONCURRENT_ACTIVITIES } from './limits';
 
@@ -13,6 +14,8 @@ export const workerConfigSchema = z.object({
   /** Shared Postgres (`postgres://…`); unset means the embedded PGlite under HARU_STATE_DIR (single process only). */
   DATABASE_URL: blankable(z.url({ protocol: /^postgres(ql)?$/ }).optional()),
   HARU_STATE_DIR: blankable(z.string().min(1).default('.haru')),
+  /** libpq's PGSSLROOTCERT, PGSSLCERT, PGSSLKEY for a DATABASE_URL with sslmode. */
+  ...postgresTlsEnvShape,
   /** Bearer token sent to every supervisor; unset sends none (supervisors then listen on loopback only). */
   HARU_SUPERVISOR_TOKEN: blankable(z.string().min(1).optional()),
   /** Prometheus metrics (`GET /metrics`); 0 picks a free port. */

@@ -39,6 +39,7 @@ export async function startWorker(env: NodeJS.ProcessEnv = process.env): Promise
   const database = await createDatabase({
     databaseUrl: config.DATABASE_URL,
     dataDir: path.resolve(config.HARU_STATE_DIR, 'pgdata'),
+    tlsEnv: config,
   });
   const cleanups: (() => Promise<void>)[] = [() => database.close()];
   const cleanup = async () => {
