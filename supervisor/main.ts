@@ -4,7 +4,8 @@
  * `node -r tsx/cjs supervisor/main.ts`.
  */
 import { readFileSync } from 'node:fs';
-import type { Server } from 'node:http';
+import http, { type Server } from 'node:http';
+import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { ConfigError } from '../schemas/env';
 import { createApp } from './app';
@@ -14,6 +15,7 @@ import { createInferenceController } from './inference';
 import { createLogger, type Logger } from './logger';
 import { createSupervisorMetrics } from './metrics';
 import { createProcessTable } from './process-group';
+import { loadSupervisorTls } from './tls';
 import { createTrainingManager, type TrainingManager } from './training';
 import { createVllmClient } from './vllm';
 
@@ -47,6 +49,7 @@ export async function startSupervisor(
   const settings = loadSupervisorEnv(env);
   const config = loadSupervisorConfig(settings.HARU_SUPERVISOR_CONFIG, (file) => readFileSync(file, 'utf8'));
   const host = resolveListenHost(settings);
+  const tls = loadSupervisorTls(settings);
   const now = () => new Date();
   const logger = createLogger({
     write: opts.write ?? ((line) => process.stdout.write(line)),
@@ -93,14 +96,16 @@ export async function startSupervisor(
     now,
     defaultStopGraceMs: DEFAULT_STOP_GRACE_MS,
   });
-  const server = await new Promise<Server>((resolve, reject) => {
-    const s = app.listen(settings.PORT, host, () => resolve(s));
-    s.once('error', reject);
+  const server: Server = tls ? https.createServer(tls, app) : http.createServer(app);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(settings.PORT, host, () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
   logger.info('supervisor listening', {
     host,
     port,
+    tls: tls ? (tls.requestCert ? 'mtls' : 'tls') : 'off',
     models: config.inference.flatMap((s) => s.models.map((m) => m.name)),
     trainingGpus: config.training.map((s) => s.gpuIndex),
   });

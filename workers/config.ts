@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { resolveTemporalSettings, type TemporalSettings, temporalEnvShape } from '../temporal/config';
+import { loadSupervisorClientTls, type SupervisorClientTls } from '../activities/supervisor-tls';
 import { postgresTlsEnvShape } from '../db/postgres-tls';
 import { blankable, parseEnv, portSchema } from '../schemas/env';
 import { DEFAULT_MAX_CONCURRENT_ACTIVITIES } from './limits';
@@ -18,6 +19,11 @@ export const workerConfigSchema = z.object({
   ...postgresTlsEnvShape,
   /** Bearer token sent to every supervisor; unset sends none (supervisors then listen on loopback only). */
   HARU_SUPERVISOR_TOKEN: blankable(z.string().min(1).optional()),
+  /** CA that https:// supervisors are verified against (default: the system CAs). */
+  HARU_SUPERVISOR_CA_FILE: blankable(z.string().min(1).optional()),
+  /** Client certificate and key presented to supervisors that require mTLS (both or neither). */
+  HARU_SUPERVISOR_CLIENT_CERT_FILE: blankable(z.string().min(1).optional()),
+  HARU_SUPERVISOR_CLIENT_KEY_FILE: blankable(z.string().min(1).optional()),
   /** Prometheus metrics (`GET /metrics`); 0 picks a free port. */
   HARU_WORKER_METRICS_PORT: blankable(portSchema.default(9464)),
   HARU_WORKER_METRICS_HOST: blankable(z.string().min(1).default('0.0.0.0')),
@@ -32,10 +38,12 @@ export const workerConfigSchema = z.object({
 /** The worker's settings; the Temporal ones resolved with the profile file (`temporal`). */
 export type WorkerConfig = Omit<z.infer<typeof workerConfigSchema>, keyof typeof temporalEnvShape> & {
   temporal: TemporalSettings;
+  /** Read from HARU_SUPERVISOR_CA_FILE and the client certificate files; undefined when none is set. */
+  supervisorTls?: SupervisorClientTls;
 };
 
 /** Parses the worker environment; throws ConfigError naming every bad variable or Temporal setting. */
 export function loadWorkerConfig(env: NodeJS.ProcessEnv): WorkerConfig {
   const parsed = parseEnv(workerConfigSchema, env, 'worker');
-  return { ...parsed, temporal: resolveTemporalSettings(env) };
+  return { ...parsed, temporal: resolveTemporalSettings(env), supervisorTls: loadSupervisorClientTls(parsed) };
 }

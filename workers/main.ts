@@ -67,6 +67,7 @@ export async function startWorker(env: NodeJS.ProcessEnv = process.env): Promise
       taskQueue: config.HARU_TASK_QUEUE,
       store,
       supervisorToken: config.HARU_SUPERVISOR_TOKEN,
+      supervisorTls: config.supervisorTls,
       sky: createSkyCli({ exec: createSpawnExec(), bin: config.HARU_SKY_BIN, env: skyProcessEnv(env) }),
       workflowBundle: config.HARU_WORKFLOW_BUNDLE ? { codePath: path.resolve(config.HARU_WORKFLOW_BUNDLE) } : undefined,
       metrics,

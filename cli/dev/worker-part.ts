@@ -49,6 +49,7 @@ export async function startDevWorker(opts: DevWorkerOptions): Promise<{ done: Pr
     taskQueue: config.HARU_TASK_QUEUE,
     store: opts.store,
     supervisorToken: config.HARU_SUPERVISOR_TOKEN,
+    supervisorTls: config.supervisorTls,
     workflowBundle: config.HARU_WORKFLOW_BUNDLE
       ? { codePath: path.resolve(opts.cwd, config.HARU_WORKFLOW_BUNDLE) }
       : undefined,
