@@ -82,6 +82,7 @@ export async function startSupervisor(
   const metrics = createSupervisorMetrics({ trainingStatus: () => training.status(), defaults: true });
   const app = createApp({
     token,
+    previousTokens: token && settings.HARU_SUPERVISOR_TOKEN_PREVIOUS ? [settings.HARU_SUPERVISOR_TOKEN_PREVIOUS] : [],
     inference: createInferenceController({ config, vllm, logger }),
     training,
     gpu: createGpuReader({
