@@ -1,5 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { Agent, type Dispatcher, request } from 'undici';
+import type { SupervisorClientTls } from './supervisor-tls';
 import type { z } from 'zod';
 import { describeCause, findCause } from '../lib/error-cause';
 import { errorBodySchema } from '../schemas/errors';
@@ -61,6 +62,8 @@ export interface SupervisorClientOptions {
   dispatcher?: Dispatcher;
   /** Bearer token (HARU_SUPERVISOR_TOKEN); no Authorization header when absent. */
   token?: string;
+  /** For https:// supervisors: the CA to verify them against (default: system CAs), the client certificate. */
+  tls?: SupervisorClientTls;
   /** Timeout of a request that names none (default 10 s). */
   defaultTimeoutMs?: number;
 }
@@ -84,7 +87,7 @@ const joinUrl = (baseUrl: string, path: string): string =>
  */
 export function createSupervisorClient(options: SupervisorClientOptions = {}): SupervisorClient {
   const defaultTimeoutMs = options.defaultTimeoutMs ?? 10_000;
-  const dispatcher = options.dispatcher ?? new Agent({ keepAliveTimeout: 30_000 });
+  const dispatcher = options.dispatcher ?? new Agent({ keepAliveTimeout: 30_000, connect: { ...options.tls } });
 
   async function call<S extends z.ZodType>(
     method: 'GET' | 'POST',

@@ -1,5 +1,6 @@
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import type { HaruDatabase } from '../db/client';
+import { lazyClientTemporal } from '../temporal/connect';
 import { createStore } from '../db/store';
 import { type ApiApp, createApp } from './app';
 import type { ApiConfig } from './config';
@@ -28,8 +29,15 @@ export async function composeApi(opts: {
   queryTimeoutMs?: number;
 }): Promise<ComposedApi> {
   const { config, database } = opts;
-  const connection = Connection.lazy({ address: config.TEMPORAL_ADDRESS, connectTimeout: opts.connectTimeoutMs });
-  const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+  const connection = await lazyClientTemporal(config.temporal, {
+    connectTimeoutMs: opts.connectTimeoutMs,
+    onUnreachable: (reason) =>
+      opts.logger.warn('temporal unreachable at start; the API serves without it', {
+        temporal: config.temporal.address,
+        reason,
+      }),
+  });
+  const client = new Client({ connection, namespace: config.temporal.namespace });
   const temporal = {
     client,
     connection,

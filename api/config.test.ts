@@ -7,7 +7,7 @@ describe('API config', () => {
     expect(config.PORT).toBe(8700);
     expect(config.HARU_API_TOKEN).toBeUndefined();
     expect(config.HARU_CHAT_MAX_BODY_BYTES).toBe(32 * 1024 * 1024);
-    expect(config.TEMPORAL_ADDRESS).toBe('localhost:7233');
+    expect(config.temporal.address).toBe('localhost:7233');
     expect(config.HARU_TASK_QUEUE).toBe('haru');
     expect(config.HARU_CHAT_HOLD_MS).toBe(60_000);
   });

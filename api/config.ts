@@ -1,4 +1,11 @@
 import { z } from 'zod';
+import {
+  defaultTemporalSettings,
+  resolveTemporalSettings,
+  type TemporalSettings,
+  temporalEnvShape,
+} from '../temporal/config';
+import { listenUrlSchema, postgresTlsEnvShape } from '../db/postgres-tls';
 import { blankable, parseEnv, portSchema, positiveMsSchema } from '../schemas/env';
 
 const MIB = 1024 * 1024;
@@ -15,8 +22,11 @@ export const apiConfigSchema = z.object({
   /** Shared Postgres (`postgres://…`); unset means the embedded PGlite under HARU_STATE_DIR. */
   DATABASE_URL: blankable(z.url({ protocol: /^postgres(ql)?$/ }).optional()),
   HARU_STATE_DIR: blankable(z.string().min(1).default('.haru')),
-  TEMPORAL_ADDRESS: blankable(z.string().min(1).default('localhost:7233')),
-  TEMPORAL_NAMESPACE: blankable(z.string().min(1).default('default')),
+  /** libpq's PGSSLROOTCERT, PGSSLCERT, PGSSLKEY for a DATABASE_URL with sslmode. */
+  ...postgresTlsEnvShape,
+  HARU_LISTEN_DATABASE_URL: listenUrlSchema,
+  /** TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE. */
+  ...temporalEnvShape,
   HARU_TASK_QUEUE: blankable(z.string().min(1).default('haru')),
   /** Bearer token required on every /v1/* route; unset disables auth and forces a loopback bind. */
   HARU_API_TOKEN: blankable(z.string().min(1).optional()),
@@ -47,13 +57,20 @@ export const apiConfigSchema = z.object({
   HARU_EVENTS_POLL_MS: blankable(positiveMsSchema.default(500)),
   LOG_LEVEL: blankable(z.enum(['debug', 'info', 'warn', 'error']).default('info')),
 });
-export type ApiConfig = z.infer<typeof apiConfigSchema>;
+/** The API's settings; the Temporal ones resolved with the profile file (`temporal`). */
+export type ApiConfig = Omit<z.infer<typeof apiConfigSchema>, keyof typeof temporalEnvShape> & {
+  temporal: TemporalSettings;
+};
 
-/** Parses the API environment; throws ConfigError naming every bad variable. */
-export const loadApiConfig = (env: NodeJS.ProcessEnv): ApiConfig => parseEnv(apiConfigSchema, env, 'API');
+/** Parses the API environment; throws ConfigError naming every bad variable or Temporal setting. */
+export function loadApiConfig(env: NodeJS.ProcessEnv): ApiConfig {
+  const parsed = parseEnv(apiConfigSchema, env, 'API');
+  return { ...parsed, temporal: resolveTemporalSettings(env) };
+}
 
 /** The config with every default, for tests: `defaultApiConfig({ HARU_CHAT_HOLD_MS: 100 })`. */
 export const defaultApiConfig = (overrides: Partial<ApiConfig> = {}): ApiConfig => ({
   ...apiConfigSchema.parse({}),
+  temporal: defaultTemporalSettings(),
   ...overrides,
 });

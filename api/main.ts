@@ -6,6 +6,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { createDatabase } from '../db/client';
+import { listenPoolerWarning } from '../db/postgres-tls';
 import { migrate } from '../db/migrate';
 import { composeApi } from './compose';
 import { type ApiConfig, loadApiConfig } from './config';
@@ -48,7 +49,11 @@ export async function startApi(env: NodeJS.ProcessEnv = process.env): Promise<Ru
   const database = await createDatabase({
     databaseUrl: config.DATABASE_URL,
     dataDir: path.resolve(config.HARU_STATE_DIR, 'pgdata'),
+    listenUrl: config.HARU_LISTEN_DATABASE_URL,
+    tlsEnv: config,
   });
+  const pooler = config.DATABASE_URL && listenPoolerWarning(config.DATABASE_URL, config.HARU_LISTEN_DATABASE_URL);
+  if (pooler) logger.warn(pooler);
   await migrate(database);
   const composed = await composeApi({ database, config, logger, metrics: createApiMetrics({ withDefaults: true }) });
   const { api } = composed;
@@ -61,7 +66,7 @@ export async function startApi(env: NodeJS.ProcessEnv = process.env): Promise<Ru
   });
   const { port } = server.address() as AddressInfo;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-  logger.info('api listening', { url, temporal: config.TEMPORAL_ADDRESS, database: database.kind });
+  logger.info('api listening', { url, temporal: config.temporal.address, database: database.kind });
 
   let closing: Promise<void> | undefined;
   return {

@@ -4,6 +4,7 @@ import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import postgres from 'postgres';
 import { lockDataDir } from './pglite-lock';
+import { postgresConnectTarget, type PostgresTlsEnv } from './postgres-tls';
 import * as schema from './schema';
 
 export type HaruSchema = typeof schema;
@@ -29,6 +30,13 @@ export interface CreateDatabaseOptions {
   dataDir?: string;
   /** Pool size for postgres.js (default 10). */
   max?: number;
+  /**
+   * A separate URL for the LISTEN session (`HARU_LISTEN_DATABASE_URL`): the direct endpoint when
+   * `databaseUrl` goes through a transaction-mode pooler. Default: `databaseUrl`.
+   */
+  listenUrl?: string;
+  /** libpq's PGSSLROOTCERT/PGSSLCERT/PGSSLKEY, for URLs whose sslmode verifies (default: process.env). */
+  tlsEnv?: PostgresTlsEnv;
 }
 
 /**
@@ -37,7 +45,7 @@ export interface CreateDatabaseOptions {
  * EmbeddedDatabaseLockedError telling it to set DATABASE_URL. Does not run migrations (see migrate.ts).
  */
 export async function createDatabase(opts: CreateDatabaseOptions): Promise<HaruDatabase> {
-  if (opts.databaseUrl) return createPostgresDatabase(opts.databaseUrl, opts.max ?? 10);
+  if (opts.databaseUrl) return createPostgresDatabase(opts.databaseUrl, opts.max ?? 10, opts);
   if (!opts.dataDir) throw new Error('createDatabase: either databaseUrl or dataDir is required');
   return createPgliteDatabase(opts.dataDir);
 }
@@ -47,24 +55,42 @@ const postgresUrls = new WeakMap<HaruDatabase, string>();
 /** The URL a postgres-kind database was opened with (for side connections such as a migration lock). */
 export const postgresUrlOf = (database: HaruDatabase): string | undefined => postgresUrls.get(database);
 
-/** A postgres.js client with Haru's defaults: notices (e.g. "already exists, skipping") are not errors. */
-export const connectPostgres = (url: string, max: number) => postgres(url, { max, onnotice: () => {} });
+/**
+ * A postgres.js client with Haru's defaults: notices (e.g. "already exists, skipping") are not errors, and
+ * the URL's libpq TLS parameters are honoured (`postgresConnectTarget`; `urlVar` names the URL in errors).
+ */
+export function connectPostgres(
+  url: string,
+  max: number,
+  opts: { urlVar?: string; tlsEnv?: PostgresTlsEnv } = {},
+): postgres.Sql {
+  const target = postgresConnectTarget(url, opts.urlVar ?? 'DATABASE_URL', opts.tlsEnv ?? process.env);
+  return postgres(target.url, { max, ssl: target.ssl, onnotice: () => {} });
+}
 
-function createPostgresDatabase(url: string, max: number): HaruDatabase {
-  const sql = connectPostgres(url, max);
+function createPostgresDatabase(url: string, max: number, opts: CreateDatabaseOptions): HaruDatabase {
+  const sql = connectPostgres(url, max, { tlsEnv: opts.tlsEnv });
+  // LISTEN needs a session of its own; through a transaction pooler it must go to the direct endpoint.
+  const listener =
+    opts.listenUrl && opts.listenUrl !== url
+      ? connectPostgres(opts.listenUrl, 1, { urlVar: 'HARU_LISTEN_DATABASE_URL', tlsEnv: opts.tlsEnv })
+      : sql;
   let closed: Promise<void> | undefined;
   const database: HaruDatabase = {
     db: drizzlePostgres(sql, { schema }) as unknown as HaruDb,
     kind: 'postgres',
     async listen(channel, onPayload) {
-      const { unlisten } = await sql.listen(channel, onPayload);
+      const { unlisten } = await listener.listen(channel, onPayload);
       return unlisten;
     },
     async ping() {
       await sql`select 1`;
     },
     close() {
-      closed ??= sql.end({ timeout: 5 });
+      closed ??= Promise.all([
+        sql.end({ timeout: 5 }),
+        listener === sql ? undefined : listener.end({ timeout: 5 }),
+      ]).then(() => undefined);
       return closed;
     },
   };

@@ -13,27 +13,36 @@ const digest = (value: string) => createHash('sha256').update(value, 'utf8').dig
 const BEARER_RE = /^Bearer +(.+)$/i;
 
 /**
- * The check behind a bearer token: `null` when `authorization` (the header value) carries `token`, else why
- * not. Compares SHA-256 digests with `timingSafeEqual`, so neither the token's content nor its length
- * leaks through timing.
+ * The check behind a bearer token: `null` when `authorization` (the header value) carries `token` or one of
+ * `alsoAccepted` (tokens valid beside it during a rotation's overlap), else why not. Compares SHA-256
+ * digests with `timingSafeEqual`, against every candidate, so neither a token's content, its length nor
+ * which candidate matched leaks through timing.
  */
-export function bearerCheck(token: string): (authorization: string | undefined) => BearerRefusal | null {
-  const expected = digest(token);
+export function bearerCheck(
+  token: string,
+  alsoAccepted: readonly string[] = [],
+): (authorization: string | undefined) => BearerRefusal | null {
+  const expected = [token, ...alsoAccepted].map(digest);
   return (authorization) => {
     const presented = BEARER_RE.exec(authorization ?? '')?.[1]?.trim();
     if (!presented) return 'missing bearer token';
-    return timingSafeEqual(digest(presented), expected) ? null : 'invalid bearer token';
+    const given = digest(presented);
+    return expected.map((e) => timingSafeEqual(given, e)).includes(true) ? null : 'invalid bearer token';
   };
 }
 
 /**
- * Bearer-token middleware. `token` undefined disables the check (the caller then listens on loopback only).
+ * Bearer-token middleware (`alsoAccepted` as in `bearerCheck`). `token` undefined disables the check (the caller then listens on loopback only).
  * A refused request gets `WWW-Authenticate: Bearer` and goes to `next` with `refuse(reason)`, the caller's
  * own 401 error, which its error writer turns into the response.
  */
-export function bearerAuth(token: string | undefined, refuse: (reason: BearerRefusal) => unknown): BearerMiddleware {
+export function bearerAuth(
+  token: string | undefined,
+  refuse: (reason: BearerRefusal) => unknown,
+  alsoAccepted: readonly string[] = [],
+): BearerMiddleware {
   if (token === undefined) return (_req, _res, next) => next();
-  const check = bearerCheck(token);
+  const check = bearerCheck(token, alsoAccepted);
   return (req, res, next) => {
     const refusal = check(req.headers.authorization);
     if (refusal === null) return next();

@@ -27,6 +27,8 @@ import type { VllmClient } from './vllm';
 export interface SupervisorAppDeps {
   /** Bearer token for /v1/*; null = unauthenticated (the caller must listen on loopback only). */
   token: string | null;
+  /** Tokens accepted beside `token` while a rotation overlaps (HARU_SUPERVISOR_TOKEN_PREVIOUS). */
+  previousTokens?: string[];
   inference: InferenceController;
   training: TrainingManager;
   gpu: GpuMemoryReader;
@@ -92,7 +94,7 @@ export function createApp(deps: SupervisorAppDeps): express.Express {
   );
 
   const v1 = express.Router();
-  v1.use(bearerAuth(deps.token ?? undefined, (reason) => new HaruError('unauthorized', reason)));
+  v1.use(bearerAuth(deps.token ?? undefined, (reason) => new HaruError('unauthorized', reason), deps.previousTokens));
   v1.use(express.json({ type: () => true, limit: BODY_LIMIT }));
 
   v1.get(

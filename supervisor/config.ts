@@ -15,6 +15,13 @@ export const supervisorEnvSchema = z.object({
   PORT: blankable(portSchema.default(8701)),
   /** Listen address. Default 0.0.0.0 with a token, 127.0.0.1 without (a non-loopback host then is refused). */
   HARU_SUPERVISOR_HOST: blankable(z.string().optional()),
+  /** HTTPS: certificate and key files (both or neither); the key must not be readable by group or others. */
+  HARU_SUPERVISOR_TLS_CERT_FILE: blankable(z.string().optional()),
+  HARU_SUPERVISOR_TLS_KEY_FILE: blankable(z.string().optional()),
+  /** mTLS: only clients with a certificate from this CA get past the handshake. */
+  HARU_SUPERVISOR_TLS_CLIENT_CA_FILE: blankable(z.string().optional()),
+  /** The token being rotated out, still accepted beside HARU_SUPERVISOR_TOKEN until it is unset. */
+  HARU_SUPERVISOR_TOKEN_PREVIOUS: blankable(z.string().trim().min(1).optional()),
   HARU_GPU_VENDOR: blankable(z.enum(GPU_VENDORS).default('nvidia')),
   /** The vendor tool to run instead of `nvidia-smi` / `rocm-smi` (the simulator's, a wrapper, a full path). */
   HARU_GPU_SMI: blankable(z.string().optional()),

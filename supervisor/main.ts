@@ -4,7 +4,8 @@
  * `node -r tsx/cjs supervisor/main.ts`.
  */
 import { readFileSync } from 'node:fs';
-import type { Server } from 'node:http';
+import http, { type Server } from 'node:http';
+import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { ConfigError } from '../schemas/env';
 import { createApp } from './app';
@@ -15,6 +16,7 @@ import { createJsonLogger, type Logger } from '../lib/logger';
 import { createListenerTable } from './listeners';
 import { createSupervisorMetrics } from './metrics';
 import { createProcessTable } from './process-group';
+import { loadSupervisorTls } from './tls';
 import { createTrainingManager, type TrainingManager } from './training';
 import { createVllmClient } from './vllm';
 
@@ -48,6 +50,7 @@ export async function startSupervisor(
   const settings = loadSupervisorEnv(env);
   const config = loadSupervisorConfig(settings.HARU_SUPERVISOR_CONFIG, (file) => readFileSync(file, 'utf8'));
   const host = resolveListenHost(settings);
+  const tls = loadSupervisorTls(settings);
   const now = () => new Date();
   const logger = createJsonLogger({
     write: opts.write ?? ((line) => process.stdout.write(line)),
@@ -92,6 +95,7 @@ export async function startSupervisor(
   const metrics = createSupervisorMetrics({ trainingStatus: () => training.status(), defaults: true });
   const app = createApp({
     token,
+    previousTokens: token && settings.HARU_SUPERVISOR_TOKEN_PREVIOUS ? [settings.HARU_SUPERVISOR_TOKEN_PREVIOUS] : [],
     inference: createInferenceController({ config, vllm, logger }),
     training,
     gpu,
@@ -103,14 +107,16 @@ export async function startSupervisor(
     now,
     defaultStopGraceMs: DEFAULT_STOP_GRACE_MS,
   });
-  const server = await new Promise<Server>((resolve, reject) => {
-    const s = app.listen(settings.PORT, host, () => resolve(s));
-    s.once('error', reject);
+  const server: Server = tls ? https.createServer(tls, app) : http.createServer(app);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(settings.PORT, host, () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
   logger.info('supervisor listening', {
     host,
     port,
+    tls: tls ? (tls.requestCert ? 'mtls' : 'tls') : 'off',
     models: config.inference.flatMap((s) => s.models.map((m) => m.name)),
     trainingGpus: config.training.map((s) => s.gpuIndex),
   });

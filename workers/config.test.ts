@@ -4,8 +4,7 @@ import { loadWorkerConfig } from './config';
 describe('loadWorkerConfig', () => {
   it('fills every default, counting blank variables as unset', () => {
     expect(loadWorkerConfig({ TEMPORAL_ADDRESS: ' ', HARU_TASK_QUEUE: '' })).toMatchObject({
-      TEMPORAL_ADDRESS: 'localhost:7233',
-      TEMPORAL_NAMESPACE: 'default',
+      temporal: { address: 'localhost:7233', namespace: 'default', connection: { address: 'localhost:7233' } },
       HARU_TASK_QUEUE: 'haru',
       HARU_WORKER_METRICS_PORT: 9464,
       HARU_WORKER_MAX_ACTIVITIES: 2000,
@@ -25,8 +24,7 @@ describe('loadWorkerConfig', () => {
       HARU_WORKER_MAX_ACTIVITIES: '500',
     });
     expect(config).toMatchObject({
-      TEMPORAL_ADDRESS: 'temporal:7233',
-      TEMPORAL_NAMESPACE: 'prod',
+      temporal: { address: 'temporal:7233', namespace: 'prod' },
       HARU_TASK_QUEUE: 'haru-eu',
       DATABASE_URL: 'postgres://haru@db:5432/haru',
       HARU_SUPERVISOR_TOKEN: 's3cret',

@@ -1,4 +1,7 @@
 import { z } from 'zod';
+import { resolveTemporalSettings, type TemporalSettings, temporalEnvShape } from '../temporal/config';
+import { loadSupervisorClientTls, type SupervisorClientTls } from '../activities/supervisor-tls';
+import { postgresTlsEnvShape } from '../db/postgres-tls';
 import { blankable, parseEnv, portSchema } from '../schemas/env';
 import { DEFAULT_MAX_CONCURRENT_ACTIVITIES, DEFAULT_MONITOR_KEEP_INTERVAL_MS } from './limits';
 
@@ -6,14 +9,21 @@ import { DEFAULT_MAX_CONCURRENT_ACTIVITIES, DEFAULT_MONITOR_KEEP_INTERVAL_MS } f
  * The worker's environment, parsed once at boot (`loadWorkerConfig`); a blank variable counts as unset.
  */
 export const workerConfigSchema = z.object({
-  TEMPORAL_ADDRESS: blankable(z.string().min(1).default('localhost:7233')),
-  TEMPORAL_NAMESPACE: blankable(z.string().min(1).default('default')),
+  /** TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE. */
+  ...temporalEnvShape,
   HARU_TASK_QUEUE: blankable(z.string().min(1).default('haru')),
   /** Shared Postgres (`postgres://…`); unset means the embedded PGlite under HARU_STATE_DIR (single process only). */
   DATABASE_URL: blankable(z.url({ protocol: /^postgres(ql)?$/ }).optional()),
   HARU_STATE_DIR: blankable(z.string().min(1).default('.haru')),
+  /** libpq's PGSSLROOTCERT, PGSSLCERT, PGSSLKEY for a DATABASE_URL with sslmode. */
+  ...postgresTlsEnvShape,
   /** Bearer token sent to every supervisor; unset sends none (supervisors then listen on loopback only). */
   HARU_SUPERVISOR_TOKEN: blankable(z.string().min(1).optional()),
+  /** CA that https:// supervisors are verified against (default: the system CAs). */
+  HARU_SUPERVISOR_CA_FILE: blankable(z.string().min(1).optional()),
+  /** Client certificate and key presented to supervisors that require mTLS (both or neither). */
+  HARU_SUPERVISOR_CLIENT_CERT_FILE: blankable(z.string().min(1).optional()),
+  HARU_SUPERVISOR_CLIENT_KEY_FILE: blankable(z.string().min(1).optional()),
   /** Prometheus metrics (`GET /metrics`); 0 picks a free port. */
   HARU_WORKER_METRICS_PORT: blankable(portSchema.default(9464)),
   HARU_WORKER_METRICS_HOST: blankable(z.string().min(1).default('0.0.0.0')),
@@ -27,7 +37,15 @@ export const workerConfigSchema = z.object({
   HARU_MONITOR_KEEP_INTERVAL_MS: blankable(z.coerce.number().int().min(100).default(DEFAULT_MONITOR_KEEP_INTERVAL_MS)),
   LOG_LEVEL: blankable(z.enum(['debug', 'info', 'warn', 'error']).default('info')),
 });
-export type WorkerConfig = z.infer<typeof workerConfigSchema>;
+/** The worker's settings; the Temporal ones resolved with the profile file (`temporal`). */
+export type WorkerConfig = Omit<z.infer<typeof workerConfigSchema>, keyof typeof temporalEnvShape> & {
+  temporal: TemporalSettings;
+  /** Read from HARU_SUPERVISOR_CA_FILE and the client certificate files; undefined when none is set. */
+  supervisorTls?: SupervisorClientTls;
+};
 
-/** Parses the worker environment; throws ConfigError naming every bad variable. */
-export const loadWorkerConfig = (env: NodeJS.ProcessEnv): WorkerConfig => parseEnv(workerConfigSchema, env, 'worker');
+/** Parses the worker environment; throws ConfigError naming every bad variable or Temporal setting. */
+export function loadWorkerConfig(env: NodeJS.ProcessEnv): WorkerConfig {
+  const parsed = parseEnv(workerConfigSchema, env, 'worker');
+  return { ...parsed, temporal: resolveTemporalSettings(env), supervisorTls: loadSupervisorClientTls(parsed) };
+}

@@ -7,12 +7,13 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { Client } from '@temporalio/client';
-import { NativeConnection, Runtime } from '@temporalio/worker';
+import { Runtime } from '@temporalio/worker';
 import { createDatabase } from '../db/client';
 import { migrate } from '../db/migrate';
 import { createStore } from '../db/store';
 import { createSpawnExec } from '../drivers/exec';
 import { createSkyCli, skyProcessEnv } from '../drivers/sky';
+import { connectWorkerTemporal } from '../temporal/connect';
 import { loadWorkerConfig } from './config';
 import { createWorkerLogger } from './logger';
 import { createWorkerMetrics } from './metrics';
@@ -38,6 +39,7 @@ export async function startWorker(env: NodeJS.ProcessEnv = process.env): Promise
   const database = await createDatabase({
     databaseUrl: config.DATABASE_URL,
     dataDir: path.resolve(config.HARU_STATE_DIR, 'pgdata'),
+    tlsEnv: config,
   });
   const cleanups: (() => Promise<void>)[] = [() => database.close()];
   const cleanup = async () => {
@@ -46,9 +48,9 @@ export async function startWorker(env: NodeJS.ProcessEnv = process.env): Promise
   try {
     await migrate(database);
     const store = createStore(database);
-    const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
+    const connection = await connectWorkerTemporal(config.temporal);
     cleanups.push(() => connection.close());
-    const namespace = config.TEMPORAL_NAMESPACE;
+    const namespace = config.temporal.namespace;
     try {
       const added = await ensureSearchAttributes(connection, namespace);
       if (added.length) logger.info('search attributes registered', { namespace, added });
@@ -65,6 +67,7 @@ export async function startWorker(env: NodeJS.ProcessEnv = process.env): Promise
       taskQueue: config.HARU_TASK_QUEUE,
       store,
       supervisorToken: config.HARU_SUPERVISOR_TOKEN,
+      supervisorTls: config.supervisorTls,
       sky: createSkyCli({ exec: createSpawnExec(), bin: config.HARU_SKY_BIN, env: skyProcessEnv(env) }),
       workflowBundle: config.HARU_WORKFLOW_BUNDLE ? { codePath: path.resolve(config.HARU_WORKFLOW_BUNDLE) } : undefined,
       metrics,
@@ -105,7 +108,7 @@ export async function startWorker(env: NodeJS.ProcessEnv = process.env): Promise
     logger.info('worker running', {
       taskQueue: config.HARU_TASK_QUEUE,
       namespace,
-      temporal: config.TEMPORAL_ADDRESS,
+      temporal: config.temporal.address,
       database: database.kind,
       monitors: fleets.length,
       metricsUrl,

@@ -1,3 +1,4 @@
+import type { SupervisorClientTls } from '../activities/supervisor-tls';
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import type { ActivityDeps } from '../activities/deps';
@@ -16,6 +17,8 @@ export interface HaruWorkerOptions {
   store: Store;
   /** Bearer token for every supervisor. */
   supervisorToken?: string;
+  /** CA and client certificate for https:// supervisors. */
+  supervisorTls?: SupervisorClientTls;
   /** A prebuilt bundle; otherwise workflows/ is bundled now (a few seconds). */
   workflowBundle?: { codePath: string } | { code: string };
   now?: () => Date;
@@ -38,7 +41,7 @@ export interface HaruWorkerOptions {
  * every second, so an abort or `checkNow` cancels a waiting activity within about a second.
  */
 export async function createHaruWorker(opts: HaruWorkerOptions): Promise<Worker> {
-  const supervisor = createSupervisorClient({ token: opts.supervisorToken });
+  const supervisor = createSupervisorClient({ token: opts.supervisorToken, tls: opts.supervisorTls });
   const deps: ActivityDeps = {
     store: opts.store,
     supervisor,

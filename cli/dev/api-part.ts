@@ -3,7 +3,7 @@
  * dev stack's database (PGlite serves one process only, so API and worker share it), on 127.0.0.1.
  */
 import http from 'node:http';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import { createApp } from '../../api/app';
 import type { ApiConfig } from '../../api/config';
 import { createJsonLogger } from '../../lib/logger';
@@ -11,6 +11,7 @@ import { createApiMetrics } from '../../api/metrics';
 import { createTemporalOrchestrator } from '../../api/orchestrator';
 import type { HaruDatabase } from '../../db/client';
 import type { Store } from '../../db/store';
+import { lazyClientTemporal } from '../../temporal/connect';
 import type { Closer } from './closers';
 import { closeServer, listenLocal } from './servers';
 import { waitFor } from './wait';
@@ -27,13 +28,13 @@ export interface DevApiOptions {
 export async function startDevApi(opts: DevApiOptions): Promise<{ url: string }> {
   const { config, closers } = opts;
   // Lazy, as in `haru api`: the API serves chat while Temporal is unreachable.
-  const connection = Connection.lazy({ address: config.TEMPORAL_ADDRESS });
+  const connection = await lazyClientTemporal(config.temporal);
   closers.push({ what: 'the API connection', fn: () => connection.close() });
   const app = createApp({
     store: opts.store,
     database: opts.database,
     orchestrator: createTemporalOrchestrator({
-      client: new Client({ connection, namespace: config.TEMPORAL_NAMESPACE }),
+      client: new Client({ connection, namespace: config.temporal.namespace }),
       connection,
       taskQueue: config.HARU_TASK_QUEUE,
       timeoutMs: config.HARU_TEMPORAL_TIMEOUT_MS,

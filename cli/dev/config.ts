@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
+import { resolveTemporalSettings, type TemporalSettings, temporalEnvShape } from '../../temporal/config';
 import { blankable, parseEnv, portSchema } from '../../schemas/env';
 
 const port = (fallback: number) => blankable(portSchema.min(1).default(fallback));
@@ -25,13 +26,15 @@ export const devEnvSchema = z.object({
       .regex(/^postgres(?:ql)?:\/\/\S+$/, 'must be a postgres:// or postgresql:// URL (unset: embedded database)')
       .optional(),
   ),
-  /** A running Temporal server; unset starts the Temporal dev server (`temporal server start-dev`). */
-  TEMPORAL_ADDRESS: optionalString,
-  TEMPORAL_NAMESPACE: blankable(z.string().min(1).default('default')),
+  /**
+   * The Temporal settings every Haru process reads (TEMPORAL_ADDRESS, TEMPORAL_PROFILE, …): with an address
+   * (variable or profile) the stack uses that server; without one it starts the Temporal dev server.
+   */
+  ...temporalEnvShape,
   HARU_TASK_QUEUE: blankable(z.string().min(1).default('haru')),
-  /** gRPC port of the Temporal dev server (ignored with TEMPORAL_ADDRESS). */
+  /** gRPC port of the Temporal dev server (ignored when TEMPORAL_ADDRESS or the profile names a server). */
   HARU_TEMPORAL_PORT: port(7233),
-  /** Web UI port of the Temporal dev server (ignored with TEMPORAL_ADDRESS). */
+  /** Web UI port of the Temporal dev server (ignored when TEMPORAL_ADDRESS or the profile names a server). */
   HARU_TEMPORAL_UI_PORT: port(8233),
   /** Where the Temporal Web UI is, for the banner when TEMPORAL_ADDRESS points at your own server. */
   HARU_TEMPORAL_UI_URL: optionalString,
@@ -58,9 +61,10 @@ export interface DevConfig {
   /** Where the generated layout (ports shifted, paths resolved) is written for `haru sim domain`. */
   generatedLayoutFile: string;
   logDir: string;
-  /** Start the Temporal dev server (TEMPORAL_ADDRESS unset). */
+  /** Start the Temporal dev server (no address in TEMPORAL_ADDRESS or the profile). */
   startsTemporal: boolean;
-  temporalAddress: string;
+  /** The server the stack's worker and API connect to: the configured one, or the dev server, plain. */
+  temporal: TemporalSettings;
 }
 
 /**
@@ -70,7 +74,9 @@ export interface DevConfig {
 export function loadDevConfig(env: NodeJS.ProcessEnv, cwd: string, projectRoot: string): DevConfig {
   const parsed = parseEnv(devEnvSchema, env, 'dev stack');
   const stateDir = path.resolve(cwd, parsed.HARU_STATE_DIR);
-  const startsTemporal = !parsed.TEMPORAL_ADDRESS;
+  const configured = resolveTemporalSettings(env);
+  const startsTemporal = !configured.configured;
+  const devAddress = `127.0.0.1:${parsed.HARU_TEMPORAL_PORT}`;
   return {
     env: parsed,
     projectRoot,
@@ -81,6 +87,13 @@ export function loadDevConfig(env: NodeJS.ProcessEnv, cwd: string, projectRoot: 
     generatedLayoutFile: path.join(stateDir, 'dev', 'layout.json'),
     logDir: path.join(stateDir, 'logs'),
     startsTemporal,
-    temporalAddress: parsed.TEMPORAL_ADDRESS ?? `127.0.0.1:${parsed.HARU_TEMPORAL_PORT}`,
+    temporal: startsTemporal
+      ? {
+          address: devAddress,
+          configured: false,
+          namespace: configured.namespace,
+          connection: { address: devAddress },
+        }
+      : configured,
   };
 }

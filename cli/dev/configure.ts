@@ -47,8 +47,6 @@ export function configureDevStack(env: NodeJS.ProcessEnv, cwd: string, projectRo
   const config = loadDevConfig(env, cwd, projectRoot);
   const e = config.env;
   const shared = {
-    TEMPORAL_ADDRESS: config.temporalAddress,
-    TEMPORAL_NAMESPACE: e.TEMPORAL_NAMESPACE,
     HARU_TASK_QUEUE: e.HARU_TASK_QUEUE,
     DATABASE_URL: e.DATABASE_URL ?? '',
     HARU_STATE_DIR: config.stateDir,
@@ -66,6 +64,8 @@ export function configureDevStack(env: NodeJS.ProcessEnv, cwd: string, projectRo
     HARU_API_TOKEN: e.HARU_API_TOKEN ?? '',
     HARU_DEFAULT_FLEET: env.HARU_DEFAULT_FLEET?.trim() || layout.fleet.slug,
   });
+  // Both parts connect where the stack decided (its own dev server, or the configured one).
+  api.temporal = config.temporal;
   const worker = loadWorkerConfig({
     ...env,
     ...shared,
@@ -73,6 +73,7 @@ export function configureDevStack(env: NodeJS.ProcessEnv, cwd: string, projectRo
     HARU_WORKER_METRICS_HOST: '127.0.0.1',
     HARU_SUPERVISOR_TOKEN: e.HARU_SUPERVISOR_TOKEN ?? '',
   });
+  worker.temporal = config.temporal;
   return { config, layout, api, worker };
 }
 

@@ -140,7 +140,7 @@ export async function startDevStack(
         dbFilename: path.join(config.stateDir, 'temporal.db'),
         detached: true,
         logStream: temporalLog,
-        namespaces: e.TEMPORAL_NAMESPACE === 'default' ? [] : [e.TEMPORAL_NAMESPACE],
+        namespaces: config.temporal.namespace === 'default' ? [] : [config.temporal.namespace],
         startTimeoutMs: 120_000,
       });
       groups.add(server.process.pid!);
@@ -154,7 +154,7 @@ export async function startDevStack(
       temporalUiUrl = server.uiUrl;
       io.out(`  temporal dev server  ${server.address}, Web UI ${server.uiUrl}`);
     } else {
-      io.out(`  temporal             ${config.temporalAddress} (TEMPORAL_ADDRESS)`);
+      io.out(`  temporal             ${config.temporal.address} (TEMPORAL_ADDRESS or TEMPORAL_PROFILE)`);
     }
     checkAbort();
 
@@ -292,8 +292,8 @@ function bannerFor(
   return renderBanner({
     apiUrl: at.apiUrl,
     temporalUiUrl: at.temporalUiUrl,
-    temporalAddress: config.temporalAddress,
-    namespace: config.env.TEMPORAL_NAMESPACE,
+    temporalAddress: config.temporal.address,
+    namespace: config.temporal.namespace,
     fleetSlug: snapshot.slug,
     fleetId: snapshot.id,
     activeDomain: active,

@@ -5,8 +5,9 @@
 import http from 'node:http';
 import path from 'node:path';
 import { Client } from '@temporalio/client';
-import { NativeConnection, Runtime } from '@temporalio/worker';
+import { Runtime } from '@temporalio/worker';
 import type { Store } from '../../db/store';
+import { connectWorkerTemporal } from '../../temporal/connect';
 import type { WorkerConfig } from '../../workers/config';
 import { createWorkerLogger } from '../../workers/logger';
 import { createWorkerMetrics } from '../../workers/metrics';
@@ -36,18 +37,19 @@ export interface DevWorkerOptions {
 export async function startDevWorker(opts: DevWorkerOptions): Promise<{ done: Promise<void> }> {
   const { config, closers } = opts;
   Runtime.install({ logger: createWorkerLogger(config.LOG_LEVEL, opts.writeLog), shutdownSignals: [] });
-  const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
+  const connection = await connectWorkerTemporal(config.temporal);
   closers.push({ what: 'the worker connection', fn: () => connection.close() });
-  await ensureSearchAttributes(connection, config.TEMPORAL_NAMESPACE).catch((err: Error) =>
+  await ensureSearchAttributes(connection, config.temporal.namespace).catch((err: Error) =>
     opts.warn(`haru dev: search attributes not checked: ${err.message}`),
   );
   const metrics = createWorkerMetrics({ withDefaults: false });
   const worker = await createHaruWorker({
     connection,
-    namespace: config.TEMPORAL_NAMESPACE,
+    namespace: config.temporal.namespace,
     taskQueue: config.HARU_TASK_QUEUE,
     store: opts.store,
     supervisorToken: config.HARU_SUPERVISOR_TOKEN,
+    supervisorTls: config.supervisorTls,
     workflowBundle: config.HARU_WORKFLOW_BUNDLE
       ? { codePath: path.resolve(opts.cwd, config.HARU_WORKFLOW_BUNDLE) }
       : undefined,
@@ -71,7 +73,7 @@ export async function startDevWorker(opts: DevWorkerOptions): Promise<{ done: Pr
   await listenLocal(metricsServer, config.HARU_WORKER_METRICS_PORT);
   closers.push({ what: 'the worker metrics endpoint', fn: () => closeServer(metricsServer) });
 
-  const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+  const client = new Client({ connection, namespace: config.temporal.namespace });
   await ensureMonitor(client, opts.fleetId, config.HARU_TASK_QUEUE);
   // A pause signalled in an earlier run survives in the monitor's state: the dev stack starts with it on.
   await client.workflow.getHandle(monitorWorkflowId(opts.fleetId)).signal(resumeAutoFailoverSignal);

@@ -94,10 +94,11 @@ describe('docker-compose.yml: images', () => {
 });
 
 describe('docker-compose.yml: ports, healthchecks and order', () => {
-  it('publishes the API, Temporal gRPC and the Web UI on their usual ports', () => {
+  it('publishes the API on its port, Temporal gRPC and the Web UI on the host loopback only', () => {
     expect(service('haru-api').ports).toEqual(['8700:8700']);
-    expect(service('temporal').ports).toEqual(['7233:7233']);
-    expect(service('temporal-ui').ports).toEqual(['8233:8080']);
+    // Temporal has no auth of its own here: only the host itself may reach it (and Postgres is not published).
+    expect(service('temporal').ports).toEqual(['127.0.0.1:7233:7233']);
+    expect(service('temporal-ui').ports).toEqual(['127.0.0.1:8233:8080']);
     // Supervisors and engines stay on the compose network: nothing else is published.
     const published = Object.entries(services)
       .filter(([, s]) => s.ports?.length)

@@ -31,19 +31,19 @@ describe('haru dev configuration', () => {
       HARU_TEMPORAL_UI_PORT: 8233,
       HARU_WORKER_METRICS_PORT: 9464,
       HARU_SIM_PORT_OFFSET: 0,
-      TEMPORAL_NAMESPACE: 'default',
       HARU_TASK_QUEUE: 'haru',
     });
+    expect(config.temporal.namespace).toBe('default');
     expect(config.stateDir).toBe('/srv/app/.haru');
     expect(config.layoutFile).toBe(path.join(ROOT, 'examples/dev.layout.json'));
     expect(config.startsTemporal).toBe(true);
-    expect(config.temporalAddress).toBe('127.0.0.1:7233');
+    expect(config.temporal.address).toBe('127.0.0.1:7233');
   });
 
   it('uses a given Temporal server instead of starting one', () => {
     const config = loadDevConfig({ TEMPORAL_ADDRESS: 'temporal.internal:7233' }, '/srv/app', ROOT);
     expect(config.startsTemporal).toBe(false);
-    expect(config.temporalAddress).toBe('temporal.internal:7233');
+    expect(config.temporal.address).toBe('temporal.internal:7233');
   });
 
   it('names every bad variable at once', () => {

@@ -36,8 +36,8 @@ export interface WorkerProcessOptions {
   logFile?: string;
   /** Give up when the worker does not report `worker running` within this. Default 90 s. */
   startTimeoutMs?: number;
-  /** More environment (e.g. a short HARU_MONITOR_KEEP_INTERVAL_MS). */
-  env?: Record<string, string>;
+  /** More environment (TEMPORAL_TLS_*, a short HARU_MONITOR_KEEP_INTERVAL_MS, …), over the defaults above. */
+  env?: NodeJS.ProcessEnv;
 }
 
 const hasExited = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null;

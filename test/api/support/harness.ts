@@ -99,7 +99,7 @@ export async function startHarness(opts: {
   });
   const db = await createTestDatabase();
   const connection = Connection.lazy({ address: opts.temporalAddress ?? temporalTestAddress(), connectTimeout: 2_000 });
-  const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+  const client = new Client({ connection, namespace: config.temporal.namespace });
   const orchestrator = createTemporalOrchestrator({
     client,
     connection,

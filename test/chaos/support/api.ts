@@ -5,6 +5,7 @@ import { composeApi } from '../../../api/compose';
 import { type ApiConfig, defaultApiConfig } from '../../../api/config';
 import { silentLogger } from '../../../lib/logger';
 import { createDatabase } from '../../../db/client';
+import { defaultTemporalSettings } from '../../../temporal/config';
 
 /** Haru's API on 127.0.0.1:0 with a database pool of its own, as a separate `haru api` process would have. */
 export interface ChaosApi {
@@ -24,7 +25,7 @@ export async function startChaosApi(opts: {
   // Composed as api/main.ts composes it (provisioning included), minus the process concerns.
   const composed = await composeApi({
     database,
-    config: { ...config, TEMPORAL_ADDRESS: opts.temporalAddress },
+    config: { ...config, temporal: defaultTemporalSettings(opts.temporalAddress) },
     logger: silentLogger,
     connectTimeoutMs: 2_000,
     queryTimeoutMs: 1_000,

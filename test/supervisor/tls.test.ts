@@ -1,0 +1,81 @@
+/**
+ * A real supervisor serving HTTPS with certificates from a test CA, and requiring client certificates
+ * (mTLS), called by the worker's supervisor client; and the key-file and pairing rules that stop it at start.
+ */
+import { chmodSync, copyFileSync } from 'node:fs';
+import path from 'node:path';
+import { createSupervisorClient } from '../../activities/supervisor-client';
+import { loadSupervisorClientTls } from '../../activities/supervisor-tls';
+import { ConfigError } from '../../schemas/env';
+import { type RunningSupervisor, startSupervisor } from '../../supervisor/main';
+import { createTestPki, type TestPki } from '../support/pki';
+
+const CONFIG = JSON.stringify({ inference: [{ gpuIndex: 0, models: [{ name: 'm', port: 1 }] }] });
+const TOKEN = 'tls-test-token';
+
+describe('supervisor over HTTPS', () => {
+  let pki: TestPki;
+  const running: RunningSupervisor[] = [];
+  beforeAll(() => {
+    pki = createTestPki();
+    chmodSync(pki.server.key, 0o600);
+  });
+  afterAll(async () => {
+    await Promise.all(running.map((s) => s.shutdown(0)));
+  });
+
+  const start = async (env: NodeJS.ProcessEnv) => {
+    const supervisor = await startSupervisor(
+      {
+        HARU_SUPERVISOR_CONFIG: CONFIG,
+        HARU_SUPERVISOR_TOKEN: TOKEN,
+        HARU_SUPERVISOR_HOST: '127.0.0.1',
+        PORT: '0',
+        HARU_SUPERVISOR_TLS_CERT_FILE: pki.server.cert,
+        HARU_SUPERVISOR_TLS_KEY_FILE: pki.server.key,
+        ...env,
+      },
+      { write: () => undefined, warn: () => undefined },
+    );
+    running.push(supervisor);
+    return `https://localhost:${supervisor.port}`;
+  };
+  const client = (env: Parameters<typeof loadSupervisorClientTls>[0]) =>
+    createSupervisorClient({ token: TOKEN, tls: loadSupervisorClientTls(env), defaultTimeoutMs: 5_000 });
+
+  it('serves HTTPS that the worker verifies against the CA in HARU_SUPERVISOR_CA_FILE', async () => {
+    const url = await start({});
+    await expect(client({ HARU_SUPERVISOR_CA_FILE: pki.ca }).status(url)).resolves.toHaveProperty('models');
+    await expect(client({ HARU_SUPERVISOR_CA_FILE: pki.otherCa }).status(url)).rejects.toThrow(/certificate/i);
+    await expect(client({}).status(url.replace('https:', 'http:'))).rejects.toThrow();
+  });
+
+  it('requires a client certificate from the CA in HARU_SUPERVISOR_TLS_CLIENT_CA_FILE (mTLS)', async () => {
+    const url = await start({ HARU_SUPERVISOR_TLS_CLIENT_CA_FILE: pki.ca });
+    const withCert = client({
+      HARU_SUPERVISOR_CA_FILE: pki.ca,
+      HARU_SUPERVISOR_CLIENT_CERT_FILE: pki.client.cert,
+      HARU_SUPERVISOR_CLIENT_KEY_FILE: pki.client.key,
+    });
+    await expect(withCert.status(url)).resolves.toHaveProperty('models');
+    await expect(client({ HARU_SUPERVISOR_CA_FILE: pki.ca }).status(url)).rejects.toThrow();
+  });
+
+  it('refuses at start a key file readable by others, a certificate without its key, a missing file', async () => {
+    const loose = path.join(pki.dir, 'loose.key');
+    copyFileSync(pki.server.key, loose);
+    chmodSync(loose, 0o644);
+    const started = start({ HARU_SUPERVISOR_TLS_KEY_FILE: loose });
+    await expect(started).rejects.toThrow(ConfigError);
+    await expect(started).rejects.toThrow(
+      /^HARU_SUPERVISOR_TLS_KEY_FILE: .*loose\.key is readable by others \(mode 0644\)/,
+    );
+    await expect(start({ HARU_SUPERVISOR_TLS_KEY_FILE: '' })).rejects.toThrow(/set both/);
+    await expect(start({ HARU_SUPERVISOR_TLS_CERT_FILE: '/nope.pem' })).rejects.toThrow(
+      /^HARU_SUPERVISOR_TLS_CERT_FILE: cannot read \/nope\.pem \(ENOENT\)/,
+    );
+    expect(() => loadSupervisorClientTls({ HARU_SUPERVISOR_CA_FILE: '/nope.pem' })).toThrow(
+      /^HARU_SUPERVISOR_CA_FILE: cannot read \/nope\.pem/,
+    );
+  });
+});
