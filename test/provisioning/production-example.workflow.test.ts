@@ -94,7 +94,7 @@ it('starts the active domain from the shipped workdir, vLLM servers one after an
   // The two servers of GPU 0 came up one after the other (the script notices readiness at its next poll:
   // the supervisor may have seen the second one first).
   const gpu0Ready = () =>
-    [...rig.sky.log(skyName).matchAll(/vllm-launch: (\S+) ready/g)].map((m) => m[1]).filter((n) => n !== 'qwen-32b');
+    [...rig.sky.log(skyName).matchAll(/vllm-start: (\S+) ready/g)].map((m) => m[1]).filter((n) => n !== 'qwen-32b');
   await eventually('both GPU 0 servers reported ready', () => gpu0Ready().length === 2);
   expect(gpu0Ready()).toEqual(['qwen-0.5b', 'llama-1b']);
 

@@ -23,7 +23,9 @@ const server = useTestServer(async () => {
 });
 
 beforeAll(async () => {
-  fleet = await startSimFleet();
+  // The wake's budget must cover the dead worker's heartbeat timeout, a new worker process's start and a
+  // second slow wake, even on a loaded machine: the test is about the resume, not about the budget.
+  fleet = await startSimFleet({ policy: { wakeTimeoutMs: 90_000 } });
 });
 
 it('3. a worker SIGKILLed while waking models: a new worker resumes the promotion and commits exactly once', async () => {
