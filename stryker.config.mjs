@@ -8,15 +8,7 @@ export default {
   testRunner: 'jest',
   jest: { projectType: 'custom', configFile: 'jest.mutation.config.js', enableFindRelatedTests: true },
   coverageAnalysis: 'perTest',
-  mutate: [
-    'api/proxy/**/*.ts',
-    'core/**/*.ts',
-    // Today's home of the pure decisions, until they move to core/.
-    'workflows/logic/**/*.ts',
-    '!**/*.test.ts',
-    '!**/fixtures.ts',
-    '!**/fixtures/**',
-  ],
+  mutate: ['api/proxy/**/*.ts', 'core/**/*.ts', '!**/*.test.ts', '!**/*fixtures.ts', '!**/fixtures/**'],
   ignorePatterns: ['.haru', 'dist', 'docs', 'deploy', 'examples', 'bench/results', 'reports', 'coverage'],
   concurrency: 2,
   // A hung mutant (a stalled stream) is a kill; waiting long for it only slows the run.

@@ -1,42 +1,35 @@
 /**
  * The rendered YAML as SkyPilot itself reads it: test/fixtures/sky/read-task-yaml.py loads each file with
  * SkyPilot's own parser and schema (sky/task.py Task.from_yaml_config, sky/serve/service_spec.py) from the
- * `skypilot` package in a virtual environment under .haru/ (HARU_SKYPILOT_PYTHON names another python). The
- * environment is made on first use (`pip install skypilot`); where that cannot be done the tests are skipped
- * and say why.
+ * `skypilot` package, pinned, in its virtual environment under .haru/venvs (test/support/python-tools.ts;
+ * HARU_SKYPILOT_PYTHON names another python). The environment is made on first use; where that cannot be
+ * done the tests are skipped and say why.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Domain } from '../schemas/entities';
 import { fleetLayoutSchema } from '../schemas/layout';
+import { ensurePythonTool, SKYPILOT } from '../test/support/python-tools';
 import { renderServiceYaml, renderTaskYaml } from './sky-yaml';
 
 jest.setTimeout(120_000);
 
 const REPO = path.resolve(__dirname, '..');
 const SCRIPT = path.join(REPO, 'test/fixtures/sky/read-task-yaml.py');
-const VENV = path.join(REPO, '.haru/skyvenv');
-
-/** A python with SkyPilot importable, making the venv if needed; or why there is none. */
+/** A python with SkyPilot importable (its pinned venv, made on first use); or why there is none. */
 function skypilotPython(): { python: string } | { why: string } {
-  const python = process.env.HARU_SKYPILOT_PYTHON ?? path.join(VENV, 'bin/python');
-  const importable = () => spawnSync(python, ['-c', 'import sky'], { encoding: 'utf8' }).status === 0;
-  if (existsSync(python) && importable()) return { python };
-  if (process.env.HARU_SKYPILOT_PYTHON) return { why: `HARU_SKYPILOT_PYTHON=${python} cannot import sky` };
-  const steps: [string, string[]][] = [
-    ['python3', ['-m', 'venv', VENV]],
-    [path.join(VENV, 'bin/pip'), ['install', '--quiet', 'skypilot']],
-  ];
-  for (const [file, args] of steps) {
-    const r = spawnSync(file, args, { encoding: 'utf8', timeout: 15 * 60_000 });
-    if (r.status !== 0)
-      return {
-        why: `\`${file} ${args.join(' ')}\` failed: ${(r.stderr || r.error?.message || '').trim().slice(-500)}`,
-      };
+  const python = process.env.HARU_SKYPILOT_PYTHON;
+  if (python) {
+    const importable = spawnSync(python, ['-c', 'import sky'], { encoding: 'utf8' }).status === 0;
+    return importable ? { python } : { why: `HARU_SKYPILOT_PYTHON=${python} cannot import sky` };
   }
-  return importable() ? { python } : { why: 'skypilot installed but `import sky` fails' };
+  try {
+    return { python: path.join(ensurePythonTool(SKYPILOT), 'bin', 'python') };
+  } catch (err) {
+    return { why: (err as Error).message };
+  }
 }
 
 const found = skypilotPython();

