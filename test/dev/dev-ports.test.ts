@@ -42,7 +42,7 @@ describe('haru dev with a busy port', () => {
     const lines = dev.stderr().trim().split('\n');
     expect(lines).toEqual([
       `haru: port ${env.PORT} is already in use (wanted for the Haru API): stop what is using it, or set PORT to choose another`,
-      `port ${simSupervisorPort} is already in use (wanted for the supervisor of simulated domain west): stop what is using it, or set HARU_SIM_PORT_OFFSET to choose another`,
+      `haru: port ${simSupervisorPort} is already in use (wanted for the supervisor of simulated domain west): stop what is using it, or set HARU_SIM_PORT_OFFSET to choose another`,
     ]);
     // Nothing started: no Temporal database, no embedded Postgres, no simulated host state, no process.
     expect(existsSync(path.join(stateDir, 'temporal.db'))).toBe(false);
