@@ -1,5 +1,6 @@
 import type { Store } from '../db/store';
 import type { SkyCli } from '../drivers/sky';
+import type { SupervisorTarget } from './supervisor-access';
 import type { SupervisorClient } from './supervisor-client';
 
 /** Counters the activities bump; the worker backs them with prom-client, tests leave them out. */
@@ -27,8 +28,11 @@ export interface ActivityDeps {
   metrics?: ActivityMetrics;
   /** The `sky` CLI for skypilot/skyserve domains; provisioning activities fail non-retryably without it. */
   sky?: SkyCli;
-  /** Handed to provisioned hosts as their supervisor token (`sky launch --secret HARU_SUPERVISOR_TOKEN`). */
-  supervisorToken?: string;
+  /**
+   * A domain's supervisor token (its layout's `tokenEnv`/`tokenFile`, else the fleet-wide one), handed to the
+   * hosts it provisions (`sky launch --secret HARU_SUPERVISOR_TOKEN`); throws SupervisorAccessError.
+   */
+  supervisorTokenFor?: (domain: SupervisorTarget) => string | undefined;
   /** HTTP for the supervisor's open `/healthz` (default: the global fetch). */
   fetch?: typeof globalThis.fetch;
 }

@@ -66,7 +66,7 @@ export function createFleetMonitorActivities(deps: ActivityDeps) {
     const timeoutMs = Math.min(Math.max(policy.heartbeatIntervalMs * 2, 1_000), policy.heartbeatStaleMs);
     const at = deps.now();
     try {
-      const status = await supervisor.status(domain.supervisorUrl, {
+      const status = await supervisor.status(domain, {
         signal: Context.current().cancellationSignal,
         timeoutMs,
       });

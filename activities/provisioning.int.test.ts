@@ -11,6 +11,7 @@ import type { FleetLayoutInput } from '../schemas/layout';
 import { quietEnvironment, runIn } from '../test/support/activity-environment';
 import { FakeHost } from '../test/support/fake-host';
 import { createProvisioningActivities } from './provisioning';
+import { createSupervisorAccess } from './supervisor-access';
 
 /** An in-memory `sky`: records every call and answers from what the test set. */
 class FakeSkyCli implements SkyCli {
@@ -72,6 +73,8 @@ class FakeSkyCli implements SkyCli {
 }
 
 const TOKEN = 'int-token';
+/** The worker environment a domain's `supervisor.tokenEnv` is read from. */
+const DOMAIN_ENV = { WEST_TOKEN: 'west-token' };
 let tdb: TestDatabase;
 beforeAll(async () => {
   tdb = await createTestDatabase();
@@ -131,7 +134,7 @@ function setup(opts: { sky?: FakeSkyCli | null; healthy?: () => boolean } = {}) 
     skyPollIntervalMs: 5,
     teardownCheckWithinMs: 200,
     sky,
-    supervisorToken: TOKEN,
+    supervisorTokenFor: (domain) => createSupervisorAccess({ token: TOKEN, env: DOMAIN_ENV }).tokenFor(domain),
     fetch: fetchImpl,
   });
   return { acts, sky: sky as FakeSkyCli, host };
@@ -208,6 +211,24 @@ describe('launchDomain', () => {
     expect(sky.calls[0]!.yaml).toContain('run: haru supervisor');
     expect(sky.calls[0]!.yaml).not.toContain(TOKEN);
     expect(beats).toContainEqual({ waitingFor: `sky launch haru-${f.slug}-west`, lastOutput: '✓ Cluster launched' });
+  });
+
+  it("passes the domain's own token (its layout's tokenEnv) as the secret, and names an unset one", async () => {
+    const f = await fleet();
+    const { acts, sky } = setup();
+    const setAccess = (supervisor: { tokenEnv: string }) =>
+      tdb.database.db.update(domainsTable).set({ supervisor }).where(eq(domainsTable.id, f.ids.west!));
+    await setAccess({ tokenEnv: 'WEST_TOKEN' });
+    await run(acts.launchDomain, { domainId: f.ids.west!, timeoutMs: 60_000 });
+    expect(sky.calls[0]).toMatchObject({ secrets: { HARU_SUPERVISOR_TOKEN: 'west-token' } });
+    await setAccess({ tokenEnv: 'UNSET_TOKEN' });
+    const failure = await failureOf(run(acts.launchDomain, { domainId: f.ids.west!, timeoutMs: 60_000 }));
+    expect(failure).toMatchObject({
+      type: FailureType.SupervisorMisconfigured,
+      nonRetryable: true,
+      message: 'domain west: supervisor.tokenEnv: UNSET_TOKEN is not set',
+    });
+    expect(sky.calls).toHaveLength(1); // nothing launched without its token
   });
 
   it('brings a skyserve domain up with serve up', async () => {
@@ -330,6 +351,15 @@ describe('resolveSupervisorUrl', () => {
     expect((await tdb.store.domains.get(f.ids.west!))!.supervisorUrl).toBe('http://10.1.2.3:8701');
     const events = await tdb.store.events.list(f.fleetId);
     expect(events.map((e) => e.type)).toContain('domain.supervisor_url');
+
+    // A supervisor serving TLS stays on https at the address sky prints.
+    await tdb.database.db
+      .update(domainsTable)
+      .set({ supervisorUrl: 'https://east.example.com:21' })
+      .where(eq(domainsTable.id, f.ids.west!));
+    expect(await run(acts.resolveSupervisorUrl, { domainId: f.ids.west! })).toMatchObject({
+      supervisorUrl: 'https://10.1.2.3:8701',
+    });
 
     const served = await run(acts.resolveSupervisorUrl, { domainId: f.ids.serve! });
     expect(served.source).toBe('sky');

@@ -15,6 +15,7 @@ import {
   DEFAULT_TEARDOWN_CHECK_WITHIN_MS,
   type ActivityDeps,
 } from './deps';
+import { SupervisorAccessError } from './supervisor-access';
 import { cancellation, currentAttempt, loadTarget, modelNamesOf, waitUntil } from './support';
 
 /** The environment variable the supervisor reads its bearer token from (passed with `--secret`). */
@@ -78,6 +79,16 @@ export function createProvisioningActivities(deps: ActivityDeps) {
   const { store, supervisor } = deps;
   const intervalMs = deps.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
   const httpFetch = deps.fetch ?? globalThis.fetch;
+
+  /** The token the launched host's supervisor will require. */
+  function supervisorTokenOf(domain: Domain): string | undefined {
+    try {
+      return deps.supervisorTokenFor?.(domain);
+    } catch (err) {
+      if (!(err instanceof SupervisorAccessError)) throw err;
+      throw ApplicationFailure.nonRetryable(err.message, FailureType.SupervisorMisconfigured, { domain: domain.slug });
+    }
+  }
   const checkWithinMs = deps.teardownCheckWithinMs ?? DEFAULT_TEARDOWN_CHECK_WITHIN_MS;
 
   function requireSky(): SkyCli {
@@ -201,10 +212,12 @@ export function createProvisioningActivities(deps: ActivityDeps) {
     },
 
     /**
-     * `sky launch` (skypilot) or `sky serve up` (skyserve) of the domain's rendered YAML, the supervisor
-     * token passed as `--secret HARU_SUPERVISOR_TOKEN` through the `sky` process's environment. Heartbeats
-     * the CLI's last output line while it runs; cancellation kills the command. A failed or timed-out
-     * launch throws non-retryable LaunchFailed carrying the command and its capped stderr.
+     * `sky launch` (skypilot) or `sky serve up` (skyserve) of the domain's rendered YAML, the domain's supervisor
+     * token (its layout's `tokenEnv`/`tokenFile`, else the fleet-wide one) passed as `--secret
+     * HARU_SUPERVISOR_TOKEN` through the `sky` process's environment. Heartbeats the CLI's last output line
+     * while it runs; cancellation kills the command. A failed or timed-out launch throws non-retryable
+     * LaunchFailed carrying the command and its capped stderr; an unset or unreadable token source,
+     * non-retryable SupervisorMisconfigured.
      */
     async launchDomain(input: {
       domainId: string;
@@ -214,9 +227,8 @@ export function createProvisioningActivities(deps: ActivityDeps) {
       const { domain, fleet } = await loadProvisionable(input.domainId);
       const skyName = skyNameFor(fleet.slug, domain.slug);
       const yaml = renderDomainYaml({ domain, fleetSlug: fleet.slug });
-      const secrets: Record<string, string> = deps.supervisorToken
-        ? { [SUPERVISOR_TOKEN_ENV]: deps.supervisorToken }
-        : {};
+      const token = supervisorTokenOf(domain);
+      const secrets: Record<string, string> = token ? { [SUPERVISOR_TOKEN_ENV]: token } : {};
       const verb = domain.provider === 'skyserve' ? 'sky serve up' : 'sky launch';
       try {
         await heartbeating(`${verb} ${skyName}`, (onOutput) => {
@@ -267,6 +279,8 @@ export function createProvisioningActivities(deps: ActivityDeps) {
           FailureType.LaunchFailed,
         );
       }
+      // sky prints a bare host:port (read as http); a supervisor serving TLS keeps the layout's https.
+      if (domain.supervisorUrl.startsWith('https:')) reported = reported.replace(/^http:/, 'https:');
       const result = { attempt: currentAttempt(), supervisorUrl: reported, source: 'sky' as const };
       if (reported === domain.supervisorUrl) return result;
       const moved = await store.domains.setSupervisorUrl(domain.id, reported, { whileIn: ['provisioning'] });
@@ -311,7 +325,7 @@ export function createProvisioningActivities(deps: ActivityDeps) {
         if (health) return { done: false, waitingFor: `supervisor ${url}/healthz: ${health}` };
         let status;
         try {
-          status = await supervisor.status(url, { signal: cancellation() });
+          status = await supervisor.status(domain, { signal: cancellation() });
         } catch (err) {
           if (err instanceof ApplicationFailure && err.type === FailureType.SupervisorUnreachable) {
             return { done: false, waitingFor: `supervisor /v1/status: ${err.message}` };

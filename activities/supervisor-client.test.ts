@@ -1,15 +1,20 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { FailureType } from '../schemas/failures';
+import type { SupervisorAccess } from '../schemas/layout';
 import { freePort } from '../test/support/ports';
+import { createSupervisorAccess, type SupervisorTarget } from './supervisor-access';
 import { createSupervisorClient, retryAfterMs } from './supervisor-client';
 
 type Handler = (req: http.IncomingMessage, body: string, res: http.ServerResponse) => void;
 
 let handler: Handler = (_req, _body, res) => res.end();
 let server: http.Server;
-let baseUrl: string;
+let host: SupervisorTarget;
 
 beforeAll(async () => {
   server = http.createServer((req, res) => {
@@ -18,7 +23,7 @@ beforeAll(async () => {
     req.on('end', () => handler(req, body, res));
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  host = { slug: 'east', supervisorUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/` };
 });
 afterAll(async () => {
   server.closeAllConnections();
@@ -46,7 +51,7 @@ describe('supervisor client', () => {
       seen = req.headers;
       json(res, 200, { ...statusBody, extra: 'ignored' });
     };
-    expect(await client('s3cret').status(baseUrl)).toEqual(statusBody);
+    expect(await client('s3cret').status(host)).toEqual(statusBody);
     expect(seen.authorization).toBe('Bearer s3cret');
   });
 
@@ -56,7 +61,7 @@ describe('supervisor client', () => {
       seen = { url: req.url!, method: req.method!, body };
       json(res, 202, { accepted: true, gpuIndexes: [1] });
     };
-    expect(await client().stopTraining(`${baseUrl}`, { gpuIndex: 1, graceMs: 500 })).toEqual({
+    expect(await client().stopTraining(host, { gpuIndex: 1, graceMs: 500 })).toEqual({
       accepted: true,
       gpuIndexes: [1],
       errors: [],
@@ -66,7 +71,7 @@ describe('supervisor client', () => {
 
   it.each([401, 403])('turns %i into non-retryable Unauthorized', async (status) => {
     handler = (_req, _b, res) => json(res, status, { error: { code: 'unauthorized', message: 'bad token' } });
-    const f = await failure(client('wrong').status(baseUrl));
+    const f = await failure(client('wrong').status(host));
     expect(f).toMatchObject({ type: FailureType.Unauthorized, nonRetryable: true });
     expect(f.message).toContain(`HTTP ${status} (unauthorized: bad token)`);
   });
@@ -74,39 +79,39 @@ describe('supervisor client', () => {
   it('turns a 503 into retryable SupervisorUnreachable, honouring Retry-After', async () => {
     handler = (_req, _b, res) =>
       json(res, 503, { error: { code: 'internal_error', message: 'busy' } }, { 'retry-after': '2' });
-    const f = await failure(client().status(baseUrl));
+    const f = await failure(client().status(host));
     expect(f).toMatchObject({ type: FailureType.SupervisorUnreachable, nonRetryable: false, nextRetryDelay: 2_000 });
   });
 
   it('turns another 4xx into non-retryable InvalidTarget with the envelope message', async () => {
     handler = (_req, _b, res) =>
       json(res, 404, { error: { code: 'not_found', message: 'no inference slot on GPU 7' } });
-    const f = await failure(client().wake(baseUrl, { gpuIndex: 7 }));
+    const f = await failure(client().wake(host, { gpuIndex: 7 }));
     expect(f).toMatchObject({ type: FailureType.InvalidTarget, nonRetryable: true });
     expect(f.message).toContain('no inference slot on GPU 7');
   });
 
   it('turns a schema-invalid body into non-retryable InvalidResponse, never a ZodError', async () => {
     handler = (_req, _b, res) => json(res, 200, { models: 'nope' });
-    const f = await failure(client().status(baseUrl));
+    const f = await failure(client().status(host));
     expect(f).toMatchObject({ type: FailureType.InvalidResponse, nonRetryable: true });
     expect(f.message).toContain('unexpected response (models:');
   });
 
   it('turns a non-JSON body into InvalidResponse', async () => {
     handler = (_req, _b, res) => res.writeHead(200).end('<html>');
-    expect((await failure(client().status(baseUrl))).type).toBe(FailureType.InvalidResponse);
+    expect((await failure(client().status(host))).type).toBe(FailureType.InvalidResponse);
   });
 
   it('turns a refused connection into retryable SupervisorUnreachable', async () => {
-    const f = await failure(client().status(`http://127.0.0.1:${await freePort()}/`));
+    const f = await failure(client().status({ slug: 'east', supervisorUrl: `http://127.0.0.1:${await freePort()}/` }));
     expect(f).toMatchObject({ type: FailureType.SupervisorUnreachable, nonRetryable: false });
     expect(f.message).toContain('ECONNREFUSED');
   });
 
   it('times out a request that gets no answer', async () => {
     handler = () => undefined; // never answers
-    const f = await failure(client(undefined, 100).status(baseUrl));
+    const f = await failure(client(undefined, 100).status(host));
     expect(f).toMatchObject({ type: FailureType.SupervisorUnreachable });
     expect(f.message).toContain('timed out after 100 ms');
   });
@@ -114,10 +119,90 @@ describe('supervisor client', () => {
   it('throws the cancellation reason when the activity is cancelled mid-request', async () => {
     handler = () => undefined;
     const controller = new AbortController();
-    const call = client().status(baseUrl, { signal: controller.signal });
+    const call = client().status(host, { signal: controller.signal });
     setImmediate(() => controller.abort(new CancelledFailure('CANCELLED')));
     await expect(call).rejects.toBeInstanceOf(CancelledFailure);
   });
+});
+
+describe("a domain's supervisor settings", () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'haru-access-'));
+  const seenAuth = () => {
+    let seen: string | undefined;
+    handler = (req, _b, res) => {
+      seen = req.headers.authorization;
+      json(res, 200, statusBody);
+    };
+    return () => seen;
+  };
+  const withAccess = (supervisor: SupervisorAccess) => ({ ...host, supervisor });
+  const fleetWide = (env: Record<string, string> = {}, warn = jest.fn()) =>
+    createSupervisorClient({ access: createSupervisorAccess({ token: 'fleet', env, warn }) });
+
+  it("sends the token from the domain's tokenEnv or tokenFile (trimmed), else the fleet-wide one", async () => {
+    const seen = seenAuth();
+    const file = path.join(dir, 'east.token');
+    writeFileSync(file, 'from-file\n');
+    const c = fleetWide({ EAST_TOKEN: 'from-env' });
+    await c.status(host);
+    expect(seen()).toBe('Bearer fleet');
+    await c.status(withAccess({ tokenEnv: 'EAST_TOKEN' }));
+    expect(seen()).toBe('Bearer from-env');
+    await c.status(withAccess({ tokenFile: file }));
+    expect(seen()).toBe('Bearer from-file');
+    writeFileSync(file, 'rotated\n'); // read at each call: a rotated file needs no restart
+    await c.status(withAccess({ tokenFile: file }));
+    expect(seen()).toBe('Bearer rotated');
+  });
+
+  it('fails non-retryably, naming the domain and the field, when its token source is unset or unreadable', async () => {
+    const c = fleetWide();
+    expect(await failure(c.status(withAccess({ tokenEnv: 'EAST_TOKEN' })))).toMatchObject({
+      type: FailureType.SupervisorMisconfigured,
+      nonRetryable: true,
+      message: 'domain east: supervisor.tokenEnv: EAST_TOKEN is not set',
+    });
+    const f = await failure(c.status(withAccess({ tokenFile: path.join(dir, 'none') })));
+    expect(f.message).toMatch(/^domain east: supervisor\.tokenFile: cannot read .*none \(ENOENT\)$/);
+  });
+
+  it('refuses plain HTTP to a supervisor off loopback before connecting, unless the domain says insecure', async () => {
+    const remote = { slug: 'west', supervisorUrl: 'http://192.0.2.10:8701' };
+    const f = await failure(fleetWide().status(remote));
+    expect(f).toMatchObject({ type: FailureType.SupervisorMisconfigured, nonRetryable: true });
+    expect(f.message).toContain('domain west: supervisor http://192.0.2.10:8701 is plain HTTP to a host off loopback');
+    expect(f.message).toContain('"insecure": true');
+    const seen = seenAuth();
+    await fleetWide().status({ ...host, supervisorUrl: host.supervisorUrl.replace('127.0.0.1', 'localhost') });
+    expect(seen()).toBe('Bearer fleet'); // loopback stays allowed
+  });
+
+  const external = Object.values(os.networkInterfaces())
+    .flat()
+    .find((a) => a && a.family === 'IPv4' && !a.internal)?.address;
+  (external ? it : it.skip)(
+    `reaches a plain-HTTP supervisor off loopback with insecure: true, warning once${external ? '' : ' (skipped: this machine has no non-loopback IPv4 address)'}`,
+    async () => {
+      const remote = http.createServer((_req, res) => json(res, 200, statusBody));
+      await new Promise<void>((r) => remote.listen(0, external, () => r()));
+      try {
+        const warn = jest.fn();
+        const c = fleetWide({}, warn);
+        const target = {
+          slug: 'west',
+          supervisorUrl: `http://${external}:${(remote.address() as AddressInfo).port}`,
+          supervisor: { insecure: true },
+        };
+        await expect(c.status(target)).resolves.toEqual(statusBody);
+        await c.status(target);
+        expect(warn).toHaveBeenCalledTimes(1);
+        expect(warn.mock.calls[0]![1]).toEqual({ domain: 'west', supervisorUrl: target.supervisorUrl });
+      } finally {
+        remote.closeAllConnections();
+        await new Promise((r) => remote.close(r));
+      }
+    },
+  );
 });
 
 describe('retryAfterMs', () => {

@@ -1,6 +1,5 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { Agent, type Dispatcher, request } from 'undici';
-import type { SupervisorClientTls } from './supervisor-tls';
+import { type Dispatcher, request } from 'undici';
 import type { z } from 'zod';
 import { describeCause, findCause } from '../lib/error-cause';
 import { errorBodySchema } from '../schemas/errors';
@@ -20,6 +19,14 @@ import {
   type TrainingStopRequest,
   type WakeRequest,
 } from '../schemas/supervisor';
+import {
+  createSupervisorAccess,
+  SupervisorAccessError,
+  type SupervisorAccessResolver,
+  type SupervisorConnection,
+  type SupervisorTarget,
+} from './supervisor-access';
+import type { SupervisorClientTls } from './supervisor-tls';
 
 /** Per-call options: the activity's cancellation signal and a timeout for this one request. */
 export interface SupervisorRequestOptions {
@@ -28,8 +35,11 @@ export interface SupervisorRequestOptions {
 }
 
 /**
- * The supervisor HTTP API (docs/architecture.md §6.2) as typed calls. Every method either returns a parsed response or
- * throws an ApplicationFailure whose type says what to do about it:
+ * The supervisor HTTP API (docs/architecture.md §6.2) as typed calls to one domain's supervisor (its URL, CA
+ * and token as the layout's `supervisor` block and the fleet-wide settings say). Every method either returns
+ * a parsed response or throws an ApplicationFailure whose type says what to do about it:
+ * - `SupervisorMisconfigured` (non-retryable): the domain's settings cannot work (plain HTTP off loopback
+ *   without `insecure: true`, an unset token variable, an unreadable token or CA file);
  * - `Unauthorized` (non-retryable): 401/403, the token is wrong or missing;
  * - `SupervisorUnreachable` (retryable): connection error, timeout, 5xx or 429 (`nextRetryDelay` from Retry-After);
  * - `InvalidTarget` (non-retryable): any other 4xx, the request names something the host does not have;
@@ -37,30 +47,34 @@ export interface SupervisorRequestOptions {
  * When `signal` aborts, its reason (the activity's CancelledFailure) is thrown instead.
  */
 export interface SupervisorClient {
-  status(baseUrl: string, opts?: SupervisorRequestOptions): Promise<SupervisorStatus>;
-  gpuMemory(baseUrl: string, opts?: SupervisorRequestOptions): Promise<GpuMemoryReport>;
-  sleep(baseUrl: string, body: SleepRequest, opts?: SupervisorRequestOptions): Promise<SupervisorActionResponse>;
-  wake(baseUrl: string, body: WakeRequest, opts?: SupervisorRequestOptions): Promise<SupervisorActionResponse>;
+  status(target: SupervisorTarget, opts?: SupervisorRequestOptions): Promise<SupervisorStatus>;
+  gpuMemory(target: SupervisorTarget, opts?: SupervisorRequestOptions): Promise<GpuMemoryReport>;
+  sleep(
+    target: SupervisorTarget,
+    body: SleepRequest,
+    opts?: SupervisorRequestOptions,
+  ): Promise<SupervisorActionResponse>;
+  wake(target: SupervisorTarget, body: WakeRequest, opts?: SupervisorRequestOptions): Promise<SupervisorActionResponse>;
   startTraining(
-    baseUrl: string,
+    target: SupervisorTarget,
     body: TrainingStartRequest,
     opts?: SupervisorRequestOptions,
   ): Promise<SupervisorActionResponse>;
   stopTraining(
-    baseUrl: string,
+    target: SupervisorTarget,
     body: TrainingStopRequest,
     opts?: SupervisorRequestOptions,
   ): Promise<SupervisorActionResponse>;
-  probe(baseUrl: string, body: ProbeRequest, opts?: SupervisorRequestOptions): Promise<ProbeResponse>;
+  probe(target: SupervisorTarget, body: ProbeRequest, opts?: SupervisorRequestOptions): Promise<ProbeResponse>;
 }
 
 export interface SupervisorClientOptions {
   /**
-   * The undici dispatcher for every call; by default one keep-alive Agent per client, so a monitor's polls
-   * reuse their connection to each supervisor.
+   * Each domain's token and connection (one keep-alive Agent per CA, so a monitor's polls reuse their
+   * connection to each supervisor). By default one made from `token` and `tls`.
    */
-  dispatcher?: Dispatcher;
-  /** Bearer token (HARU_SUPERVISOR_TOKEN); no Authorization header when absent. */
+  access?: SupervisorAccessResolver;
+  /** Bearer token (HARU_SUPERVISOR_TOKEN) of domains naming no source of their own; none when absent. */
   token?: string;
   /** For https:// supervisors: the CA to verify them against (default: system CAs), the client certificate. */
   tls?: SupervisorClientTls;
@@ -87,17 +101,24 @@ const joinUrl = (baseUrl: string, path: string): string =>
  */
 export function createSupervisorClient(options: SupervisorClientOptions = {}): SupervisorClient {
   const defaultTimeoutMs = options.defaultTimeoutMs ?? 10_000;
-  const dispatcher = options.dispatcher ?? new Agent({ keepAliveTimeout: 30_000, connect: { ...options.tls } });
+  const access = options.access ?? createSupervisorAccess({ token: options.token, tls: options.tls });
 
   async function call<S extends z.ZodType>(
     method: 'GET' | 'POST',
-    baseUrl: string,
+    target: SupervisorTarget,
     path: string,
     schema: S,
     body: unknown,
     opts: SupervisorRequestOptions = {},
   ): Promise<z.infer<S>> {
-    const url = joinUrl(baseUrl, path);
+    let connection: SupervisorConnection;
+    try {
+      connection = access.connect(target);
+    } catch (err) {
+      if (!(err instanceof SupervisorAccessError)) throw err;
+      throw ApplicationFailure.nonRetryable(err.message, FailureType.SupervisorMisconfigured, { domain: target.slug });
+    }
+    const url = joinUrl(target.supervisorUrl, path);
     const what = `${method} ${url}`;
     const timeoutMs = opts.timeoutMs ?? defaultTimeoutMs;
     // One controller for the timeout and the caller's signal (cheaper than AbortSignal.timeout + any).
@@ -112,7 +133,7 @@ export function createSupervisorClient(options: SupervisorClientOptions = {}): S
     else opts.signal?.addEventListener('abort', onAbort, { once: true });
     const headers: Record<string, string> = { accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = 'application/json';
-    if (options.token) headers.authorization = `Bearer ${options.token}`;
+    if (connection.token) headers.authorization = `Bearer ${connection.token}`;
     let response: Dispatcher.ResponseData;
     let text: string;
     try {
@@ -121,7 +142,7 @@ export function createSupervisorClient(options: SupervisorClientOptions = {}): S
         headers,
         body: body === undefined ? undefined : JSON.stringify(body),
         signal: controller.signal,
-        dispatcher,
+        dispatcher: connection.dispatcher,
       });
       text = await response.body.text();
     } catch (err) {
@@ -151,15 +172,15 @@ export function createSupervisorClient(options: SupervisorClientOptions = {}): S
   }
 
   return {
-    status: (baseUrl, opts) => call('GET', baseUrl, 'v1/status', supervisorStatusSchema, undefined, opts),
-    gpuMemory: (baseUrl, opts) => call('GET', baseUrl, 'v1/gpu/memory', gpuMemoryReportSchema, undefined, opts),
-    sleep: (baseUrl, body, opts) => call('POST', baseUrl, 'v1/vllm/sleep', supervisorActionResponseSchema, body, opts),
-    wake: (baseUrl, body, opts) => call('POST', baseUrl, 'v1/vllm/wake', supervisorActionResponseSchema, body, opts),
-    startTraining: (baseUrl, body, opts) =>
-      call('POST', baseUrl, 'v1/training/start', supervisorActionResponseSchema, body, opts),
-    stopTraining: (baseUrl, body, opts) =>
-      call('POST', baseUrl, 'v1/training/stop', supervisorActionResponseSchema, body, opts),
-    probe: (baseUrl, body, opts) => call('POST', baseUrl, 'v1/probe', probeResponseSchema, body, opts),
+    status: (target, opts) => call('GET', target, 'v1/status', supervisorStatusSchema, undefined, opts),
+    gpuMemory: (target, opts) => call('GET', target, 'v1/gpu/memory', gpuMemoryReportSchema, undefined, opts),
+    sleep: (target, body, opts) => call('POST', target, 'v1/vllm/sleep', supervisorActionResponseSchema, body, opts),
+    wake: (target, body, opts) => call('POST', target, 'v1/vllm/wake', supervisorActionResponseSchema, body, opts),
+    startTraining: (target, body, opts) =>
+      call('POST', target, 'v1/training/start', supervisorActionResponseSchema, body, opts),
+    stopTraining: (target, body, opts) =>
+      call('POST', target, 'v1/training/stop', supervisorActionResponseSchema, body, opts),
+    probe: (target, body, opts) => call('POST', target, 'v1/probe', probeResponseSchema, body, opts),
   };
 }
 

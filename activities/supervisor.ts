@@ -4,6 +4,7 @@ import type { InferenceSlot, TrainingSlot } from '../schemas/entities';
 import type { SlotState } from '../schemas/enums';
 import { FailureType } from '../schemas/failures';
 import type { GpuMemory, SupervisorActionResponse, SupervisorStatus } from '../schemas/supervisor';
+import type { SupervisorTarget } from './supervisor-access';
 import { DEFAULT_POLL_INTERVAL_MS, DEFAULT_TRAINING_SETTLE_MS, type ActivityDeps } from './deps';
 import {
   actionOptions,
@@ -156,7 +157,7 @@ export function createSupervisorActivities(deps: ActivityDeps) {
     for (const slot of slots) await store.slots.transition(slot.id, to).catch(() => null);
   };
 
-  const status = (url: string) => supervisor.status(url, { signal: cancellation() });
+  const status = (host: SupervisorTarget) => supervisor.status(host, { signal: cancellation() });
 
   return {
     /**
@@ -166,7 +167,7 @@ export function createSupervisorActivities(deps: ActivityDeps) {
      */
     async stopTraining(input: DomainInput & { graceMs: number }): Promise<StepResult & { trainerPids: number[] }> {
       const target = await loadTarget(deps, input.domainId);
-      const url = target.domain.supervisorUrl;
+      const host = target.domain;
       const gpus = target.training.map((s) => s.gpuIndex);
       const pids = new Set<number>(
         (Context.current().info.heartbeatDetails as { trainerPids?: number[] })?.trainerPids,
@@ -174,17 +175,17 @@ export function createSupervisorActivities(deps: ActivityDeps) {
       if (gpus.length === 0) return { attempt: currentAttempt(), trainerPids: [] };
       const notePids = (s: SupervisorStatus) =>
         trainingRuns(s, gpus).forEach((r) => r.pids.forEach((p) => pids.add(p)));
-      notePids(await status(url));
+      notePids(await status(host));
       Context.current().heartbeat({ waitingFor: 'stop request', trainerPids: [...pids] });
       await moveSlots(target.training, 'stopping');
       for (const gpuIndex of gpus) {
         await heartbeatWhile(
           `stop of training on GPU ${gpuIndex}`,
-          supervisor.stopTraining(url, { gpuIndex, graceMs: input.graceMs }, actionOptions()),
+          supervisor.stopTraining(host, { gpuIndex, graceMs: input.graceMs }, actionOptions()),
         );
       }
       await waitUntil(async (): Promise<WaitCheck<true>> => {
-        const s = await status(url);
+        const s = await status(host);
         notePids(s);
         const busy = trainingRuns(s, gpus).filter((r) => r.state !== 'idle' || r.pids.length > 0);
         if (busy.length === 0) return { done: true, value: true };
@@ -211,9 +212,9 @@ export function createSupervisorActivities(deps: ActivityDeps) {
     ): Promise<StepResult & { gpus: VerifiedGpu[] }> {
       const target = await loadTarget(deps, input.domainId);
       const gpus = target.training.map((s) => s.gpuIndex);
-      const url = target.domain.supervisorUrl;
+      const host = target.domain;
       const report = await waitUntil(async () => {
-        const memory = await supervisor.gpuMemory(url, { signal: cancellation() });
+        const memory = await supervisor.gpuMemory(host, { signal: cancellation() });
         const problems: string[] = [];
         const seen = gpus.map((index) => {
           const gpu = memory.gpus.find((g) => g.index === index);
@@ -236,10 +237,10 @@ export function createSupervisorActivities(deps: ActivityDeps) {
      */
     async wakeModels(input: DomainInput): Promise<StepResult & { models: string[] }> {
       const target = await loadTarget(deps, input.domainId);
-      const url = target.domain.supervisorUrl;
+      const host = target.domain;
       const names = modelNamesOf(target.inference);
       const training = trainingRuns(
-        await status(url),
+        await status(host),
         target.training.map((s) => s.gpuIndex),
       ).filter((r) => r.state !== 'idle' || r.pids.length > 0);
       if (training.length > 0) {
@@ -255,12 +256,12 @@ export function createSupervisorActivities(deps: ActivityDeps) {
           `wake of GPU ${slot.gpuIndex}`,
           await heartbeatWhile(
             `wake of GPU ${slot.gpuIndex}`,
-            supervisor.wake(url, { gpuIndex: slot.gpuIndex }, actionOptions()),
+            supervisor.wake(host, { gpuIndex: slot.gpuIndex }, actionOptions()),
           ),
         );
       }
       await waitUntil(async () => {
-        const notAwake = modelStates(await status(url), names).filter((m) => m.state !== 'awake');
+        const notAwake = modelStates(await status(host), names).filter((m) => m.state !== 'awake');
         return notAwake.length === 0
           ? { done: true, value: true }
           : {
@@ -284,7 +285,7 @@ export function createSupervisorActivities(deps: ActivityDeps) {
       const response = await heartbeatWhile(
         `probe of ${names.join(', ')}`,
         supervisor.probe(
-          target.domain.supervisorUrl,
+          target.domain,
           { prompt: input.prompt, maxTokens: input.maxTokens, timeoutMs: input.timeoutMs, models: names },
           { signal: cancellation(), timeoutMs: input.timeoutMs + 5_000 },
         ),
@@ -321,19 +322,19 @@ export function createSupervisorActivities(deps: ActivityDeps) {
       if (fleet?.activeDomainId === input.domainId) {
         throw invalidTarget(`domain ${target.domain.slug} is the active domain; refusing to put it to sleep`);
       }
-      const url = target.domain.supervisorUrl;
+      const host = target.domain;
       const names = modelNamesOf(target.inference);
       for (const slot of target.inference) {
         assertAccepted(
           `sleep of GPU ${slot.gpuIndex}`,
           await heartbeatWhile(
             `sleep of GPU ${slot.gpuIndex}`,
-            supervisor.sleep(url, { gpuIndex: slot.gpuIndex, level: slot.sleepLevel }, actionOptions()),
+            supervisor.sleep(host, { gpuIndex: slot.gpuIndex, level: slot.sleepLevel }, actionOptions()),
           ),
         );
       }
       await waitUntil(async () => {
-        const awake = modelStates(await status(url), names).filter((m) => m.state !== 'asleep');
+        const awake = modelStates(await status(host), names).filter((m) => m.state !== 'asleep');
         return awake.length === 0
           ? { done: true, value: true }
           : { done: false, waitingFor: `models not asleep: ${awake.map((m) => `${m.name} (${m.state})`).join(', ')}` };
@@ -348,7 +349,7 @@ export function createSupervisorActivities(deps: ActivityDeps) {
      */
     async startTraining(input: DomainInput): Promise<StepResult & { runs: { gpuIndex: number; pids: number[] }[] }> {
       const target = await loadTarget(deps, input.domainId);
-      const url = target.domain.supervisorUrl;
+      const host = target.domain;
       const gpus = target.training.map((s) => s.gpuIndex);
       if (gpus.length === 0) return { attempt: currentAttempt(), runs: [] };
       for (const gpuIndex of gpus) {
@@ -356,12 +357,12 @@ export function createSupervisorActivities(deps: ActivityDeps) {
           `training start on GPU ${gpuIndex}`,
           await heartbeatWhile(
             `training start on GPU ${gpuIndex}`,
-            supervisor.startTraining(url, { gpuIndex }, actionOptions()),
+            supervisor.startTraining(host, { gpuIndex }, actionOptions()),
           ),
         );
       }
       const started = await waitUntil(async () => {
-        const runs = trainingRuns(await status(url), gpus);
+        const runs = trainingRuns(await status(host), gpus);
         const waiting = runs.filter((r) => r.state !== 'running' || r.pids.length === 0);
         return waiting.length === 0
           ? { done: true, value: runs.map((r) => ({ gpuIndex: r.gpuIndex, pids: r.pids })) }
@@ -372,7 +373,7 @@ export function createSupervisorActivities(deps: ActivityDeps) {
       }, intervalMs);
       Context.current().heartbeat({ waitingFor: 'training to settle', runs: started });
       await Context.current().sleep(settleMs);
-      const after = trainingRuns(await status(url), gpus);
+      const after = trainingRuns(await status(host), gpus);
       for (const run of started) {
         const now = after.find((r) => r.gpuIndex === run.gpuIndex);
         if (now?.state !== 'running' || now.pids[0] !== run.pids[0]) {
@@ -396,11 +397,11 @@ export function createSupervisorActivities(deps: ActivityDeps) {
       input: DomainInput & { timeoutMs: number },
     ): Promise<StepResult & { drained: boolean; runningRequests: number }> {
       const target = await loadTarget(deps, input.domainId);
-      const url = target.domain.supervisorUrl;
+      const host = target.domain;
       const names = modelNamesOf(target.inference);
       const deadline = Context.current().info.scheduledTimestampMs + input.timeoutMs;
       const outcome = await waitUntil(async () => {
-        const models = modelStates(await status(url), names);
+        const models = modelStates(await status(host), names);
         const running = models.reduce((n, m) => n + (m.runningRequests ?? 0), 0);
         const unknown = models.filter((m) => m.runningRequests === null).map((m) => m.name);
         if (running === 0 && unknown.length === 0) return { done: true, value: { drained: true, runningRequests: 0 } };

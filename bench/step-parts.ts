@@ -63,7 +63,7 @@ async function supervisorParts(stateDir: string): Promise<Record<string, number[
     wakeDelayMs: 0,
   });
   const client = createSupervisorClient({});
-  const url = host.supervisorUrl;
+  const url = { slug: 'west', supervisorUrl: host.supervisorUrl }; // the domain as the client sees it
   const parts: Record<string, number[]> = {
     'status read (models asleep)': [],
     'stop training request': [],

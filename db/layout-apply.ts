@@ -1,4 +1,5 @@
 import { and, eq, inArray } from 'drizzle-orm';
+import { isPlainHttpOffLoopback } from '../lib/loopback';
 import { IN_FLIGHT_OPERATION_STATES } from '../schemas/enums';
 import type { FleetLayout } from '../schemas/layout';
 import { fleetPolicySchema } from '../schemas/policy';
@@ -113,6 +114,14 @@ export async function applyLayout(
   });
 }
 
+/** What an apply says about a supervisor reached over plain HTTP off loopback: refused, or allowed loudly. */
+const plainHttpNote = (ref: string, domain: FleetLayout['domains'][number]): string =>
+  domain.supervisor?.insecure
+    ? `WARNING: ${ref} reaches its supervisor over plain HTTP (${domain.supervisorUrl}, supervisor.insecure): ` +
+      'its token and every command cross the network readable by anyone on the path'
+    : `${ref}: the worker will refuse its plain-HTTP supervisor ${domain.supervisorUrl}; serve it over https:// ` +
+      'or set supervisor.insecure';
+
 const emptyReport = (fleetSlug: string): LayoutApplyReport => ({
   fleetId: '',
   fleetSlug,
@@ -176,6 +185,7 @@ async function applyDomains(ctx: ApplyContext, fleetId: string, existing: Domain
       }
     }
     idsBySlug.set(domain.slug, id);
+    if (isPlainHttpOffLoopback(domain.supervisorUrl)) report.notes.push(plainHttpNote(ref, domain));
     await applySlots(ctx, id, ref.replace(/^domain /, ''), domain.slots);
   }
   for (const stale of existing.filter((d) => !idsBySlug.has(d.slug))) {

@@ -8,7 +8,7 @@ import {
   sleepLevelSchema,
   trainingSlotStateSchema,
 } from './enums';
-import { launchSpecSchema, modelBindingSchema, placementSchema } from './layout';
+import { launchSpecSchema, modelBindingSchema, placementSchema, supervisorAccessSchema } from './layout';
 import { fleetPolicySchema } from './policy';
 
 /** Rows of the state store as they leave the db layer (timestamps as ISO strings). */
@@ -47,6 +47,8 @@ export const domainSchema = z.object({
   provider: providerSchema,
   placement: placementSchema,
   supervisorUrl: z.string(),
+  /** The layout's supervisor settings; null (or absent in rows written before it existed): the fleet-wide ones. */
+  supervisor: supervisorAccessSchema.nullable().optional(),
   servingBaseUrl: z.string().nullable(),
   launch: launchSpecSchema.nullable(),
   state: domainStateSchema,

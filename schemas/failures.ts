@@ -7,6 +7,11 @@ export const FailureType = {
   SupervisorUnreachable: 'SupervisorUnreachable',
   /** The supervisor refused our token (401/403): non-retryable, a human must fix the secret. */
   Unauthorized: 'Unauthorized',
+  /**
+   * A domain's supervisor settings cannot work (plain HTTP off loopback without `insecure: true`, a token
+   * variable that is unset, a token or CA file that cannot be read): non-retryable, the message names the field.
+   */
+  SupervisorMisconfigured: 'SupervisorMisconfigured',
   /** A peer answered with a body that does not match its schema: non-retryable. */
   InvalidResponse: 'InvalidResponse',
   /** The pointer moved under us (lost CAS): non-retryable. */
@@ -41,6 +46,7 @@ export type FailureType = (typeof FailureType)[keyof typeof FailureType];
 
 export const NON_RETRYABLE_FAILURES: readonly FailureType[] = [
   FailureType.Unauthorized,
+  FailureType.SupervisorMisconfigured,
   FailureType.InvalidResponse,
   FailureType.RouteConflict,
   FailureType.InvalidTarget,

@@ -182,6 +182,35 @@ describe('launch spec', () => {
   });
 });
 
+describe("a domain's supervisor settings", () => {
+  const withAccess = (i: number, supervisor: Record<string, unknown>) => {
+    const input = layout();
+    Object.assign(input.domains[i]!, { supervisor });
+    return input;
+  };
+
+  it('accepts a CA file for an https supervisor, a token by variable or file, and the plain-HTTP opt-in', () => {
+    expect(problemPaths(withAccess(1, { caFile: '/etc/haru/west-ca.pem', tokenEnv: 'HARU_WEST_TOKEN' }))).toEqual([]);
+    expect(problemPaths(withAccess(1, { tokenFile: '/run/secrets/west' }))).toEqual([]);
+    expect(problemPaths(withAccess(0, { insecure: true }))).toEqual([]);
+  });
+
+  it('refuses both token sources, a token read from a control-plane secret, a CA for http, and a secret itself', () => {
+    expect(problemPaths(withAccess(1, { tokenEnv: 'T', tokenFile: '/t' }))).toEqual([
+      { path: '$.domains[1].supervisor.tokenFile', message: 'set tokenEnv or tokenFile, not both' },
+    ]);
+    expect(problemPaths(withAccess(1, { tokenEnv: 'HARU_API_TOKEN' }))).toEqual([
+      { path: '$.domains[1].supervisor.tokenEnv', message: expect.stringContaining("control plane's own secrets") },
+    ]);
+    expect(problemPaths(withAccess(0, { caFile: '/ca.pem' }))).toEqual([
+      { path: '$.domains[0].supervisor.caFile', message: expect.stringContaining('supervisorUrl is http://') },
+    ]);
+    expect(problemPaths(withAccess(1, { token: 's3cret' }))).toEqual([
+      { path: '$.domains[1].supervisor.token', message: 'unknown key' },
+    ]);
+  });
+});
+
 describe('jsonPath', () => {
   it('writes indexes in brackets and quotes keys that are not identifiers', () => {
     expect(jsonPath([])).toBe('$');

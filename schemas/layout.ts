@@ -144,16 +144,63 @@ export const launchSpecSchema = z
   });
 export type LaunchSpec = z.infer<typeof launchSpecSchema>;
 
-export const domainLayoutSchema = z.strictObject({
-  slug: slugSchema,
-  displayName: z.string().min(1).max(200).optional(),
-  provider: providerSchema.default('static'),
-  placement: placementSchema.default({}),
-  supervisorUrl: httpUrlSchema,
-  servingBaseUrl: httpUrlSchema.optional(),
-  launch: launchSpecSchema.optional(),
-  slots: z.array(slotLayoutSchema).min(1),
-});
+/** Variables a domain's token may not be read from: the control plane's own secrets would go to a host. */
+const NOT_A_SUPERVISOR_TOKEN = ['HARU_API_TOKEN', 'DATABASE_URL', 'HARU_LISTEN_DATABASE_URL'] as const;
+
+/**
+ * How the worker (and the `haru` CLI) reach one domain's supervisor: the CA its certificate is checked
+ * against and where its bearer token comes from. Names a file or a variable, never a secret: the layout is
+ * stored in the database and shown by the API. Unset fields fall back to the fleet-wide HARU_SUPERVISOR_CA_FILE
+ * (else the system CAs) and HARU_SUPERVISOR_TOKEN.
+ */
+export const supervisorAccessSchema = z
+  .strictObject({
+    /** PEM file, on the worker's machine, of the CA that signed this supervisor's certificate (https:// only). */
+    caFile: z.string().min(1).optional(),
+    /** The variable of the worker's environment holding this domain's token. */
+    tokenEnv: envNameSchema
+      .refine(
+        (name) => !(NOT_A_SUPERVISOR_TOKEN as readonly string[]).includes(name),
+        "is one of the control plane's own secrets, which never leave it",
+      )
+      .optional(),
+    /** A file, on the worker's machine, holding this domain's token (whitespace around it is dropped). */
+    tokenFile: z.string().min(1).optional(),
+    /**
+     * Allows plain http:// to a supervisor that is not on loopback: the token and every command then cross
+     * the network readable by anyone on the path. For a private network you trust; the worker warns at each use.
+     */
+    insecure: z.boolean().optional(),
+  })
+  .superRefine((access, ctx) => {
+    if (access.tokenEnv && access.tokenFile) {
+      ctx.addIssue({ code: 'custom', path: ['tokenFile'], message: 'set tokenEnv or tokenFile, not both' });
+    }
+  });
+export type SupervisorAccess = z.infer<typeof supervisorAccessSchema>;
+
+export const domainLayoutSchema = z
+  .strictObject({
+    slug: slugSchema,
+    displayName: z.string().min(1).max(200).optional(),
+    provider: providerSchema.default('static'),
+    placement: placementSchema.default({}),
+    supervisorUrl: httpUrlSchema,
+    /** CA, token source and the plain-HTTP opt-in of this domain's supervisor (see {@link supervisorAccessSchema}). */
+    supervisor: supervisorAccessSchema.optional(),
+    servingBaseUrl: httpUrlSchema.optional(),
+    launch: launchSpecSchema.optional(),
+    slots: z.array(slotLayoutSchema).min(1),
+  })
+  .superRefine((domain, ctx) => {
+    if (domain.supervisor?.caFile && !domain.supervisorUrl.startsWith('https:')) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['supervisor', 'caFile'],
+        message: 'a CA verifies an https:// supervisor; supervisorUrl is http://',
+      });
+    }
+  });
 export type DomainLayout = z.infer<typeof domainLayoutSchema>;
 
 /**

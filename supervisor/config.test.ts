@@ -76,6 +76,31 @@ describe('supervisor config', () => {
     );
   });
 
+  it('reads the tokens from their _FILE variables, trimmed, and names a bad one', () => {
+    const files: Record<string, string> = { '/run/token': 'from-file\n', '/run/previous': ' old\r\n' };
+    const read = (file: string) => files[file] ?? noFile(file);
+    const env = loadSupervisorEnv(
+      {
+        HARU_SUPERVISOR_CONFIG: '{}',
+        HARU_SUPERVISOR_TOKEN_FILE: '/run/token',
+        HARU_SUPERVISOR_TOKEN_PREVIOUS_FILE: '/run/previous',
+      },
+      read,
+    );
+    expect(env).toMatchObject({ HARU_SUPERVISOR_TOKEN: 'from-file', HARU_SUPERVISOR_TOKEN_PREVIOUS: 'old' });
+    expect(
+      loadSupervisorEnv({ HARU_SUPERVISOR_CONFIG: '{}', HARU_SUPERVISOR_TOKEN: ' t \n' }).HARU_SUPERVISOR_TOKEN,
+    ).toBe('t');
+    const both = { HARU_SUPERVISOR_CONFIG: '{}', HARU_SUPERVISOR_TOKEN: 't', HARU_SUPERVISOR_TOKEN_FILE: '/run/token' };
+    expect(() => loadSupervisorEnv(both, read)).toThrow(ConfigError);
+    expect(() => loadSupervisorEnv(both, read)).toThrow(
+      /HARU_SUPERVISOR_TOKEN and HARU_SUPERVISOR_TOKEN_FILE are both set/,
+    );
+    expect(() =>
+      loadSupervisorEnv({ HARU_SUPERVISOR_CONFIG: '{}', HARU_SUPERVISOR_TOKEN_FILE: '/gone' }, read),
+    ).toThrow(/^HARU_SUPERVISOR_TOKEN_FILE: cannot read \/gone/);
+  });
+
   it('listens on loopback only without a token and refuses a public host then', () => {
     expect(resolveListenHost({ HARU_SUPERVISOR_TOKEN: undefined, HARU_SUPERVISOR_HOST: undefined })).toBe('127.0.0.1');
     expect(resolveListenHost({ HARU_SUPERVISOR_TOKEN: 't', HARU_SUPERVISOR_HOST: undefined })).toBe('0.0.0.0');

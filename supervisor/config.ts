@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { isLoopbackHost } from '../lib/loopback';
+import { secretFromEnv } from '../lib/secret-file';
 import { blankable, ConfigError, formatZodError, portSchema, positiveMsSchema } from '../schemas/env';
 import { type SupervisorConfig, supervisorConfigSchema } from '../schemas/supervisor';
 import type { MigSlot } from './gpu';
@@ -10,8 +12,12 @@ export const GPU_VENDORS = ['nvidia', 'amd'] as const;
 export const supervisorEnvSchema = z.object({
   /** Inline JSON (starts with `{`) or a path to a JSON file; see schemas/supervisor.ts. */
   HARU_SUPERVISOR_CONFIG: blankable(z.string({ error: 'is required (inline JSON or a file path)' })),
-  /** Bearer token for /v1/*. Unset: a loud warning, and the supervisor listens on 127.0.0.1 only. */
-  HARU_SUPERVISOR_TOKEN: blankable(z.string().optional()),
+  /**
+   * Bearer token for /v1/*, inline or read from HARU_SUPERVISOR_TOKEN_FILE (trimmed; one of the two).
+   * Unset: a loud warning, and the supervisor listens on 127.0.0.1 only.
+   */
+  HARU_SUPERVISOR_TOKEN: blankable(z.string().trim().min(1).optional()),
+  HARU_SUPERVISOR_TOKEN_FILE: blankable(z.string().optional()),
   PORT: blankable(portSchema.default(8701)),
   /** Listen address. Default 0.0.0.0 with a token, 127.0.0.1 without (a non-loopback host then is refused). */
   HARU_SUPERVISOR_HOST: blankable(z.string().optional()),
@@ -20,8 +26,9 @@ export const supervisorEnvSchema = z.object({
   HARU_SUPERVISOR_TLS_KEY_FILE: blankable(z.string().optional()),
   /** mTLS: only clients with a certificate from this CA get past the handshake. */
   HARU_SUPERVISOR_TLS_CLIENT_CA_FILE: blankable(z.string().optional()),
-  /** The token being rotated out, still accepted beside HARU_SUPERVISOR_TOKEN until it is unset. */
+  /** The token being rotated out, still accepted beside HARU_SUPERVISOR_TOKEN until it is unset (or …_FILE). */
   HARU_SUPERVISOR_TOKEN_PREVIOUS: blankable(z.string().trim().min(1).optional()),
+  HARU_SUPERVISOR_TOKEN_PREVIOUS_FILE: blankable(z.string().optional()),
   HARU_GPU_VENDOR: blankable(z.enum(GPU_VENDORS).default('nvidia')),
   /** The vendor tool to run instead of `nvidia-smi` / `rocm-smi` (the simulator's, a wrapper, a full path). */
   HARU_GPU_SMI: blankable(z.string().optional()),
@@ -38,13 +45,22 @@ export const supervisorEnvSchema = z.object({
 });
 export type SupervisorEnv = z.infer<typeof supervisorEnvSchema>;
 
-/** Parses the supervisor's environment; throws ConfigError listing every bad variable. */
-export function loadSupervisorEnv(env: NodeJS.ProcessEnv): SupervisorEnv {
+/**
+ * Parses the supervisor's environment; throws ConfigError listing every bad variable. The tokens come back
+ * resolved: read from their `…_FILE` when that is the one set (trimmed, so a secret file's trailing newline
+ * is not part of the token); an unreadable or empty file, or both forms set, is a ConfigError naming them.
+ */
+export function loadSupervisorEnv(env: NodeJS.ProcessEnv, readFile?: (file: string) => string): SupervisorEnv {
   const parsed = supervisorEnvSchema.safeParse(env);
   if (!parsed.success) {
     throw new ConfigError(`invalid supervisor environment:\n${formatZodError(parsed.error, '  ')}`);
   }
-  return parsed.data;
+  const opts = { read: readFile, fail: (message: string) => new ConfigError(message) };
+  return {
+    ...parsed.data,
+    HARU_SUPERVISOR_TOKEN: secretFromEnv(parsed.data, 'HARU_SUPERVISOR_TOKEN', opts),
+    HARU_SUPERVISOR_TOKEN_PREVIOUS: secretFromEnv(parsed.data, 'HARU_SUPERVISOR_TOKEN_PREVIOUS', opts),
+  };
 }
 
 /**
@@ -80,11 +96,6 @@ export function migSlotsOf(config: SupervisorConfig): MigSlot[] {
   return config.training.flatMap((slot, i) =>
     slot.mig ? [{ gpuIndex: slot.gpuIndex, device: slot.mig, field: `training[${i}].mig` }] : [],
   );
-}
-
-/** True for addresses that only this host can reach. */
-export function isLoopbackHost(host: string): boolean {
-  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
 }
 
 /**

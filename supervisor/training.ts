@@ -17,7 +17,13 @@ import { createKeyedSerializer } from './serial';
 type TrainingSlot = SupervisorConfig['training'][number];
 
 /** Supervisor variables that never reach a training process. */
-export const SUPERVISOR_SECRET_ENV = ['HARU_SUPERVISOR_TOKEN', 'HARU_SUPERVISOR_CONFIG'] as const;
+export const SUPERVISOR_SECRET_ENV = [
+  'HARU_SUPERVISOR_TOKEN',
+  'HARU_SUPERVISOR_TOKEN_FILE',
+  'HARU_SUPERVISOR_TOKEN_PREVIOUS',
+  'HARU_SUPERVISOR_TOKEN_PREVIOUS_FILE',
+  'HARU_SUPERVISOR_CONFIG',
+] as const;
 
 /** Written in the checkpoint dir while a run is alive, so a restarted supervisor adopts the run. */
 export const RUN_FILE = '.haru-training-run.json';

@@ -2,7 +2,8 @@ import { z } from 'zod';
 import { resolveTemporalSettings, type TemporalSettings, temporalEnvShape } from '../temporal/config';
 import { loadSupervisorClientTls, type SupervisorClientTls } from '../activities/supervisor-tls';
 import { postgresTlsEnvShape } from '../db/postgres-tls';
-import { blankable, parseEnv, portSchema } from '../schemas/env';
+import { secretFromEnv } from '../lib/secret-file';
+import { blankable, ConfigError, parseEnv, portSchema } from '../schemas/env';
 import { DEFAULT_MAX_CONCURRENT_ACTIVITIES, DEFAULT_MONITOR_KEEP_INTERVAL_MS } from './limits';
 
 /**
@@ -17,8 +18,13 @@ export const workerConfigSchema = z.object({
   HARU_STATE_DIR: blankable(z.string().min(1).default('.haru')),
   /** libpq's PGSSLROOTCERT, PGSSLCERT, PGSSLKEY for a DATABASE_URL with sslmode. */
   ...postgresTlsEnvShape,
-  /** Bearer token sent to every supervisor; unset sends none (supervisors then listen on loopback only). */
-  HARU_SUPERVISOR_TOKEN: blankable(z.string().min(1).optional()),
+  /**
+   * Bearer token of every supervisor whose domain names no token source of its own (`supervisor.tokenEnv`,
+   * `tokenFile`); inline or read from HARU_SUPERVISOR_TOKEN_FILE (trimmed). Unset sends none (supervisors then
+   * listen on loopback only).
+   */
+  HARU_SUPERVISOR_TOKEN: blankable(z.string().trim().min(1).optional()),
+  HARU_SUPERVISOR_TOKEN_FILE: blankable(z.string().min(1).optional()),
   /** CA that https:// supervisors are verified against (default: the system CAs). */
   HARU_SUPERVISOR_CA_FILE: blankable(z.string().min(1).optional()),
   /** Client certificate and key presented to supervisors that require mTLS (both or neither). */
@@ -44,8 +50,16 @@ export type WorkerConfig = Omit<z.infer<typeof workerConfigSchema>, keyof typeof
   supervisorTls?: SupervisorClientTls;
 };
 
-/** Parses the worker environment; throws ConfigError naming every bad variable or Temporal setting. */
+/**
+ * Parses the worker environment; throws ConfigError naming every bad variable or Temporal setting.
+ * HARU_SUPERVISOR_TOKEN comes back read from HARU_SUPERVISOR_TOKEN_FILE when that is the one set.
+ */
 export function loadWorkerConfig(env: NodeJS.ProcessEnv): WorkerConfig {
   const parsed = parseEnv(workerConfigSchema, env, 'worker');
-  return { ...parsed, temporal: resolveTemporalSettings(env), supervisorTls: loadSupervisorClientTls(parsed) };
+  return {
+    ...parsed,
+    HARU_SUPERVISOR_TOKEN: secretFromEnv(parsed, 'HARU_SUPERVISOR_TOKEN', { fail: (m) => new ConfigError(m) }),
+    temporal: resolveTemporalSettings(env),
+    supervisorTls: loadSupervisorClientTls(parsed),
+  };
 }

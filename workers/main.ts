@@ -68,6 +68,8 @@ export async function startWorker(env: NodeJS.ProcessEnv = process.env): Promise
       store,
       supervisorToken: config.HARU_SUPERVISOR_TOKEN,
       supervisorTls: config.supervisorTls,
+      env,
+      warn: (message, fields) => logger.warn(message, fields),
       sky: createSkyCli({ exec: createSpawnExec(), bin: config.HARU_SKY_BIN, env: skyProcessEnv(env) }),
       workflowBundle: config.HARU_WORKFLOW_BUNDLE ? { codePath: path.resolve(config.HARU_WORKFLOW_BUNDLE) } : undefined,
       metrics,

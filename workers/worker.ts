@@ -2,6 +2,7 @@ import type { SupervisorClientTls } from '../activities/supervisor-tls';
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import type { ActivityDeps } from '../activities/deps';
+import { createSupervisorAccess } from '../activities/supervisor-access';
 import { createSupervisorClient } from '../activities/supervisor-client';
 import type { Store } from '../db/store';
 import type { SkyCli } from '../drivers/sky';
@@ -15,10 +16,14 @@ export interface HaruWorkerOptions {
   namespace: string;
   taskQueue: string;
   store: Store;
-  /** Bearer token for every supervisor. */
+  /** Bearer token of every supervisor whose domain names no token source of its own. */
   supervisorToken?: string;
   /** CA and client certificate for https:// supervisors. */
   supervisorTls?: SupervisorClientTls;
+  /** Where a domain's `supervisor.tokenEnv` is looked up (the worker's environment). */
+  env?: Readonly<Record<string, string | undefined>>;
+  /** Warnings of the supervisor connections (a domain reached over plain HTTP with `insecure: true`). */
+  warn?: (message: string, fields: Record<string, unknown>) => void;
   /** A prebuilt bundle; otherwise workflows/ is bundled now (a few seconds). */
   workflowBundle?: { codePath: string } | { code: string };
   now?: () => Date;
@@ -37,11 +42,18 @@ export interface HaruWorkerOptions {
 
 /**
  * Creates (does not run) a worker for Haru's workflows and activities on `taskQueue`. Activities get a
- * supervisor client with the bearer token and the given store. Heartbeats reach the server at least
+ * supervisor client that reaches each domain as its layout says (token source, CA, plain-HTTP opt-in) with
+ * the fleet-wide token and TLS as defaults, and the given store. Heartbeats reach the server at least
  * every second, so an abort or `checkNow` cancels a waiting activity within about a second.
  */
 export async function createHaruWorker(opts: HaruWorkerOptions): Promise<Worker> {
-  const supervisor = createSupervisorClient({ token: opts.supervisorToken, tls: opts.supervisorTls });
+  const access = createSupervisorAccess({
+    token: opts.supervisorToken,
+    tls: opts.supervisorTls,
+    env: opts.env,
+    warn: opts.warn,
+  });
+  const supervisor = createSupervisorClient({ access });
   const deps: ActivityDeps = {
     store: opts.store,
     supervisor,
@@ -50,7 +62,7 @@ export async function createHaruWorker(opts: HaruWorkerOptions): Promise<Worker>
     pollIntervalMs: opts.pollIntervalMs,
     trainingSettleMs: opts.trainingSettleMs,
     sky: opts.sky,
-    supervisorToken: opts.supervisorToken,
+    supervisorTokenFor: (domain) => access.tokenFor(domain),
   };
   return Worker.create({
     connection: opts.connection,

@@ -6,6 +6,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { type Command, InvalidArgumentError } from 'commander';
 import { integerArg } from '../arguments';
+import { domainToken } from '../../activities/supervisor-access';
+import { secretFromEnv } from '../../lib/secret-file';
 import { ConfigError, formatZodError } from '../../schemas/env';
 import { type FleetLayout, fleetLayoutSchema } from '../../schemas/layout';
 import { killSimDomain, startSimDomain } from '../../sim/domain';
@@ -29,6 +31,17 @@ export function readLayoutFile(file: string): FleetLayout {
   const parsed = fleetLayoutSchema.safeParse(json);
   if (!parsed.success) throw new ConfigError(`invalid layout ${file}:\n${formatZodError(parsed.error, '  ')}`);
   return parsed.data;
+}
+
+/**
+ * The token a simulated domain's supervisor requires: the one its layout names (`supervisor.tokenEnv` or
+ * `tokenFile`), else HARU_SUPERVISOR_TOKEN (or its _FILE), as the worker would send it. ConfigError otherwise.
+ */
+export function simSupervisorToken(layout: FleetLayout, slug: string, env: NodeJS.ProcessEnv): string | undefined {
+  const fail = (message: string) => new ConfigError(message);
+  const domain = layout.domains.find((d) => d.slug === slug);
+  const fleetWide = secretFromEnv(env, 'HARU_SUPERVISOR_TOKEN', { fail });
+  return domain ? domainToken(domain, env, fleetWide, { fail }) : fleetWide;
 }
 
 /** Where a domain's simulated host keeps its state unless --state-dir says otherwise. */
@@ -58,7 +71,7 @@ export function register(program: Command): void {
         standby?: boolean;
       }) => {
         const layout = readLayoutFile(opts.layout);
-        const token = process.env.HARU_SUPERVISOR_TOKEN?.trim() || undefined;
+        const token = simSupervisorToken(layout, opts.domain, process.env);
         const stateDir = opts.stateDir ?? defaultStateDir(opts.domain);
         const domain = await startSimDomain({
           layout,

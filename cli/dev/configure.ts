@@ -3,6 +3,7 @@ import path from 'node:path';
 import YAML from 'yaml';
 import { type ApiConfig, loadApiConfig } from '../../api/config';
 import { validateLayout } from '../../db/layout-apply';
+import { domainToken } from '../../activities/supervisor-access';
 import { ConfigError } from '../../schemas/env';
 import { formatProblems } from '../../schemas/issues';
 import type { FleetLayout } from '../../schemas/layout';
@@ -74,6 +75,10 @@ export function configureDevStack(env: NodeJS.ProcessEnv, cwd: string, projectRo
     HARU_SUPERVISOR_TOKEN: e.HARU_SUPERVISOR_TOKEN ?? '',
   });
   worker.temporal = config.temporal;
+  // Each simulated supervisor requires its domain's token: one that cannot be read stops the stack here.
+  for (const domain of layout.domains) {
+    domainToken(domain, env, worker.HARU_SUPERVISOR_TOKEN, { fail: (message) => new ConfigError(message) });
+  }
   return { config, layout, api, worker };
 }
 

@@ -221,6 +221,7 @@ export async function startDevStack(
       writeLog,
       warn: io.err,
       closers,
+      env,
     });
     worker.done.then(
       () => void (closing || reportFailure(new Error('the worker stopped'))),

@@ -27,6 +27,8 @@ export interface DevWorkerOptions {
   warn: (line: string) => void;
   /** Receives what to stop, in start order. */
   closers: Closer[];
+  /** Where a domain's `supervisor.tokenEnv` is read (the dev stack's environment). */
+  env: NodeJS.ProcessEnv;
 }
 
 /**
@@ -50,6 +52,7 @@ export async function startDevWorker(opts: DevWorkerOptions): Promise<{ done: Pr
     store: opts.store,
     supervisorToken: config.HARU_SUPERVISOR_TOKEN,
     supervisorTls: config.supervisorTls,
+    env: opts.env,
     workflowBundle: config.HARU_WORKFLOW_BUNDLE
       ? { codePath: path.resolve(opts.cwd, config.HARU_WORKFLOW_BUNDLE) }
       : undefined,

@@ -8,6 +8,7 @@ export const domainFields = (d: DomainLayout) => ({
   provider: d.provider,
   placement: d.placement,
   supervisorUrl: d.supervisorUrl,
+  supervisor: d.supervisor ?? null,
   servingBaseUrl: d.servingBaseUrl ?? null,
   launch: d.launch ?? null,
 });
@@ -17,6 +18,7 @@ export const domainFieldsOfRow = (r: DomainRow): ReturnType<typeof domainFields>
   provider: r.provider,
   placement: r.placement,
   supervisorUrl: r.supervisorUrl,
+  supervisor: r.supervisor,
   servingBaseUrl: r.servingBaseUrl,
   launch: r.launch,
 });

@@ -39,6 +39,7 @@ export const toDomain = (row: DomainRow): Domain =>
     provider: row.provider,
     placement: row.placement,
     supervisorUrl: row.supervisorUrl,
+    supervisor: row.supervisor ?? null,
     servingBaseUrl: row.servingBaseUrl,
     launch: row.launch,
     state: row.state,

@@ -1,5 +1,5 @@
 import { type AnyPgColumn, integer, jsonb, pgTable, text, timestamp, unique, uuid } from 'drizzle-orm/pg-core';
-import type { LaunchSpec, Placement } from '../../schemas/layout';
+import type { LaunchSpec, Placement, SupervisorAccess } from '../../schemas/layout';
 import { domainStateEnum, providerEnum } from './enums';
 import { fleets } from './fleets';
 
@@ -16,6 +16,8 @@ export const domains = pgTable(
     provider: providerEnum('provider').notNull(),
     placement: jsonb('placement').$type<Placement>().notNull(),
     supervisorUrl: text('supervisor_url').notNull(),
+    /** The layout's `supervisor` block: CA file, token source, plain-HTTP opt-in (names only, no secret). */
+    supervisor: jsonb('supervisor').$type<SupervisorAccess>(),
     servingBaseUrl: text('serving_base_url'),
     launch: jsonb('launch').$type<LaunchSpec>(),
     state: domainStateEnum('state').notNull().default('provisioning'),

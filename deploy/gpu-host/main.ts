@@ -17,6 +17,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { ConfigError, parseEnv } from '../../schemas/env';
 import { loadSupervisorConfig, loadSupervisorEnv } from '../../supervisor/config';
+import { SUPERVISOR_SECRET_ENV } from '../../supervisor/training';
 import { createJsonLogger } from '../../lib/logger';
 import { planHost, type VllmServerPlan } from './plan';
 
@@ -77,8 +78,9 @@ export async function runHost(env: NodeJS.ProcessEnv): Promise<never> {
 
   // A process's exit is handled inside start() (it stops the host); nothing waits for it here.
   void start('supervisor', process.execPath, [path.join(ROOT, 'bin/haru.js'), 'supervisor'], env);
-  // The supervisor's token is its own: vLLM gets neither it nor the supervisor's settings.
-  const { HARU_SUPERVISOR_TOKEN: _token, HARU_SUPERVISOR_CONFIG: _config, ...vllmEnv } = env;
+  // The supervisor's tokens are its own: vLLM gets neither them nor the supervisor's settings.
+  const vllmEnv: NodeJS.ProcessEnv = { ...env };
+  for (const key of SUPERVISOR_SECRET_ENV) delete vllmEnv[key];
   const waitReady = (server: VllmServerPlan) =>
     new Promise<boolean>((resolve) => {
       const url = `http://127.0.0.1:${server.port}/health`;

@@ -53,6 +53,7 @@ describeWithTools('nginx gateway of a static GPU host', [NGINX, OPENSSL], () => 
   let nginx: ChildProcess | undefined;
   let nginxExited: Promise<unknown>;
   let https: Agent;
+  let caPem: Buffer;
   let base: string;
   let httpBase: string;
   const models = { alpha: 0, beta: 0 };
@@ -127,7 +128,8 @@ describeWithTools('nginx gateway of a static GPU host', [NGINX, OPENSSL], () => 
     nginx = spawn('nginx', ['-p', dir, '-e', errorLog, '-c', main], { stdio: 'ignore' });
     nginxExited = new Promise((resolve) => nginx!.once('exit', resolve));
 
-    https = new Agent({ connect: { ca: readFileSync(certs.ca, 'utf8') } });
+    caPem = readFileSync(certs.ca);
+    https = new Agent({ connect: { ca: caPem } });
     base = `https://localhost:${httpsPort}`;
     httpBase = `http://127.0.0.1:${httpPort}`;
     await eventually('nginx to answer over TLS', async () => {
@@ -196,8 +198,8 @@ describeWithTools('nginx gateway of a static GPU host', [NGINX, OPENSSL], () => 
   });
 
   it('reaches the supervisor’s API with its token, through Haru’s own supervisor client, and refuses it without', async () => {
-    const client = createSupervisorClient({ token: TOKEN, dispatcher: https });
-    const status = await client.status(`${base}/supervisor`);
+    const client = createSupervisorClient({ token: TOKEN, tls: { ca: caPem } });
+    const status = await client.status({ slug: 'gpu-host', supervisorUrl: `${base}/supervisor` });
     expect(status.models.map((m) => m.name).sort()).toEqual(['alpha', 'beta']);
     expect((await call(`${base}/supervisor/v1/status`)).status).toBe(401);
     expect((await call(`${base}/supervisor/v1/status`, { token: 'wrong' })).status).toBe(401);

@@ -8,7 +8,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { renderBanner, type BannerInfo } from '../../cli/dev/banner';
 import { manageChild, signalGroup } from '../../cli/dev/children';
+import { simSupervisorToken } from '../../cli/commands/sim';
 import { loadDevConfig } from '../../cli/dev/config';
+import { configureDevStack } from '../../cli/dev/configure';
 import { simDomainArgs, simDomainEnv } from '../../cli/dev/domains';
 import { buildDevLayout, simulatorPorts } from '../../cli/dev/layout';
 import { assertPortsFree, duplicatePorts, planPorts, PortInUseError } from '../../cli/dev/ports';
@@ -60,6 +62,35 @@ describe('haru dev configuration', () => {
     })();
     for (const name of ['PORT', 'HARU_SIM_PORT_OFFSET', 'DATABASE_URL'])
       expect(message).toMatch(new RegExp(`^  ${name}: `, 'm'));
+  });
+});
+
+describe("a dev domain's supervisor token", () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'haru-dev-token-'));
+  const layoutWith = (supervisor: Record<string, string>) => {
+    const layout = devLayout();
+    layout.domains[1] = { ...layout.domains[1]!, supervisor };
+    const file = path.join(dir, `layout-${Object.values(supervisor).join('-').replace(/\W/g, '')}.json`);
+    writeFileSync(file, JSON.stringify(layout));
+    return { layout, file, slug: layout.domains[1].slug };
+  };
+
+  it("is the one the domain's layout names, for the simulated supervisor as for the worker", () => {
+    const tokenFile = path.join(dir, 'west.token');
+    writeFileSync(tokenFile, 'west-from-file\n');
+    const byEnv = layoutWith({ tokenEnv: 'WEST_TOKEN' });
+    expect(simSupervisorToken(byEnv.layout, byEnv.slug, { WEST_TOKEN: 'w', HARU_SUPERVISOR_TOKEN: 'f' })).toBe('w');
+    expect(simSupervisorToken(byEnv.layout, 'east', { WEST_TOKEN: 'w', HARU_SUPERVISOR_TOKEN: 'f' })).toBe('f');
+    const byFile = layoutWith({ tokenFile });
+    expect(simSupervisorToken(byFile.layout, byFile.slug, {})).toBe('west-from-file');
+  });
+
+  it('stops haru dev before anything starts when a domain names a token variable that is unset', () => {
+    const { file, slug } = layoutWith({ tokenEnv: 'UNSET_WEST_TOKEN' });
+    const configure = () => configureDevStack({ HARU_DEV_LAYOUT: file }, dir, ROOT);
+    expect(configure).toThrow(ConfigError);
+    expect(configure).toThrow(`domain ${slug}: supervisor.tokenEnv: UNSET_WEST_TOKEN is not set`);
+    expect(() => configureDevStack({ HARU_DEV_LAYOUT: file, UNSET_WEST_TOKEN: 't' }, dir, ROOT)).not.toThrow();
   });
 });
 

@@ -4,9 +4,12 @@
  */
 import { chmodSync, copyFileSync } from 'node:fs';
 import path from 'node:path';
+import { createSupervisorAccess, type SupervisorTarget } from '../../activities/supervisor-access';
 import { createSupervisorClient } from '../../activities/supervisor-client';
 import { loadSupervisorClientTls } from '../../activities/supervisor-tls';
 import { ConfigError } from '../../schemas/env';
+import { FailureType } from '../../schemas/failures';
+import type { SupervisorAccess } from '../../schemas/layout';
 import { type RunningSupervisor, startSupervisor } from '../../supervisor/main';
 import { createTestPki, type TestPki } from '../support/pki';
 
@@ -40,14 +43,40 @@ describe('supervisor over HTTPS', () => {
     running.push(supervisor);
     return `https://localhost:${supervisor.port}`;
   };
+  const east = (supervisorUrl: string, supervisor?: SupervisorAccess): SupervisorTarget => ({
+    slug: 'east',
+    supervisorUrl,
+    supervisor,
+  });
   const client = (env: Parameters<typeof loadSupervisorClientTls>[0]) =>
     createSupervisorClient({ token: TOKEN, tls: loadSupervisorClientTls(env), defaultTimeoutMs: 5_000 });
 
   it('serves HTTPS that the worker verifies against the CA in HARU_SUPERVISOR_CA_FILE', async () => {
     const url = await start({});
-    await expect(client({ HARU_SUPERVISOR_CA_FILE: pki.ca }).status(url)).resolves.toHaveProperty('models');
-    await expect(client({ HARU_SUPERVISOR_CA_FILE: pki.otherCa }).status(url)).rejects.toThrow(/certificate/i);
-    await expect(client({}).status(url.replace('https:', 'http:'))).rejects.toThrow();
+    await expect(client({ HARU_SUPERVISOR_CA_FILE: pki.ca }).status(east(url))).resolves.toHaveProperty('models');
+    await expect(client({ HARU_SUPERVISOR_CA_FILE: pki.otherCa }).status(east(url))).rejects.toThrow(/certificate/i);
+    await expect(client({}).status(east(url.replace('https:', 'http:')))).rejects.toThrow();
+  });
+
+  it("verifies a domain's supervisor against the CA its layout names, over the fleet-wide one", async () => {
+    const url = await start({});
+    // The fleet-wide CA is the wrong one: only the domain's own caFile lets the handshake pass.
+    const fleet = createSupervisorClient({
+      access: createSupervisorAccess({
+        token: TOKEN,
+        tls: loadSupervisorClientTls({ HARU_SUPERVISOR_CA_FILE: pki.otherCa }),
+      }),
+      defaultTimeoutMs: 5_000,
+    });
+    await expect(fleet.status(east(url, { caFile: pki.ca }))).resolves.toHaveProperty('models');
+    await expect(fleet.status(east(url))).rejects.toThrow(/certificate/i);
+    await expect(fleet.status(east(url, { caFile: pki.otherCa }))).rejects.toThrow(/certificate/i);
+    const missing = await fleet.status(east(url, { caFile: '/nope.pem' })).catch((err: unknown) => err);
+    expect(missing).toMatchObject({
+      type: FailureType.SupervisorMisconfigured,
+      nonRetryable: true,
+      message: 'domain east: supervisor.caFile: cannot read /nope.pem (ENOENT)',
+    });
   });
 
   it('requires a client certificate from the CA in HARU_SUPERVISOR_TLS_CLIENT_CA_FILE (mTLS)', async () => {
@@ -57,8 +86,8 @@ describe('supervisor over HTTPS', () => {
       HARU_SUPERVISOR_CLIENT_CERT_FILE: pki.client.cert,
       HARU_SUPERVISOR_CLIENT_KEY_FILE: pki.client.key,
     });
-    await expect(withCert.status(url)).resolves.toHaveProperty('models');
-    await expect(client({ HARU_SUPERVISOR_CA_FILE: pki.ca }).status(url)).rejects.toThrow();
+    await expect(withCert.status(east(url))).resolves.toHaveProperty('models');
+    await expect(client({ HARU_SUPERVISOR_CA_FILE: pki.ca }).status(east(url))).rejects.toThrow();
   });
 
   it('refuses at start a key file readable by others, a certificate without its key, a missing file', async () => {

@@ -1,6 +1,7 @@
 /** An in-memory GPU host behind a SupervisorClient, for activity tests that script a supervisor's answers. */
 import { ApplicationFailure } from '@temporalio/common';
 import type { SupervisorClient } from '../../activities/supervisor-client';
+import type { SupervisorTarget } from '../../activities/supervisor-access';
 import { FailureType } from '../../schemas/failures';
 import type {
   GpuMemory,
@@ -85,7 +86,7 @@ export class FakeHost {
   }
 
   readonly client: SupervisorClient = {
-    status: async (_url, opts) => {
+    status: async (_target, opts) => {
       if (opts?.signal?.aborted) throw opts.signal.reason;
       this.take('status');
       this.onStatus(this, ++this.reads);
@@ -100,30 +101,30 @@ export class FakeHost {
       this.take('gpuMemory');
       return { gpus: structuredClone(this.gpus), at: new Date().toISOString() };
     },
-    sleep: async (_url, body) => {
+    sleep: async (_target, body) => {
       this.take(`sleep:${body.gpuIndex}:${body.level}`);
       for (const m of this.models.filter((x) => x.gpuIndex === body.gpuIndex)) m.state = 'asleep';
       return this.action([body.gpuIndex ?? 0]);
     },
-    wake: async (_url, body) => {
+    wake: async (_target, body) => {
       this.take(`wake:${body.gpuIndex}`);
       for (const m of this.models.filter((x) => x.gpuIndex === body.gpuIndex)) m.state = 'awake';
       return this.action([body.gpuIndex ?? 0]);
     },
-    startTraining: async (_url, body) => {
+    startTraining: async (_target, body) => {
       this.take(`startTraining:${body.gpuIndex}`);
       const run = this.training.find((r) => r.gpuIndex === body.gpuIndex)!;
       if (run.state === 'idle') Object.assign(run, { state: 'running', pids: [this.nextPid++], startedAt: T0 });
       return this.action([body.gpuIndex ?? 0]);
     },
-    stopTraining: async (_url, body) => {
+    stopTraining: async (_target, body) => {
       this.take(`stopTraining:${body.gpuIndex}:${body.graceMs}`);
       const run = this.training.find((r) => r.gpuIndex === body.gpuIndex)!;
       if (run.state === 'running') run.state = 'stopping';
       this.onStop(this, body.gpuIndex ?? 0);
       return this.action([body.gpuIndex ?? 0]);
     },
-    probe: async (_url, body) => {
+    probe: async (_target, body) => {
       this.take('probe');
       const results =
         this.probeResults ?? (body.models ?? []).map((model) => ({ model, ok: true, latencyMs: 12, error: null }));
@@ -138,18 +139,18 @@ export const unreachable = (): ApplicationFailure =>
 
 /** One SupervisorClient over several fake hosts, chosen by supervisor URL. */
 export function routedClient(hosts: Record<string, FakeHost>): SupervisorClient {
-  const pick = (url: string) => {
-    const host = hosts[url];
-    if (!host) throw new Error(`no fake host at ${url}`);
+  const pick = (target: SupervisorTarget) => {
+    const host = hosts[target.supervisorUrl];
+    if (!host) throw new Error(`no fake host at ${target.supervisorUrl}`);
     return host.client;
   };
   return {
-    status: (url, o) => pick(url).status(url, o),
-    gpuMemory: (url, o) => pick(url).gpuMemory(url, o),
-    sleep: (url, b, o) => pick(url).sleep(url, b, o),
-    wake: (url, b, o) => pick(url).wake(url, b, o),
-    startTraining: (url, b, o) => pick(url).startTraining(url, b, o),
-    stopTraining: (url, b, o) => pick(url).stopTraining(url, b, o),
-    probe: (url, b, o) => pick(url).probe(url, b, o),
+    status: (t, o) => pick(t).status(t, o),
+    gpuMemory: (t, o) => pick(t).gpuMemory(t, o),
+    sleep: (t, b, o) => pick(t).sleep(t, b, o),
+    wake: (t, b, o) => pick(t).wake(t, b, o),
+    startTraining: (t, b, o) => pick(t).startTraining(t, b, o),
+    stopTraining: (t, b, o) => pick(t).stopTraining(t, b, o),
+    probe: (t, b, o) => pick(t).probe(t, b, o),
   };
 }

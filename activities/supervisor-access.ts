@@ -1,0 +1,143 @@
+import { readFileSync } from 'node:fs';
+import { Agent, type Dispatcher } from 'undici';
+import { isPlainHttpOffLoopback } from '../lib/loopback';
+import { readSecretFile, type SecretReadOptions } from '../lib/secret-file';
+import type { SupervisorAccess } from '../schemas/layout';
+import type { SupervisorClientTls } from './supervisor-tls';
+
+/** The supervisor a call goes to: a domain's address and its layout settings (a Domain row fits). */
+export interface SupervisorTarget {
+  slug: string;
+  supervisorUrl: string;
+  supervisor?: SupervisorAccess | null;
+}
+
+/** A domain's supervisor settings that cannot work; the message names the domain and the layout field. */
+export class SupervisorAccessError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SupervisorAccessError';
+  }
+}
+
+/** The fleet-wide settings a domain falls back to, and where per-domain sources are read. */
+export interface SupervisorAccessOptions {
+  /** HARU_SUPERVISOR_TOKEN (or its _FILE): the token of every domain that names no source of its own. */
+  token?: string;
+  /** HARU_SUPERVISOR_CA_FILE and the client certificate: for every https:// supervisor. */
+  tls?: SupervisorClientTls;
+  /** The environment a domain's `tokenEnv` is looked up in (the worker's). */
+  env?: Readonly<Record<string, string | undefined>>;
+  readFile?: (file: string) => Buffer;
+  /** Told once per domain and address that plain HTTP crosses the network (`insecure: true`). */
+  warn?: (message: string, fields: Record<string, unknown>) => void;
+}
+
+/** How one call reaches a domain's supervisor. */
+export interface SupervisorConnection {
+  token?: string;
+  dispatcher: Dispatcher;
+}
+
+/** Resolves a domain's token and connection (see {@link createSupervisorAccess}). */
+export interface SupervisorAccessResolver {
+  /**
+   * The domain's token: read at each call from its `tokenEnv` or `tokenFile` (so a rotated file is used
+   * without a restart), else the fleet-wide one; undefined when there is none. Throws SupervisorAccessError.
+   */
+  tokenFor(target: SupervisorTarget): string | undefined;
+  /**
+   * The token and the undici dispatcher for a call. Refuses plain http:// to a supervisor off loopback unless
+   * the domain says `insecure: true`; a domain's `caFile` gets its own Agent (read once, kept). Throws
+   * SupervisorAccessError.
+   */
+  connect(target: SupervisorTarget): SupervisorConnection;
+  close(): Promise<void>;
+}
+
+const field = (target: SupervisorTarget, name: keyof SupervisorAccess) => `domain ${target.slug}: supervisor.${name}`;
+
+/**
+ * The message for plain HTTP to a remote supervisor without the domain's opt-in: what to change, where.
+ */
+export const plainHttpRefusal = (target: SupervisorTarget): string =>
+  `domain ${target.slug}: supervisor ${target.supervisorUrl} is plain HTTP to a host off loopback, so its token ` +
+  'would cross the network in clear text; serve it over https:// (HARU_SUPERVISOR_TLS_CERT_FILE on the host) or ' +
+  'set "supervisor": { "insecure": true } on the domain in the layout';
+
+/**
+ * Reads a domain's token from where its layout says (trimmed), else returns `fallback`. Throws `fail(message)`
+ * (default SupervisorAccessError) naming the field for an unset variable or an unreadable or empty file.
+ */
+export function domainToken(
+  target: SupervisorTarget,
+  env: Readonly<Record<string, string | undefined>>,
+  fallback: string | undefined,
+  opts: SecretReadOptions = {},
+): string | undefined {
+  const access = target.supervisor;
+  const fail = opts.fail ?? ((message: string) => new SupervisorAccessError(message));
+  if (access?.tokenEnv) {
+    const value = env[access.tokenEnv]?.trim();
+    if (!value) throw fail(`${field(target, 'tokenEnv')}: ${access.tokenEnv} is not set`);
+    return value;
+  }
+  if (access?.tokenFile) return readSecretFile(access.tokenFile, field(target, 'tokenFile'), { ...opts, fail });
+  return fallback;
+}
+
+/** Builds the resolver the supervisor client and the provisioning activities share. */
+export function createSupervisorAccess(options: SupervisorAccessOptions = {}): SupervisorAccessResolver {
+  const env = options.env ?? {};
+  const readFile = options.readFile ?? ((file: string) => readFileSync(file));
+  const agentWith = (tls: SupervisorClientTls | undefined) =>
+    new Agent({ keepAliveTimeout: 30_000, connect: { ...tls } });
+  const fleetAgent = agentWith(options.tls);
+  const caAgents = new Map<string, Agent>();
+  const warned = new Set<string>();
+
+  function agentFor(target: SupervisorTarget): Agent {
+    const caFile = target.supervisor?.caFile;
+    if (!caFile) return fleetAgent;
+    let agent = caAgents.get(caFile);
+    if (!agent) {
+      let ca: Buffer;
+      try {
+        ca = readFile(caFile);
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+        throw new SupervisorAccessError(`${field(target, 'caFile')}: cannot read ${caFile} (${code})`);
+      }
+      agent = agentWith({ ...options.tls, ca });
+      caAgents.set(caFile, agent);
+    }
+    return agent;
+  }
+
+  const tokenFor = (target: SupervisorTarget) =>
+    domainToken(target, env, options.token, { read: (file) => readFile(file).toString('utf8') });
+
+  return {
+    tokenFor,
+    connect(target) {
+      if (isPlainHttpOffLoopback(target.supervisorUrl)) {
+        if (!target.supervisor?.insecure) throw new SupervisorAccessError(plainHttpRefusal(target));
+        const key = `${target.slug} ${target.supervisorUrl}`;
+        if (!warned.has(key)) {
+          warned.add(key);
+          options.warn?.(
+            'supervisor reached over plain HTTP (insecure: true): its token crosses the network readable',
+            {
+              domain: target.slug,
+              supervisorUrl: target.supervisorUrl,
+            },
+          );
+        }
+      }
+      return { token: tokenFor(target), dispatcher: agentFor(target) };
+    },
+    async close() {
+      await Promise.all([fleetAgent, ...caAgents.values()].map((a) => a.close()));
+    },
+  };
+}
