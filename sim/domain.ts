@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
+import { Agent, type Dispatcher, fetch as undiciFetch } from 'undici';
 import type { FleetLayout } from '../schemas/layout';
 import { createSimFaults, type SimFaults } from './domain-faults';
 import {
@@ -157,7 +158,12 @@ export async function startSimDomain(opts: SimDomainOptions): Promise<SimDomain>
     path.join(logDir, 'supervisor.log'),
   );
   children.push(supervisor);
-  const supervisorUrl = `http://127.0.0.1:${plan.supervisorPort}`;
+  // With HARU_SUPERVISOR_TLS_CERT_FILE the supervisor serves HTTPS (supervisor/tls.ts). Its certificate is the
+  // worker's to verify, under the name the layout gives; the simulator only checks that the child it has just
+  // spawned on loopback answers, so it does not verify it (the supervisor's client-certificate mode is not simulated).
+  const isTls = Boolean(baseEnv.HARU_SUPERVISOR_TLS_CERT_FILE?.trim());
+  const supervisorUrl = `${isTls ? 'https' : 'http'}://127.0.0.1:${plan.supervisorPort}`;
+  const ownSupervisor = isTls ? new Agent({ connect: { rejectUnauthorized: false } }) : undefined;
   const checkpointDirs = plan.supervisorConfig.training.map((t) => t.checkpointDir);
   writeJsonAtomic(path.join(stateDir, SIM_STATE_FILE), {
     marker,
@@ -172,8 +178,9 @@ export async function startSimDomain(opts: SimDomainOptions): Promise<SimDomain>
       children,
       [...models.map((m) => `http://127.0.0.1:${m.port}/health`), `${supervisorUrl}/healthz`],
       opts.startTimeoutMs ?? 60_000,
+      ownSupervisor,
     );
-    if (opts.role === 'standby') await becomeStandby(supervisorUrl, opts.supervisorToken);
+    if (opts.role === 'standby') await becomeStandby(supervisorUrl, opts.supervisorToken, ownSupervisor);
   } catch (err) {
     await killAll();
     rmSync(path.join(stateDir, SIM_STATE_FILE), { force: true });
@@ -210,14 +217,19 @@ export async function startSimDomain(opts: SimDomainOptions): Promise<SimDomain>
 }
 
 /** Waits until every URL answers 2xx; fails early with the log of a process that exited. */
-async function waitReady(children: SimChild[], urls: string[], timeoutMs: number): Promise<void> {
+async function waitReady(
+  children: SimChild[],
+  urls: string[],
+  timeoutMs: number,
+  dispatcher: Dispatcher | undefined,
+): Promise<void> {
   const exited = new Set<SimChild>();
   for (const child of children) void child.exited.then(() => exited.add(child));
   const pending = new Set(urls);
   const ok = await pollUntil(
     async () => {
       if (exited.size) return true;
-      await Promise.all([...pending].map(async (url) => (await answers(url)) && pending.delete(url)));
+      await Promise.all([...pending].map(async (url) => (await answers(url, dispatcher)) && pending.delete(url)));
       return pending.size === 0;
     },
     timeoutMs,
@@ -232,10 +244,17 @@ async function waitReady(children: SimChild[], urls: string[], timeoutMs: number
 }
 
 /** Puts every engine to sleep and starts training, through the supervisor's own API. */
-async function becomeStandby(supervisorUrl: string, token: string | undefined): Promise<void> {
+async function becomeStandby(
+  supervisorUrl: string,
+  token: string | undefined,
+  dispatcher: Dispatcher | undefined,
+): Promise<void> {
   const headers = { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) };
   for (const route of ['/v1/vllm/sleep', '/v1/training/start']) {
-    const res = await fetch(`${supervisorUrl}${route}`, { method: 'POST', headers, body: '{}' });
+    const init = { method: 'POST', headers, body: '{}' };
+    const res = dispatcher
+      ? await undiciFetch(`${supervisorUrl}${route}`, { ...init, dispatcher })
+      : await fetch(`${supervisorUrl}${route}`, init);
     const body = (await res.json()) as { accepted?: boolean };
     if (!res.ok || !body.accepted) throw new Error(`standby set-up failed at ${route}: ${JSON.stringify(body)}`);
   }

@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { isAlive } from './gpu-state';
+import { type Dispatcher, fetch as undiciFetch } from 'undici';
 
 /** Repository root: simulated processes run from here, so layout commands like `node sim/trainer.js` resolve. */
 export const REPO_ROOT = path.resolve(__dirname, '..');
@@ -104,10 +105,11 @@ export async function pollUntil(condition: () => boolean | Promise<boolean>, tim
   }
 }
 
-/** True when `url` answers 2xx within a second. */
-export async function answers(url: string): Promise<boolean> {
+/** True when `url` answers 2xx within a second (through `dispatcher` when given: an https supervisor). */
+export async function answers(url: string, dispatcher?: Dispatcher): Promise<boolean> {
   try {
-    const res = await fetch(url, { signal: AbortSignal.timeout(1_000) });
+    const signal = AbortSignal.timeout(1_000);
+    const res = dispatcher ? await undiciFetch(url, { signal, dispatcher }) : await fetch(url, { signal });
     await res.arrayBuffer();
     return res.ok;
   } catch {

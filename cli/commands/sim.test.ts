@@ -2,10 +2,13 @@
  * `haru sim domain` and `haru sim kill` as an operator runs them: a real `haru` process, real signals.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { loadSupervisorClientTls } from '../../activities/supervisor-tls';
+import { createSupervisorClient } from '../../activities/supervisor-client';
 import { isAlive } from '../../sim/gpu-state';
+import { createTestPki } from '../../test/support/pki';
 import { findMarkedPids } from '../../sim/processes';
 import { freePort } from '../../test/support/ports';
 
@@ -114,6 +117,28 @@ describe('haru sim', () => {
     expect(findMarkedPids(domainMarker)).toEqual([]);
     expect(await run.exited).toBe(1);
     expect(run.output()).toContain('supervisor exited; domain stopped');
+  });
+
+  it('serves its supervisor over HTTPS with a certificate, as standby, to a worker trusting the CA', async () => {
+    const pki = createTestPki();
+    chmodSync(pki.server.key, 0o600);
+    const { file, supervisorPort } = await writeLayout('tls');
+    const stateDir = path.join(dir, 'tls');
+    const run = haru(['sim', 'domain', '--layout', file, '--domain', 'solo', '--state-dir', stateDir, '--standby'], {
+      HARU_SUPERVISOR_TOKEN: 'sim-tls-token',
+      HARU_SUPERVISOR_TLS_CERT_FILE: pki.server.cert,
+      HARU_SUPERVISOR_TLS_KEY_FILE: pki.server.key,
+    });
+    await run.printed(/nvidia-smi: HARU_SIM_GPU_STATE=/);
+    expect(run.output()).toContain(`supervisor https://127.0.0.1:${supervisorPort}`);
+    const client = createSupervisorClient({
+      token: 'sim-tls-token',
+      tls: loadSupervisorClientTls({ HARU_SUPERVISOR_CA_FILE: pki.ca }),
+    });
+    const status = await client.status({ slug: 'solo', supervisorUrl: `https://localhost:${supervisorPort}` });
+    expect(status.models.map((m) => m.state)).toEqual(['asleep']); // the standby set-up went through TLS too
+    run.child.kill('SIGTERM');
+    expect(await run.exited).toBe(0);
   });
 
   it('refuses a bad layout with every problem listed (exit 2)', async () => {

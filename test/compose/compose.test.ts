@@ -7,7 +7,9 @@
  * checks above are held to what it resolved.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import https from 'node:https';
+import os from 'node:os';
 import path from 'node:path';
 import type { Command } from 'commander';
 import YAML from 'yaml';
@@ -17,8 +19,9 @@ import { buildProgram } from '../../cli/main';
 import { dbEnvSchema } from '../../db/config';
 import { fleetLayoutSchema } from '../../schemas/layout';
 import { supervisorEnvSchema } from '../../supervisor/config';
+import { type RunningSupervisor, startSupervisor } from '../../supervisor/main';
 import { workerConfigSchema } from '../../workers/config';
-import { findComposeV2 } from '../support/tools';
+import { describeWithTools, findComposeV2, OPENSSL } from '../support/tools';
 
 const ROOT = path.resolve(__dirname, '../..');
 const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
@@ -63,8 +66,10 @@ function resolveEnv(s: Service): Record<string, string> {
   );
 }
 
-const HARU_SERVICES = ['haru-migrate', 'haru-api', 'haru-worker', 'sim-east', 'sim-west'];
+const HARU_SERVICES = ['haru-migrate', 'haru-certs', 'haru-api', 'haru-worker', 'sim-east', 'sim-west'];
 const keysOf = (schema: z.ZodObject) => Object.keys(schema.shape);
+/** Where the `tls` volume is mounted: what deploy/compose/make-certs.sh writes by default. */
+const TLS_DIR = '/app/.haru/tls';
 
 describe('docker-compose.yml: images', () => {
   it('runs PostgreSQL, the Temporal server with schema setup and namespace steps, the Web UI, and Haru', () => {
@@ -133,6 +138,8 @@ describe('docker-compose.yml: ports, healthchecks and order', () => {
       'sim-east': 'service_healthy',
       'sim-west': 'service_healthy',
     });
+    for (const name of ['sim-east', 'sim-west'])
+      expect(dep(name)).toEqual({ 'haru-certs': 'service_completed_successfully' });
   });
 
   it('has no dependency cycle and names only existing services', () => {
@@ -151,7 +158,7 @@ describe('docker-compose.yml: ports, healthchecks and order', () => {
   });
 
   it('lets one-shot steps finish and restarts long-running services', () => {
-    for (const name of ['temporal-schema', 'temporal-namespace', 'haru-migrate'])
+    for (const name of ['temporal-schema', 'temporal-namespace', 'haru-migrate', 'haru-certs'])
       expect(service(name).restart).toMatch(/^on-failure/);
     for (const name of ['postgres', 'temporal', 'temporal-ui', 'haru-api', 'haru-worker', 'sim-east', 'sim-west'])
       expect(service(name).restart).toBe('unless-stopped');
@@ -199,14 +206,33 @@ describe('docker-compose.yml: the environment matches what the code reads', () =
   });
 
   it.each(['sim-east', 'sim-west'])(
-    '%s: the supervisor token its supervisor requires to listen beyond loopback',
+    '%s: the token its supervisor requires to listen beyond loopback, and its certificate from the tls volume',
     (name) => {
+      // `haru sim domain` gives its supervisor HARU_SUPERVISOR_CONFIG itself: the names are checked, not a parse.
       const env = resolveEnv(service(name));
-      expect(Object.keys(env)).toEqual(['HARU_SUPERVISOR_TOKEN']);
-      expect(keysOf(supervisorEnvSchema)).toContain('HARU_SUPERVISOR_TOKEN');
+      expect(Object.keys(env).filter((k) => !keysOf(supervisorEnvSchema).includes(k))).toEqual([]);
+      expect(Object.keys(env).sort()).toEqual([
+        'HARU_SUPERVISOR_TLS_CERT_FILE',
+        'HARU_SUPERVISOR_TLS_KEY_FILE',
+        'HARU_SUPERVISOR_TOKEN',
+      ]);
       expect(env.HARU_SUPERVISOR_TOKEN).toBe(resolveEnv(service('haru-worker')).HARU_SUPERVISOR_TOKEN);
+      // The files make-certs.sh writes for this host, in the volume it writes them to.
+      expect(env.HARU_SUPERVISOR_TLS_CERT_FILE).toBe(`${TLS_DIR}/${name}.pem`);
+      expect(env.HARU_SUPERVISOR_TLS_KEY_FILE).toBe(`${TLS_DIR}/${name}.key`);
+      expect(service(name).volumes).toEqual([`tls:${TLS_DIR}:ro`]);
     },
   );
+
+  it('haru-worker and haru-certs: the worker verifies the supervisors against the CA the certificates step makes', () => {
+    expect(resolveEnv(service('haru-worker')).HARU_SUPERVISOR_CA_FILE).toBe(`${TLS_DIR}/ca.pem`);
+    expect(service('haru-worker').volumes).toEqual([`tls:${TLS_DIR}:ro`]);
+    expect(service('haru-certs').volumes).toEqual([`tls:${TLS_DIR}`]);
+    expect(service('haru-certs').command).toEqual(['deploy/compose/make-certs.sh']);
+    expect(compose.volumes).toHaveProperty('tls');
+    expect(read('Dockerfile')).toMatch(/apt-get install -y --no-install-recommends openssl/);
+    expect(read('Dockerfile')).toContain(`mkdir -p ${TLS_DIR}`);
+  });
 
   it('gives the Temporal setup scripts every variable they read', () => {
     for (const [name, script] of [
@@ -275,10 +301,64 @@ describe('docker-compose.yml: commands and the layout it seeds', () => {
       expect(args[args.indexOf('--layout') + 1]).toBe('examples/compose.layout.json');
       expect(args[args.indexOf('--host') + 1]).toBe('0.0.0.0');
       const port = new URL(domain.supervisorUrl).port;
-      expect(service(name).healthcheck!.test.join(' ')).toContain(`http://127.0.0.1:${port}/healthz`);
+      expect(new URL(domain.supervisorUrl).protocol).toBe('https:');
+      expect(service(name).healthcheck!.test.join(' ')).toContain(`https://localhost:${port}/healthz`);
+      expect(service(name).healthcheck!.test.join(' ')).toContain(`${TLS_DIR}/ca.pem`);
       for (const slot of domain.slots)
         if (slot.kind === 'inference') for (const m of slot.models) expect(new URL(m.servingUrl).hostname).toBe(name);
     }
+  });
+});
+
+describeWithTools('deploy/compose/make-certs.sh', [OPENSSL], () => {
+  const tls = mkdtempSync(path.join(os.tmpdir(), 'haru-compose-tls-'));
+  let supervisor: RunningSupervisor | undefined;
+  afterAll(async () => {
+    await supervisor?.shutdown(0);
+    rmSync(tls, { recursive: true, force: true });
+  });
+  const makeCerts = () =>
+    spawnSync('sh', [path.join(ROOT, 'deploy/compose/make-certs.sh')], {
+      env: { PATH: process.env.PATH, HARU_TLS_DIR: tls },
+      encoding: 'utf8',
+    });
+
+  it("makes certificates a supervisor serves and the worker's CA verifies under the host's compose name", async () => {
+    expect(makeCerts()).toMatchObject({ status: 0, stdout: expect.stringContaining('certificates made') });
+    supervisor = await startSupervisor(
+      {
+        HARU_SUPERVISOR_CONFIG: JSON.stringify({ inference: [{ gpuIndex: 0, models: [{ name: 'm', port: 1 }] }] }),
+        HARU_SUPERVISOR_TOKEN: 't',
+        HARU_SUPERVISOR_HOST: '127.0.0.1',
+        PORT: '0',
+        HARU_SUPERVISOR_TLS_CERT_FILE: path.join(tls, 'sim-east.pem'),
+        HARU_SUPERVISOR_TLS_KEY_FILE: path.join(tls, 'sim-east.key'), // 0600: the supervisor refuses looser keys
+      },
+      { write: () => undefined, warn: () => undefined },
+    );
+    const get = (servername: string) =>
+      new Promise<number>((resolve, reject) => {
+        const req = https.get(
+          {
+            host: '127.0.0.1',
+            port: supervisor!.port,
+            path: '/healthz',
+            servername,
+            ca: readFileSync(path.join(tls, 'ca.pem')),
+          },
+          (res) => resolve(res.statusCode ?? 0),
+        );
+        req.on('error', reject);
+      });
+    expect(await get('sim-east')).toBe(200);
+    expect(await get('localhost')).toBe(200); // the container's own health check
+    await expect(get('sim-west')).rejects.toThrow(/sim-west/); // another host's name is not on this certificate
+  });
+
+  it('keeps the certificates it made on a later start', () => {
+    const before = readFileSync(path.join(tls, 'ca.pem'), 'utf8');
+    expect(makeCerts()).toMatchObject({ status: 0, stdout: expect.stringContaining('already') });
+    expect(readFileSync(path.join(tls, 'ca.pem'), 'utf8')).toBe(before);
   });
 });
 
