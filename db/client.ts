@@ -4,7 +4,12 @@ import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import postgres from 'postgres';
 import { lockDataDir } from './pglite-lock';
-import { postgresConnectTarget, type PostgresTlsEnv } from './postgres-tls';
+import {
+  explainPostgresTlsError,
+  postgresConnectTarget,
+  type PostgresConnectTarget,
+  type PostgresTlsEnv,
+} from './postgres-tls';
 import * as schema from './schema';
 
 export type HaruSchema = typeof schema;
@@ -64,27 +69,49 @@ export function connectPostgres(
   max: number,
   opts: { urlVar?: string; tlsEnv?: PostgresTlsEnv } = {},
 ): postgres.Sql {
-  const target = postgresConnectTarget(url, opts.urlVar ?? 'DATABASE_URL', opts.tlsEnv ?? process.env);
-  return postgres(target.url, { max, ssl: target.ssl, onnotice: () => {} });
+  return connectTarget(postgresConnectTarget(url, opts.urlVar ?? 'DATABASE_URL', opts.tlsEnv ?? process.env), max);
+}
+
+const connectTarget = (target: PostgresConnectTarget, max: number) =>
+  postgres(target.url, { max, ssl: target.ssl, onnotice: () => {} });
+
+const tlsTargets = new WeakMap<HaruDatabase, PostgresConnectTarget>();
+
+/**
+ * `err` from a query on `database`, as a ConfigError naming the TLS setting to fix when the server's
+ * certificate is what failed (`explainPostgresTlsError`); otherwise `err` itself.
+ */
+export function explainStoreError(database: HaruDatabase, err: unknown): unknown {
+  const target = tlsTargets.get(database);
+  return target ? explainPostgresTlsError(err, target) : err;
 }
 
 function createPostgresDatabase(url: string, max: number, opts: CreateDatabaseOptions): HaruDatabase {
-  const sql = connectPostgres(url, max, { tlsEnv: opts.tlsEnv });
+  const tlsEnv = opts.tlsEnv ?? process.env;
+  const target = postgresConnectTarget(url, 'DATABASE_URL', tlsEnv);
+  const sql = connectTarget(target, max);
   // LISTEN needs a session of its own; through a transaction pooler it must go to the direct endpoint.
-  const listener =
+  const listenTarget =
     opts.listenUrl && opts.listenUrl !== url
-      ? connectPostgres(opts.listenUrl, 1, { urlVar: 'HARU_LISTEN_DATABASE_URL', tlsEnv: opts.tlsEnv })
-      : sql;
+      ? postgresConnectTarget(opts.listenUrl, 'HARU_LISTEN_DATABASE_URL', tlsEnv)
+      : target;
+  const listener = listenTarget === target ? sql : connectTarget(listenTarget, 1);
   let closed: Promise<void> | undefined;
   const database: HaruDatabase = {
     db: drizzlePostgres(sql, { schema }) as unknown as HaruDb,
     kind: 'postgres',
     async listen(channel, onPayload) {
-      const { unlisten } = await listener.listen(channel, onPayload);
-      return unlisten;
+      try {
+        const { unlisten } = await listener.listen(channel, onPayload);
+        return unlisten;
+      } catch (err) {
+        throw explainPostgresTlsError(err, listenTarget);
+      }
     },
     async ping() {
-      await sql`select 1`;
+      await sql`select 1`.catch((err: unknown) => {
+        throw explainPostgresTlsError(err, target);
+      });
     },
     close() {
       closed ??= Promise.all([
@@ -95,6 +122,7 @@ function createPostgresDatabase(url: string, max: number, opts: CreateDatabaseOp
     },
   };
   postgresUrls.set(database, url);
+  tlsTargets.set(database, target);
   return database;
 }
 

@@ -13,7 +13,8 @@ import { eventually } from '../test/support/eventually';
 import { createTestPki, type TestPki } from '../test/support/pki';
 import { freePort } from '../test/support/ports';
 import { createDatabase, type HaruDatabase } from './client';
-import { listenPoolerWarning } from './postgres-tls';
+import { migrate } from './migrate';
+import { explainPostgresTlsError, listenPoolerWarning } from './postgres-tls';
 import { rowsOf } from './repo/support';
 
 const BIN = '/usr/lib/postgresql/15/bin';
@@ -98,6 +99,36 @@ describePg('Postgres over TLS', () => {
     expect(rowsOf<{ n: number }>(listeners)[0]?.n).toBe(1);
     await database.db.execute(sql`select pg_notify('haru_tls_listen', 'pushed')`);
     await expect(eventually('the notification', () => payloads.length && payloads)).resolves.toEqual(['pushed']);
+  });
+
+  it('stops at start on a CA that did not sign the server certificate, naming the setting, not the raw TLS error', async () => {
+    const fromUrl = await open(url(`sslmode=verify-full&sslrootcert=${encodeURIComponent(pki.otherCa)}`));
+    const failed = migrate(fromUrl);
+    await expect(failed).rejects.toThrow(ConfigError);
+    await expect(failed).rejects.toThrow(
+      `DATABASE_URL (sslmode=verify-full): the server's certificate is not signed by the CA in DATABASE_URL parameter sslrootcert (${pki.otherCa}) (UNABLE_TO_VERIFY_LEAF_SIGNATURE: unable to verify the first certificate); point PGSSLROOTCERT or the URL's sslrootcert at the CA that signed it`,
+    );
+    const fromEnv = await open(url('sslmode=verify-ca'), { tlsEnv: { PGSSLROOTCERT: pki.otherCa } });
+    await expect(fromEnv.ping()).rejects.toThrow(/^DATABASE_URL \(sslmode=verify-ca\): .* the CA in PGSSLROOTCERT \(/);
+    const listenOnly = await open(url('sslmode=disable'), {
+      listenUrl: url(`sslmode=verify-full&sslrootcert=${encodeURIComponent(pki.otherCa)}`),
+    });
+    await expect(listenOnly.listen('haru_tls_wrong', () => undefined)).rejects.toThrow(
+      /^HARU_LISTEN_DATABASE_URL \(sslmode=verify-full\): the server's certificate is not signed by the CA in HARU_LISTEN_DATABASE_URL parameter sslrootcert/,
+    );
+  });
+
+  it('names the host check of verify-full when the certificate does not carry the host', () => {
+    const err = Object.assign(new Error("Hostname/IP does not match certificate's altnames"), {
+      code: 'ERR_TLS_CERT_ALTNAME_INVALID',
+    });
+    const explained = explainPostgresTlsError(err, { urlVar: 'DATABASE_URL', sslmode: 'verify-full', trust: 'x' });
+    expect(explained).toBeInstanceOf(ConfigError);
+    expect((explained as Error).message).toMatch(
+      /^DATABASE_URL: the server's certificate does not name the URL's host/,
+    );
+    const other = new Error('connection refused');
+    expect(explainPostgresTlsError(other, { urlVar: 'DATABASE_URL', sslmode: 'require', trust: 'x' })).toBe(other);
   });
 
   it('fails verify-full against another CA, and names a CA file that cannot be read', async () => {

@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import type { ConnectionOptions } from 'node:tls';
 import { z } from 'zod';
+import { causeCode } from '../lib/error-cause';
 import { blankable, ConfigError } from '../schemas/env';
 
 const optionalPath = blankable(z.string().trim().min(1).optional());
@@ -37,6 +38,11 @@ export interface PostgresTlsEnv {
 export interface PostgresConnectTarget {
   url: string;
   ssl: false | 'prefer' | ConnectionOptions;
+  /** Which setting the server's certificate is checked against, for errors: `PGSSLROOTCERT (/ca.pem)`. */
+  trust: string;
+  /** The URL's variable (DATABASE_URL, HARU_LISTEN_DATABASE_URL) and its sslmode, for errors. */
+  urlVar: string;
+  sslmode: string;
 }
 
 function readSetting(setting: string, file: string): Buffer {
@@ -65,25 +71,74 @@ export function postgresConnectTarget(url: string, urlVar: string, env: Postgres
     throw new ConfigError(`${urlVar}: sslmode=${mode} is not one of ${SSL_MODES.join(', ')}`);
   }
   const params = Object.fromEntries(['sslrootcert', 'sslcert', 'sslkey'].map((p) => [p, q.get(p)]));
-  const file = (param: string, envName: keyof PostgresTlsEnv) => {
+  const source = (param: string, envName: keyof PostgresTlsEnv) => {
     const fromUrl = params[param];
-    if (fromUrl) return readSetting(`${urlVar} parameter ${param}`, fromUrl);
+    if (fromUrl) return { setting: `${urlVar} parameter ${param}`, file: fromUrl };
     const fromEnv = env[envName]?.trim();
-    return fromEnv ? readSetting(envName, fromEnv) : undefined;
+    return fromEnv ? { setting: envName, file: fromEnv } : undefined;
+  };
+  const file = (param: string, envName: keyof PostgresTlsEnv) => {
+    const from = source(param, envName);
+    return from ? readSetting(from.setting, from.file) : undefined;
   };
   for (const param of ['sslmode', 'ssl', 'sslrootcert', 'sslcert', 'sslkey']) q.delete(param);
   const cleaned = parsed.toString();
-  if (mode === 'disable') return { url: cleaned, ssl: false };
-  if (mode === 'allow' || mode === 'prefer') return { url: cleaned, ssl: 'prefer' };
+  const caSource = source('sslrootcert', 'PGSSLROOTCERT');
+  const base = {
+    url: cleaned,
+    urlVar,
+    sslmode: mode,
+    trust: caSource
+      ? `the CA in ${caSource.setting} (${caSource.file})`
+      : 'the system CAs (no PGSSLROOTCERT or sslrootcert)',
+  };
+  if (mode === 'disable') return { ...base, ssl: false };
+  if (mode === 'allow' || mode === 'prefer') return { ...base, ssl: 'prefer' };
   const ca = file('sslrootcert', 'PGSSLROOTCERT');
   const cert = file('sslcert', 'PGSSLCERT');
   const key = file('sslkey', 'PGSSLKEY');
   if (!cert !== !key) throw new ConfigError(`${urlVar}: a client certificate needs both sslcert and sslkey`);
   const client = cert && key ? { cert, key } : {};
-  if (mode === 'require' && !ca) return { url: cleaned, ssl: { rejectUnauthorized: false, ...client } };
-  if (mode === 'verify-full') return { url: cleaned, ssl: { ca, ...client } };
+  if (mode === 'require' && !ca) return { ...base, ssl: { rejectUnauthorized: false, ...client } };
+  if (mode === 'verify-full') return { ...base, ssl: { ca, ...client } };
   // verify-ca, or require with a CA: the chain is checked, the host name is not.
-  return { url: cleaned, ssl: { ca, checkServerIdentity: () => undefined, ...client } };
+  return { ...base, ssl: { ca, checkServerIdentity: () => undefined, ...client } };
+}
+
+/** Node's codes for a server certificate that the configured CA does not vouch for. */
+const UNTRUSTED_CERTIFICATE = new Set([
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'CERT_SIGNATURE_FAILURE',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+]);
+
+/**
+ * A connection failure caused by the TLS settings (the server's certificate is not signed by the configured
+ * CA, or does not name the host under verify-full) as a ConfigError naming the settings to fix; any other
+ * error comes back as it is. Retrying cannot help the first kind, so processes stop at start with it.
+ */
+export function explainPostgresTlsError(
+  err: unknown,
+  target: Pick<PostgresConnectTarget, 'trust' | 'urlVar' | 'sslmode'>,
+): unknown {
+  const code = causeCode(err, (c) => UNTRUSTED_CERTIFICATE.has(c) || c === 'ERR_TLS_CERT_ALTNAME_INVALID');
+  if (!code) return err;
+  const detail = `${code}: ${(err as Error).message}`;
+  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') {
+    return new ConfigError(
+      `${target.urlVar}: the server's certificate does not name the URL's host, which sslmode=verify-full checks ` +
+        `(${detail}); connect by a name the certificate carries, or use sslmode=verify-ca`,
+    );
+  }
+  return new ConfigError(
+    `${target.urlVar} (sslmode=${target.sslmode}): the server's certificate is not signed by ${target.trust} ` +
+      `(${detail}); point PGSSLROOTCERT or the URL's sslrootcert at the CA that signed it`,
+  );
 }
 
 /** The warning to log when the LISTEN session probably goes through a transaction pooler, else undefined. */
