@@ -352,15 +352,6 @@ describe('resolveSupervisorUrl', () => {
     const events = await tdb.store.events.list(f.fleetId);
     expect(events.map((e) => e.type)).toContain('domain.supervisor_url');
 
-    // A supervisor serving TLS stays on https at the address sky prints.
-    await tdb.database.db
-      .update(domainsTable)
-      .set({ supervisorUrl: 'https://east.example.com:21' })
-      .where(eq(domainsTable.id, f.ids.west!));
-    expect(await run(acts.resolveSupervisorUrl, { domainId: f.ids.west! })).toMatchObject({
-      supervisorUrl: 'https://10.1.2.3:8701',
-    });
-
     const served = await run(acts.resolveSupervisorUrl, { domainId: f.ids.serve! });
     expect(served.source).toBe('sky');
     expect(sky.calls.at(-1)).toEqual({ method: 'serveEndpoint', name: `haru-${f.slug}-serve` });

@@ -279,8 +279,6 @@ export function createProvisioningActivities(deps: ActivityDeps) {
           FailureType.LaunchFailed,
         );
       }
-      // sky prints a bare host:port (read as http); a supervisor serving TLS keeps the layout's https.
-      if (domain.supervisorUrl.startsWith('https:')) reported = reported.replace(/^http:/, 'https:');
       const result = { attempt: currentAttempt(), supervisorUrl: reported, source: 'sky' as const };
       if (reported === domain.supervisorUrl) return result;
       const moved = await store.domains.setSupervisorUrl(domain.id, reported, { whileIn: ['provisioning'] });

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { SecretNotSetError, SkyCommandError, STDERR_CAP_CHARS } from './errors';
 import { createSpawnExec } from './exec';
-import { createSkyCli, skyArgs, type SkyCli } from './sky';
+import { createSkyCli, skyArgs, type SkyCli, skyProcessEnv } from './sky';
 
 const SIM_BIN = path.resolve(__dirname, '../sim/bin');
 const TOKEN = 'tok-3f9a';
@@ -92,6 +92,22 @@ afterEach(async () => {
   }
   await fake.sky.serveDown('haru-t-east').catch(() => undefined);
   fake.cleanup();
+});
+
+describe('the environment of sky processes', () => {
+  it("keeps what sky needs and drops Haru's secrets, every supervisor token variable included", () => {
+    const env = skyProcessEnv({
+      PATH: '/bin',
+      AWS_PROFILE: 'prod',
+      HARU_API_TOKEN: 'a',
+      DATABASE_URL: 'postgres://x',
+      HARU_LISTEN_DATABASE_URL: 'postgres://y',
+      HARU_SUPERVISOR_TOKEN: 's',
+      HARU_SUPERVISOR_TOKEN_FILE: '/run/s',
+      HARU_SUPERVISOR_TOKEN_AWS_USE1: 'per-domain',
+    });
+    expect(env).toEqual({ PATH: '/bin', AWS_PROFILE: 'prod' });
+  });
 });
 
 describe('argv', () => {

@@ -308,17 +308,24 @@ export function createSkyCli(options: SkyCliOptions): SkyCli {
 }
 
 /** Variables of Haru's own processes that must never reach a `sky` process (or, through it, a cloud host). */
-export const HARU_SECRET_ENV = ['HARU_SUPERVISOR_TOKEN', 'HARU_API_TOKEN', 'DATABASE_URL'] as const;
+export const HARU_SECRET_ENV = [
+  'HARU_SUPERVISOR_TOKEN',
+  'HARU_API_TOKEN',
+  'DATABASE_URL',
+  'HARU_LISTEN_DATABASE_URL',
+] as const;
 
 /**
  * The environment for `sky` processes from a Haru process's own: everything the CLI may need (PATH, HOME,
- * cloud credentials, SKYPILOT_*), without Haru's secrets. A launch adds the supervisor token back for that
- * one command, as a `--secret`.
+ * cloud credentials, SKYPILOT_*), without Haru's secrets: those above, and every `HARU_SUPERVISOR_TOKEN…`
+ * variable (the per-domain tokens a layout's `supervisor.tokenEnv` names, their files). A launch adds the
+ * domain's supervisor token back for that one command, as a `--secret`.
  */
 export function skyProcessEnv(env: NodeJS.ProcessEnv): Record<string, string> {
   const result: Record<string, string> = {};
   for (const [key, value] of Object.entries(env)) {
-    if (value !== undefined && !(HARU_SECRET_ENV as readonly string[]).includes(key)) result[key] = value;
+    const isSecret = (HARU_SECRET_ENV as readonly string[]).includes(key) || key.startsWith('HARU_SUPERVISOR_TOKEN');
+    if (value !== undefined && !isSecret) result[key] = value;
   }
   return result;
 }

@@ -21,6 +21,8 @@ jest.setTimeout(420_000);
 
 const TOKEN = 'production-example-token-5d2e';
 const HF_TOKEN = 'hf_production_example_0c4b';
+/** The active domain's own supervisor token, from the variable its layout names (`supervisor.tokenEnv`). */
+const DOMAIN_TOKEN = 'production-example-aws-use1-token-9a7f';
 const layout = fleetLayoutSchema.parse(
   JSON.parse(readFileSync(path.join(REPO_ROOT, 'examples/production.layout.json'), 'utf8')),
 );
@@ -58,6 +60,7 @@ beforeAll(async () => {
   rig = await startProvisioningRig(layout, 'production-example', TOKEN, {
     // What the worker's environment holds for this layout: the secret it names, and the host image's GPU.
     HF_TOKEN,
+    [domain.supervisor!.tokenEnv!]: DOMAIN_TOKEN,
     HARU_SIM_GPU_STATE: gpuState,
     // The fake host's HOME is empty: let npm find the packages this machine already downloaded.
     npm_config_cache: process.env.npm_config_cache ?? path.join(os.homedir(), '.npm'),
@@ -80,10 +83,10 @@ it('starts the active domain from the shipped workdir, vLLM servers one after an
   // The launch: the YAML ships the checkout and names the secrets; their values went only to the host.
   const launch = rig.sky.calls().find((c) => c.argv[0] === 'launch')!;
   expect(launch.argv).toEqual(expect.arrayContaining(['--secret', 'HARU_SUPERVISOR_TOKEN', 'HF_TOKEN']));
-  expect(launch.secrets).toEqual({ HARU_SUPERVISOR_TOKEN: TOKEN, HF_TOKEN });
+  expect(launch.secrets).toEqual({ HARU_SUPERVISOR_TOKEN: DOMAIN_TOKEN, HF_TOKEN });
   expect(launch.yaml).toMatch(/^workdir: \.$/m);
   expect(launch.yaml).not.toContain(HF_TOKEN);
-  expect(launch.yaml).not.toContain(TOKEN);
+  expect(launch.yaml).not.toContain(DOMAIN_TOKEN);
 
   // It ran in the shipped copy, whose node_modules the setup installed (this checkout's were not shipped).
   const shipped = path.join(rig.sky.stateDir, 'hosts', skyName, 'sky_workdir');
@@ -102,7 +105,7 @@ it('starts the active domain from the shipped workdir, vLLM servers one after an
   const row = (await rig.db.store.domains.get(rig.ids[domain.slug]!))!;
   expect(row.state).toBe('ready');
   expect(row.supervisorUrl).toBe('http://127.0.0.1:8701');
-  const res = await fetch(`${row.supervisorUrl}/v1/status`, { headers: { authorization: `Bearer ${TOKEN}` } });
+  const res = await fetch(`${row.supervisorUrl}/v1/status`, { headers: { authorization: `Bearer ${DOMAIN_TOKEN}` } });
   expect(res.status).toBe(200);
   const status = supervisorStatusSchema.parse(await res.json());
   expect(status.models.map((m) => m.name).sort()).toEqual(['llama-1b', 'qwen-0.5b', 'qwen-32b']);

@@ -126,7 +126,7 @@ export interface ProvisioningRig {
 
 /**
  * Seeds `layout` into a fresh database and runs a worker (supervisor `token`, fast polls) with the fake `sky`
- * (`skyEnv`: added to the environment `sky` runs with).
+ * (`skyEnv`: added to the environment `sky` runs with, and the worker's environment for per-domain tokens).
  */
 export async function startProvisioningRig(
   layout: FleetLayout,
@@ -143,6 +143,8 @@ export async function startProvisioningRig(
   const taskQueue = uniqueTaskQueue(name);
   const { worker, stop } = await startTestWorker(server.connection, db.store, taskQueue, {
     supervisorToken: token,
+    // A domain's `supervisor.tokenEnv` is read from the worker's environment, which holds what `sky` gets.
+    env: skyEnv,
     sky: sky.cli,
   });
   return {
