@@ -38,6 +38,8 @@ export interface Transcript {
   model: string | null;
   /** Content (chat `delta.content`, completions `text`) relayed for choice 0; '' once `refusal` is set. */
   text: string;
+  /** UTF-8 bytes of `text`, counted as it grows (measuring the whole text per event would be quadratic). */
+  textBytes: number;
   /** Content-bearing chunks relayed: vLLM sends one per generated token (its default `stream_interval` of 1). */
   tokens: number;
   /** The first part's prompt tokens, when continuous usage stats told it. */
@@ -63,6 +65,7 @@ export const newTranscript = (maxBytes: number): Transcript => ({
   created: null,
   model: null,
   text: '',
+  textBytes: 0,
   tokens: 0,
   promptTokens: null,
   finished: false,
@@ -106,6 +109,7 @@ function refuse(t: Transcript, why: MigrationRefusal): void {
   if (t.refusal) return;
   t.refusal = why;
   t.text = '';
+  t.textBytes = 0;
 }
 
 /** Records one relayed choice; returns false when the chunk must be dropped (a continuation's repeated role chunk). */
@@ -124,7 +128,8 @@ function recordChoice(t: Transcript, choice: Choice, continuation: boolean): boo
     t.tokens += 1;
     if (!t.refusal) {
       t.text += content;
-      if (Buffer.byteLength(t.text) > t.maxBytes) refuse(t, 'memory');
+      t.textBytes += Buffer.byteLength(content);
+      if (t.textBytes > t.maxBytes) refuse(t, 'memory');
     }
   }
   if (choice.finish_reason != null && (choice.index ?? 0) === 0) t.finished = true;
