@@ -57,7 +57,12 @@ describe('request migration across a failover', () => {
     [h, limited] = await Promise.all([
       startHarness({ config: { HARU_CHAT_HOLD_MS: 30_000, HARU_CHAT_HOLD_PING_MS: 100 } }),
       startHarness({
-        config: { HARU_CHAT_HOLD_MS: 30_000, HARU_MIGRATE_MAX_PER_REQUEST: 1, HARU_MIGRATE_MAX_STREAM_BYTES: 12 },
+        config: {
+          HARU_CHAT_HOLD_MS: 30_000,
+          HARU_CHAT_HEADER_TIMEOUT_MS: 500,
+          HARU_MIGRATE_MAX_PER_REQUEST: 1,
+          HARU_MIGRATE_MAX_STREAM_BYTES: 12,
+        },
       }),
     ]);
   });
@@ -208,6 +213,17 @@ describe('request migration across a failover', () => {
     expect(await counter(h.api.metrics.migrationRefusals, { reason: 'off' })).toBe(before + 2);
   });
 
+  it('still holds a request whose connection was refused with X-Haru-Migrate: off: it never reached the upstream', async () => {
+    const { east, failover, client } = await dyingFleet(100);
+    await east.close();
+    const pending = client.chat.completions.create(
+      { model, messages: question, max_tokens: 2 },
+      { headers: { 'x-haru-migrate': 'off' } },
+    );
+    await failover();
+    expect((await pending).choices[0]?.message.content).toBe('This is');
+  });
+
   it('ends a stream that cannot migrate (n > 1) with an error event the OpenAI SDK raises as an API error', async () => {
     const { client } = await dyingFleet(2);
     const stream = await client.chat.completions.create({ model, messages: question, n: 2, stream: true });
@@ -218,6 +234,16 @@ describe('request migration across a failover', () => {
     expect(err).not.toBeInstanceOf(OpenAI.APIConnectionError);
     expect(String((err as Error).message)).toMatch(/cannot continue on another domain \(n\)/);
     expect(await counter(h.api.metrics.migrationRefusals, { kind: 'stream', reason: 'n' })).toBeGreaterThan(0);
+  });
+
+  it('holds a request whose upstream sent no headers within HARU_CHAT_HEADER_TIMEOUT_MS and sends it to the new active', async () => {
+    const { east, failover, client } = await dyingFleet(100, { on: limited });
+    await east.setFaults({ hang: true }); // a host that died without a reset: the request is never answered
+    const before = await counter(limited.api.metrics.migrations, { kind: 'request', outcome: 'attempted' });
+    const pending = client.chat.completions.create({ model, messages: question, max_tokens: 2 });
+    await failover();
+    expect((await pending).choices[0]?.message.content).toBe('This is');
+    expect(await counter(limited.api.metrics.migrations, { kind: 'request', outcome: 'attempted' })).toBe(before + 1);
   });
 
   it('refuses to migrate past HARU_MIGRATE_MAX_STREAM_BYTES of relayed text, and past HARU_MIGRATE_MAX_PER_REQUEST', async () => {
