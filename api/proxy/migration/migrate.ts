@@ -60,6 +60,45 @@ function parseObject(raw: Buffer): Record<string, unknown> | null {
   }
 }
 
+/** One request's re-sends: their bound, metrics and log events. */
+class Migrations {
+  private made = 0;
+  private settled = false;
+
+  constructor(
+    private readonly deps: MigrationDeps,
+    private readonly endpoint: string,
+    private readonly kind: 'stream' | 'request',
+    private readonly off: boolean,
+  ) {}
+
+  refuse(reason: MigrationRefusal): MigrationRefusal {
+    this.deps.metrics.migrationRefusals.inc({ kind: this.kind, reason });
+    this.deps.logger.warn('request migration refused', { endpoint: this.endpoint, kind: this.kind, reason });
+    return reason;
+  }
+
+  /** Takes one re-send; null when granted, else why not (counted as a refusal). */
+  take(relayedTokens: number): MigrationRefusal | null {
+    if (this.off) return this.refuse('off');
+    if (this.made >= this.deps.config.HARU_MIGRATE_MAX_PER_REQUEST) return this.refuse('limit');
+    this.made += 1;
+    this.deps.metrics.migrations.inc({ kind: this.kind, outcome: 'attempted' });
+    const fields = { endpoint: this.endpoint, kind: this.kind, migration: this.made, relayedTokens };
+    this.deps.logger.info('request migrating', fields);
+    return null;
+  }
+
+  /** Counts, once and only for a request re-sent at least once, whether it completed in the end. */
+  settle(outcome: string): string {
+    if (this.made > 0 && !this.settled) {
+      this.deps.metrics.migrations.inc({ kind: this.kind, outcome: outcome === 'ok' ? 'succeeded' : 'failed' });
+    }
+    this.settled = true;
+    return outcome;
+  }
+}
+
 /**
  * Proxies one inference request so that a failover does not fail it (docs/architecture.md §5.4): a request
  * whose upstream died before answering is held and sent again (`Attempt.mayResend`), and a stream cut
@@ -76,88 +115,54 @@ export async function proxyWithMigration(
   body: InferenceBody,
   send: SendAttempt,
 ): Promise<string> {
-  const kind = body.stream ? 'stream' : 'request';
   const off = migrationOff(headers) || deps.config.HARU_MIGRATE_MAX_PER_REQUEST === 0;
-  let migrations = 0;
-  const count = (outcome: 'attempted' | 'succeeded' | 'failed') => deps.metrics.migrations.inc({ kind, outcome });
-  const refuse = (reason: MigrationRefusal) => {
-    deps.metrics.migrationRefusals.inc({ kind, reason });
-    deps.logger.warn('request migration refused', { endpoint, kind, reason });
-  };
-  const mayResend = () => {
-    if (off || migrations >= deps.config.HARU_MIGRATE_MAX_PER_REQUEST) {
-      refuse(off ? 'off' : 'limit');
-      return false;
-    }
-    migrations += 1;
-    count('attempted');
-    deps.logger.info('request migrating', { endpoint, kind, migration: migrations, relayedTokens: 0 });
-    return true;
-  };
-  // Counted once per request that was re-sent at least once: did it complete in the end?
-  let counted = false;
-  const finish = (outcome: string) => {
-    if (migrations > 0 && !counted) count(outcome === 'ok' ? 'succeeded' : 'failed');
-    counted = true;
-    return outcome;
-  };
+  const migrations = new Migrations(deps, endpoint, body.stream ? 'stream' : 'request', off);
+  const mayResend = () => migrations.take(0) === null;
   const sendOnce: SendAttempt = (bytes, attempt) =>
     send(bytes, attempt).catch((err: unknown) => {
-      finish('error');
+      migrations.settle('error');
       throw err;
     });
-  if (!body.stream || !continuable(endpoint)) return finish(await sendOnce(raw, { relay: deliver, mayResend }));
+  if (!body.stream || !continuable(endpoint)) {
+    return migrations.settle(await sendOnce(raw, { relay: deliver, mayResend }));
+  }
   const t = newTranscript(deps.config.HARU_MIGRATE_MAX_STREAM_BYTES);
   const attempt: Attempt = { relay: (r, up, extra) => relaySpliced(r, up, extra, t), mayResend };
   let outcome = await sendOnce(raw, attempt);
   while (outcome === 'upstream_broken' || outcome === 'rejected') {
-    if (res.destroyed || res.writableEnded) return finish(outcome);
+    if (res.destroyed || res.writableEnded) break;
     if (outcome === 'rejected') {
       endSseWithError(res, { error: t.rejection }, true);
-      return finish(outcome);
+      break;
     }
     if (t.finished) {
       // Everything was generated; only the end of the stream was lost.
       res.end('data: [DONE]\n\n');
-      return finish('ok');
+      return migrations.settle('ok');
     }
-    const next = nextBody(endpoint, raw, t, off, migrations, deps.config.HARU_MIGRATE_MAX_PER_REQUEST);
-    if (typeof next === 'string') {
-      refuse(next);
-      const message = `the upstream stream broke and cannot continue on another domain (${next})`;
+    const next = nextBody(endpoint, raw, t);
+    const refusal = typeof next === 'string' ? migrations.refuse(next) : migrations.take(t.tokens);
+    if (refusal || typeof next === 'string') {
+      const message = `the upstream stream broke and cannot continue on another domain (${refusal ?? next})`;
       endSseWithError(res, new HaruError('upstream_unreachable', message).toBody(), true);
-      return finish(outcome);
+      break;
     }
-    migrations += 1;
-    count('attempted');
-    deps.logger.info('request migrating', { endpoint, kind, migration: migrations, relayedTokens: t.tokens });
     beginContinuation(t);
     try {
       outcome = await sendOnce(next, attempt);
     } catch (err) {
       const error = toHaruError(err);
       endSseWithError(res, error.toBody(), true);
-      return finish(error.code);
+      return error.code;
     }
   }
-  return finish(outcome);
+  return migrations.settle(outcome);
 }
 
-/** The continuation's body, or why there is none. */
-function nextBody(
-  endpoint: ContinuableEndpoint,
-  raw: Buffer,
-  t: Transcript,
-  off: boolean,
-  migrations: number,
-  max: number,
-): Buffer | MigrationRefusal {
-  if (off) return 'off';
+/** The continuation's body, or why what was relayed or the request itself rules one out. */
+function nextBody(endpoint: ContinuableEndpoint, raw: Buffer, t: Transcript): Buffer | MigrationRefusal {
   if (t.refusal) return t.refusal;
-  if (migrations >= max) return 'limit';
   const json = parseObject(raw);
   if (!json) return 'body';
-  const refusal = requestRefusal(endpoint, json);
-  if (refusal) return refusal;
-  return Buffer.from(JSON.stringify(continuationBody(endpoint, json, t)));
+  return requestRefusal(endpoint, json) ?? Buffer.from(JSON.stringify(continuationBody(endpoint, json, t)));
 }
