@@ -244,6 +244,13 @@ describe('request migration across a failover', () => {
     await failover();
     expect((await pending).choices[0]?.message.content).toBe('This is');
     expect(await counter(limited.api.metrics.migrations, { kind: 'request', outcome: 'attempted' })).toBe(before + 1);
+
+    // With migration off the request may have reached the upstream: 504 at once, not sent twice.
+    const off = await dyingFleet(100, { on: limited });
+    await off.east.setFaults({ hang: true });
+    const res = await off.post('chat/completions', { model, messages: question }, { 'x-haru-migrate': 'off' });
+    expect(res.status).toBe(504);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('upstream_timeout');
   });
 
   it('refuses to migrate past HARU_MIGRATE_MAX_STREAM_BYTES of relayed text, and past HARU_MIGRATE_MAX_PER_REQUEST', async () => {
