@@ -15,6 +15,13 @@ export interface ApiMetrics {
   heldRequests: Gauge;
   /** Ends of holds: `moved` (served after a route move), `timeout`, `rejected` (queue full), `closed`. */
   holdOutcomes: Counter<'outcome'>;
+  /**
+   * Requests sent again after their upstream died in flight (`kind`: `stream` or `request`), by `outcome`:
+   * `attempted` (each re-send), `succeeded` (the request then completed), `failed` (a re-send did not).
+   */
+  migrations: Counter<'kind' | 'outcome'>;
+  /** Interrupted requests that could not migrate, by `kind` and `reason` (api/proxy/migration/sse-splice.ts). */
+  migrationRefusals: Counter<'kind' | 'reason'>;
   /** The route revision last seen per fleet. */
   routeRevision: Gauge<'fleet'>;
   /** Routing answers served from a stale snapshot because the store was unreachable. */
@@ -62,6 +69,18 @@ export function createApiMetrics(opts: { withDefaults?: boolean } = {}): ApiMetr
       name: 'haru_proxy_hold_outcomes_total',
       help: 'How holds ended',
       labelNames: ['outcome'],
+      registers,
+    }),
+    migrations: new Counter({
+      name: 'haru_proxy_migrations_total',
+      help: 'Requests sent again after their upstream died in flight, by kind and outcome',
+      labelNames: ['kind', 'outcome'],
+      registers,
+    }),
+    migrationRefusals: new Counter({
+      name: 'haru_proxy_migration_refusals_total',
+      help: 'Interrupted requests that could not migrate, by kind and reason',
+      labelNames: ['kind', 'reason'],
       registers,
     }),
     routeRevision: new Gauge({

@@ -6,8 +6,9 @@
  *   npm run bench:failover -- [--runs 5] [--wake-delay-ms 2000] [--models 1] [--concurrency 4]
  *
  * Figures per run: detection (kill -> the monitor's promote decision), each promotion step, kill -> commit,
- * kill -> first answer from the new active, client-visible errors, extra latency of held requests, and the
- * orchestration overhead: decision -> commit minus the simulator's own delays (trainer exit, wake, probe).
+ * kill -> first answer from the new active, client-visible errors, the requests in flight at the kill and how
+ * each ended (completed with the uninterrupted text, completed otherwise, failed), the API's migration
+ * counters, extra latency of held requests, and the orchestration overhead: decision -> commit minus the simulator's own delays (trainer exit, wake, probe).
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -53,7 +54,19 @@ interface Outcome {
   endedAt: number;
   ok: boolean;
   domain: string | null;
+  content?: string;
   error?: string;
+}
+
+/** How the requests in flight when the host died ended. */
+interface InFlightFigures {
+  streams: number;
+  json: number;
+  /** Completed with exactly the text an uninterrupted request gets (no repeated or missing text). */
+  intact: number;
+  /** Completed with some other text. */
+  altered: number;
+  failed: number;
 }
 
 interface RunFigures {
@@ -65,8 +78,11 @@ interface RunFigures {
   killToFirstNewActiveMs: number | null;
   /** Failed requests that arrived after the kill (the target is 0). */
   clientErrors: number;
-  /** Failed requests already in flight when the host died (a stream cut after its first bytes cannot move). */
+  /** Failed requests already in flight when the host died. */
   inFlightAtKillErrors: number;
+  inFlightAtKill: InFlightFigures;
+  /** The API's haru_proxy_migrations_total and haru_proxy_migration_refusals_total, by their labels. */
+  migrations: Record<string, number>;
   requests: number;
   heldRequests: number;
   heldExtraMs: { p50: number | null; p99: number | null; max: number | null };
@@ -224,7 +240,7 @@ async function oneRun(run: number, ctx: BenchContext): Promise<RunFigures> {
           domain = response.headers.get('x-haru-domain');
           content = data.choices[0]?.message.content ?? '';
         }
-        outcomes.push({ kind, startedAt, endedAt: Date.now(), ok: content.length > 0, domain });
+        outcomes.push({ kind, startedAt, endedAt: Date.now(), ok: content.length > 0, domain, content });
       } catch (err) {
         outcomes.push({ kind, startedAt, endedAt: Date.now(), ok: false, domain: null, error: String(err) });
       }
@@ -280,6 +296,18 @@ async function oneRun(run: number, ctx: BenchContext): Promise<RunFigures> {
     };
 
     const afterKill = outcomes.filter((o) => o.endedAt > killAt);
+    const inFlight = afterKill.filter((o) => o.startedAt < killAt);
+    // Every request asks the same of a deterministic model: the usual answer before the kill is the reference.
+    const reference = outcomes.find((o) => o.ok && o.endedAt < killAt)?.content;
+    const intact = (o: Outcome) => o.ok && o.content === reference;
+    const inFlightAtKill: InFlightFigures = {
+      streams: inFlight.filter((o) => o.kind === 'stream').length,
+      json: inFlight.filter((o) => o.kind === 'json').length,
+      intact: inFlight.filter(intact).length,
+      altered: inFlight.filter((o) => o.ok && !intact(o)).length,
+      failed: inFlight.filter((o) => !o.ok).length,
+    };
+    const migrations = await migrationCounters(apiUrl);
     const baseline = (kind: Outcome['kind']) =>
       median(
         outcomes.filter((o) => o.ok && o.kind === kind && o.endedAt < killAt).map((o) => o.endedAt - o.startedAt),
@@ -301,7 +329,9 @@ async function oneRun(run: number, ctx: BenchContext): Promise<RunFigures> {
       killToCommitMs: committedAt - killAt,
       killToFirstNewActiveMs: firstNew ? firstNew.endedAt - killAt : null,
       clientErrors: afterKill.filter((o) => !o.ok && o.startedAt >= killAt).length,
-      inFlightAtKillErrors: afterKill.filter((o) => !o.ok && o.startedAt < killAt).length,
+      inFlightAtKillErrors: inFlightAtKill.failed,
+      inFlightAtKill,
+      migrations,
       requests: outcomes.length,
       heldRequests: held.length,
       heldExtraMs: { p50: percentile(extra, 50), p99: percentile(extra, 99), max: max(extra) },
@@ -316,6 +346,16 @@ async function oneRun(run: number, ctx: BenchContext): Promise<RunFigures> {
   }
 }
 
+/** The API's migration counters from its /metrics, keyed `name{labels}` without the common prefix. */
+async function migrationCounters(apiUrl: string): Promise<Record<string, number>> {
+  const text = await (await fetch(`${apiUrl}/metrics`)).text();
+  const out: Record<string, number> = {};
+  for (const m of text.matchAll(/^haru_proxy_(migrations_total|migration_refusals_total)(\{[^}]*\}) (\S+)$/gm)) {
+    out[`${m[1]}${m[2]}`] = Number(m[3]);
+  }
+  return out;
+}
+
 async function main(): Promise<void> {
   const stack = await startBenchStack();
   const ctx: BenchContext = { address: stack.temporal.address, client: stack.client, bundle: stack.bundle };
@@ -326,12 +366,18 @@ async function main(): Promise<void> {
       runs.push(r);
       process.stdout.write(
         `run ${i}/${RUNS}: detection ${r.detectionMs} ms, decision->commit ${r.decisionToCommitMs} ms, ` +
-          `overhead ${r.overheadMs} ms, errors ${r.clientErrors}, held ${r.heldRequests}\n`,
+          `overhead ${r.overheadMs} ms, errors ${r.clientErrors}, held ${r.heldRequests}, ` +
+          `in flight at kill ${JSON.stringify(r.inFlightAtKill)}, migrations ${JSON.stringify(r.migrations)}\n`,
       );
     }
   } finally {
     await stack.stop();
   }
+  const sumOf = (counters: Record<string, number>, match: string) =>
+    Object.entries(counters)
+      .filter(([k]) => k.includes(match))
+      .reduce((n, [, v]) => n + v, 0);
+  const migrated = (r: RunFigures, outcome: string) => sumOf(r.migrations, `outcome="${outcome}"`);
   const col = (f: (r: RunFigures) => number | null) => [
     fmt(median(runs.map(f))),
     fmt(Math.min(...runs.map((r) => f(r) ?? Infinity))),
@@ -362,7 +408,15 @@ async function main(): Promise<void> {
     ['held extra latency p99', (r) => r.heldExtraMs.p99],
     ['held extra latency max', (r) => r.heldExtraMs.max],
     ['client-visible errors (arrived after kill)', (r) => r.clientErrors],
+    ['in flight at kill: streams', (r) => r.inFlightAtKill.streams],
+    ['in flight at kill: non-streaming', (r) => r.inFlightAtKill.json],
+    ['in flight at kill: completed with the uninterrupted text', (r) => r.inFlightAtKill.intact],
+    ['in flight at kill: completed with other text', (r) => r.inFlightAtKill.altered],
     ['errors of requests in flight at kill', (r) => r.inFlightAtKillErrors],
+    ['migrations attempted (API)', (r) => migrated(r, 'attempted')],
+    ['migrations succeeded (API)', (r) => migrated(r, 'succeeded')],
+    ['migrations failed (API)', (r) => migrated(r, 'failed')],
+    ['migrations refused (API)', (r) => sumOf(r.migrations, 'migration_refusals_total')],
     ['requests sent', (r) => r.requests],
   ];
   printTable(

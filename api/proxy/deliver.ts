@@ -4,6 +4,7 @@ import { clientResponseHeaders } from './headers';
 import { endSseWithError } from './sse';
 
 type Response = Extract<ForwardOutcome, { kind: 'response' }>;
+export type { Response as UpstreamResponse };
 
 /** How a delivery ended: all bytes written, the client left, or the upstream broke mid-body. */
 export type DeliveryResult = 'ok' | 'client_closed' | 'upstream_broken';
@@ -11,7 +12,7 @@ export type DeliveryResult = 'ok' | 'client_closed' | 'upstream_broken';
 const ERROR_BODY_LIMIT = 64 * 1024;
 
 /** Resolves true on 'drain', false if the client connection closes first. */
-function drained(res: ServerResponse): Promise<boolean> {
+export function drained(res: ServerResponse): Promise<boolean> {
   if (res.destroyed) return Promise.resolve(false);
   return new Promise((resolve) => {
     const done = (ok: boolean) => () => {
@@ -26,7 +27,7 @@ function drained(res: ServerResponse): Promise<boolean> {
   });
 }
 
-async function readSome(upstream: Response): Promise<Buffer> {
+export async function readSome(upstream: Response): Promise<Buffer> {
   const parts: Buffer[] = upstream.first ? [upstream.first] : [];
   let size = parts[0]?.length ?? 0;
   while (size < ERROR_BODY_LIMIT) {

@@ -5,12 +5,12 @@ import type { ApiConfig } from '../config';
 import { sendError, toHaruError } from '../errors';
 import type { Logger } from '../../lib/logger';
 import type { ApiMetrics } from '../metrics';
-import { deliver } from './deliver';
 import type { Forwarder } from './forwarder';
 import { upstreamRequestHeaders } from './headers';
 import type { HealthSignal } from './health-signal';
 import { type HoldQueue, waitForRouteMove } from './hold-queue';
 import { type InferenceBody, readInferenceBody } from './inference-body';
+import { type Attempt, neverSent, proxyWithMigration } from './migration/migrate';
 import { holdReason, type InferenceEndpoint, routeModel, upstreamUrl } from './route-table';
 import type { Routing, RoutingCache } from './routing-cache';
 import { endSseWithError, startSse, writeSseComment } from './sse';
@@ -30,6 +30,8 @@ export interface ProxyDeps {
     | 'HARU_CHAT_HOLD_MS'
     | 'HARU_CHAT_HOLD_PING_MS'
     | 'HARU_CHAT_HOLD_RECHECK_MS'
+    | 'HARU_MIGRATE_MAX_PER_REQUEST'
+    | 'HARU_MIGRATE_MAX_STREAM_BYTES'
   >;
   now: () => Date;
 }
@@ -98,6 +100,7 @@ async function proxyOnce(
   raw: Buffer,
   body: InferenceBody,
   signal: AbortSignal,
+  attempt: Attempt,
 ): Promise<string> {
   const fleetRef = requestFleet(req, deps.config.HARU_DEFAULT_FLEET);
   const headers = upstreamRequestHeaders(req.headers);
@@ -112,6 +115,7 @@ async function proxyOnce(
       const target = routeModel(snapshot, body.model);
       let failure: HaruError;
       let refused = false;
+      let sent = false;
       if (target.kind === 'ok') {
         const outcome = await deps.forwarder.send({
           url: upstreamUrl(target.servingUrl, endpoint),
@@ -122,34 +126,39 @@ async function proxyOnce(
           headersTimeoutMs: deps.config.HARU_CHAT_HEADER_TIMEOUT_MS,
         });
         if (outcome.kind === 'aborted') return (holdOutcome = 'closed');
-        if (outcome.kind === 'timeout') {
-          throw new HaruError(
-            'upstream_timeout',
-            `domain ${target.domain.slug} sent no response headers within ${deps.config.HARU_CHAT_HEADER_TIMEOUT_MS} ms`,
-          );
-        }
         if (outcome.kind === 'response') {
           hold?.stopPings();
           holdOutcome = 'moved';
           deps.metrics.proxyTtfb.observe({ endpoint }, outcome.ttfbSeconds);
-          const result = await deliver(res, outcome, routingHeaders(routing, target.domain.slug));
-          return result === 'ok' ? 'ok' : result;
+          return attempt.relay(res, outcome, routingHeaders(routing, target.domain.slug));
         }
         refused = true;
         deps.healthSignal.report(snapshot.id);
-        failure = new HaruError(
-          'upstream_unreachable',
-          `domain ${target.domain.slug} refused the connection for model "${body.model}"`,
-        );
+        if (outcome.kind === 'timeout') {
+          failure = new HaruError(
+            'upstream_timeout',
+            `domain ${target.domain.slug} sent no response headers within ${deps.config.HARU_CHAT_HEADER_TIMEOUT_MS} ms`,
+          );
+        } else {
+          failure = new HaruError(
+            'upstream_unreachable',
+            `domain ${target.domain.slug} refused the connection for model "${body.model}"`,
+          );
+        }
+        // A timeout or a reset after sending may have reached the upstream (a dead host that sends no reset
+        // times out): held and sent again only where migration allows it.
+        sent = outcome.kind === 'timeout' || !neverSent(outcome.error);
       } else {
         failure = target.error;
       }
       if (signal.aborted) return (holdOutcome = 'closed');
       // Decide on a fresh read: the cached snapshot may predate the promotion we would wait for.
       const fresh = await deps.cache.refresh(fleetRef);
-      if (fresh.snapshot.routeRevision !== snapshot.routeRevision) continue;
+      const moved = fresh.snapshot.routeRevision !== snapshot.routeRevision;
+      if (!moved && !holdReason(fresh.snapshot, body.model, refused)) throw failure;
+      if (sent && !attempt.mayResend()) throw failure;
+      if (moved) continue;
       const left = deadline - deps.now().getTime();
-      if (!holdReason(fresh.snapshot, body.model, refused)) throw failure;
       if (left <= 0) {
         holdOutcome = 'timeout';
         throw new HaruError(
@@ -200,7 +209,9 @@ export async function handleInference(
   let outcome = 'ok';
   try {
     const body = readInferenceBody(rawBody);
-    outcome = await proxyOnce(deps, endpoint, req, res, rawBody as Buffer, body, ctrl.signal);
+    outcome = await proxyWithMigration(deps, endpoint, req.headers, res, rawBody as Buffer, body, (raw, attempt) =>
+      proxyOnce(deps, endpoint, req, res, raw, body, ctrl.signal, attempt),
+    );
   } catch (err) {
     const error = toHaruError(err);
     outcome = error.code;

@@ -21,7 +21,10 @@ export function writeSseComment(res: ServerResponse, text: string): void {
   res.write(`: ${text.replace(/\n/g, ' ')}\n\n`);
 }
 
-/** Ends a stream with `data: {"error": …}`, the way OpenAI streams report an error mid-stream. */
-export function endSseWithError(res: ServerResponse, body: ErrorBody | { error: unknown }): void {
-  if (!res.writableEnded) res.end(`data: ${JSON.stringify(body)}\n\n`);
+/**
+ * Ends a stream with `data: {"error": …}`, the way OpenAI streams report an error mid-stream, and with
+ * `data: [DONE]` after it when `done` (a stream Haru cannot continue still ends the way a stream ends).
+ */
+export function endSseWithError(res: ServerResponse, body: ErrorBody | { error: unknown }, done = false): void {
+  if (!res.writableEnded) res.end(`data: ${JSON.stringify(body)}\n\n${done ? 'data: [DONE]\n\n' : ''}`);
 }

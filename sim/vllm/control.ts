@@ -14,6 +14,11 @@ export const vllmControlSchema = z.strictObject({
   refuse: z.boolean().default(false),
   /** The process dies at once (SIGKILL on itself), as a crashed engine would. */
   crash: z.boolean().default(false),
+  /**
+   * The process dies (as `crash`) once one request has generated this many tokens, right after a stream
+   * relayed the last of them: a host dying mid-stream or mid-request at a known point.
+   */
+  crashAfterTokens: z.number().int().positive().optional(),
   /** After the next wake, completions carry empty content (a wake that came back broken). */
   emptyContentAfterWake: z.boolean().default(false),
   /** `/wake_up` answers 200 but the engine stays asleep. */

@@ -1,4 +1,5 @@
 import { setHolding } from '../gpu-state';
+import { tokensAlreadyWritten } from './continuation';
 import { metricsText } from './protocol';
 
 export type MemoryTag = 'weights' | 'kv_cache';
@@ -70,10 +71,14 @@ export function createEngine(opts: EngineOptions) {
       weightsValid = true;
       return true;
     },
-    /** The tokens generated for one request: empty when the weights are garbage or the wake came back broken. */
-    generate(maxTokens: number): { tokens: string[]; finish: 'stop' | 'length' } {
+    /**
+     * The tokens generated for one request: empty when the weights are garbage or the wake came back broken.
+     * `after` is the text being continued: a reply it already ends with goes on from there.
+     */
+    generate(maxTokens: number, after = ''): { tokens: string[]; finish: 'stop' | 'length' } {
       if (emptyAnswers || !weightsValid) return { tokens: [], finish: 'stop' };
-      const all = SENTENCE.split(' ').map((w, i) => (i === 0 ? w : ` ${w}`));
+      const reply = SENTENCE.split(' ').map((w, i) => (i === 0 ? w : ` ${w}`));
+      const all = reply.slice(tokensAlreadyWritten(reply, after));
       return maxTokens < all.length
         ? { tokens: all.slice(0, maxTokens), finish: 'length' }
         : { tokens: all, finish: 'stop' };

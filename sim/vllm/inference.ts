@@ -1,4 +1,5 @@
 import type http from 'node:http';
+import { continuedText, generationPromptError, responseRole } from './continuation';
 import type { Engine } from './engine';
 import { delay, readBody, send } from './http-util';
 import * as p from './protocol';
@@ -15,6 +16,10 @@ export interface InferenceContext {
   isHanging: () => boolean;
   /** Delay between generated tokens, from the current token rate. */
   tokenDelayMs: () => number;
+  /** The current `crashAfterTokens` fault. */
+  crashAfterTokens: () => number | undefined;
+  /** Kills the fake vLLM as the `crash` fault does. */
+  crash: () => void;
 }
 
 interface StreamOptions {
@@ -53,6 +58,8 @@ function validate(kind: InferenceKind, body: Record<string, unknown>, res: http.
     error = [400, 'Stream options can only be defined when `stream=True`.', 'BadRequestError', null];
   } else if (kind === 'chat' ? !Array.isArray(value) : typeof value !== 'string' && !Array.isArray(value)) {
     error = [400, `${required}: Field required`, 'BadRequestError', required];
+  } else if (kind === 'chat' && generationPromptError(body)) {
+    error = [400, generationPromptError(body)!, 'BadRequestError', null];
   }
   if (error) send(res, error[0], p.errorBody(error[1], error[2], error[0], error[3]));
   return error === null;
@@ -89,11 +96,17 @@ export async function handleInference(
     const n = body.max_completion_tokens ?? body.max_tokens;
     const { tokens, finish } = ctx.engine.generate(
       typeof n === 'number' && Number.isInteger(n) && n > 0 ? n : DEFAULT_MAX_TOKENS,
+      continuedText(kind, body),
     );
     if (body.stream === true) {
-      await streamed(kind, req, res, ctx, { prompt, tokens, finish }, (body.stream_options ?? {}) as StreamOptions);
+      const role = kind === 'chat' ? responseRole(body) : 'assistant';
+      const out = { prompt, tokens, finish, role };
+      await streamed(kind, req, res, ctx, out, (body.stream_options ?? {}) as StreamOptions);
     } else {
-      for (let i = 0; i < tokens.length; i += 1) await delay(ctx.tokenDelayMs());
+      for (let i = 0; i < tokens.length; i += 1) {
+        await delay(ctx.tokenDelayMs());
+        if (diesAfter(ctx, i + 1)) return ctx.crash();
+      }
       const u = p.usage(prompt, tokens.length);
       const id = p.randomId(kind === 'chat' ? 'chatcmpl' : 'cmpl');
       const now = Math.floor(Date.now() / 1000);
@@ -118,7 +131,7 @@ async function streamed(
   req: http.IncomingMessage,
   res: http.ServerResponse,
   ctx: InferenceContext,
-  out: { prompt: number; tokens: string[]; finish: string },
+  out: { prompt: number; tokens: string[]; finish: string; role: string },
   so: StreamOptions,
 ): Promise<void> {
   const id = p.randomId(kind === 'chat' ? 'chatcmpl' : 'cmpl');
@@ -138,12 +151,13 @@ async function streamed(
     if (!closed) res.write(`data: ${JSON.stringify(data)}\n\n`);
   };
   // vLLM's first chat chunk carries the role with empty content.
-  if (kind === 'chat') emit(p.chatChunk(id, now, m, { role: 'assistant', content: '' }, null, live(0)));
+  if (kind === 'chat') emit(p.chatChunk(id, now, m, { role: out.role, content: '' }, null, live(0)));
   if (out.tokens.length === 0) emit(chunk('', out.finish, 0));
   for (let i = 0; i < out.tokens.length; i += 1) {
     await delay(ctx.tokenDelayMs());
     if (closed) return void res.destroy(); // the client went away: vLLM aborts the request
     emit(chunk(out.tokens[i]!, i === out.tokens.length - 1 ? out.finish : null, i + 1));
+    if (diesAfter(ctx, i + 1)) return void res.write('', () => ctx.crash()); // once the token left
   }
   if (so.include_usage) {
     const object = kind === 'chat' ? 'chat.completion.chunk' : 'text_completion';
@@ -151,6 +165,12 @@ async function streamed(
   }
   if (!closed) res.end('data: [DONE]\n\n');
 }
+
+/** The `crashAfterTokens` fault is due after `generated` tokens of one request. */
+const diesAfter = (ctx: InferenceContext, generated: number) => {
+  const limit = ctx.crashAfterTokens();
+  return limit !== undefined && generated >= limit;
+};
 
 function embedding(body: Record<string, unknown>, prompt: number, res: http.ServerResponse, ctx: InferenceContext) {
   const inputs = [body.input].flat().map((x) => (typeof x === 'string' ? x : JSON.stringify(x)));

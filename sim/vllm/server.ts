@@ -109,16 +109,19 @@ export function createFakeVllm(opts: FakeVllmOptions) {
         faults = readControlFile(opts.controlFile);
       }
     }
-    if (faults.crash && !crashed) {
-      crashed = true;
-      opts.onCrash();
-    }
+    if (faults.crash) crash();
     if (faults.refuse && listening) stopListening();
     else if (!faults.refuse && !listening && boundPort !== null && !relisten) {
       relisten = startListening(boundPort)
         .catch(() => {}) // the port was taken meanwhile: the next refresh retries
         .finally(() => (relisten = null));
     }
+  }
+
+  function crash() {
+    if (crashed) return;
+    crashed = true;
+    opts.onCrash();
   }
 
   const server = http.createServer((req, res) => {
@@ -140,6 +143,8 @@ export function createFakeVllm(opts: FakeVllmOptions) {
     model: opts.model,
     engine,
     isHanging: () => faults.hang,
+    crashAfterTokens: () => faults.crashAfterTokens,
+    crash,
     tokenDelayMs: () => {
       const tps = faults.tokensPerSecond ?? opts.tokensPerSecond ?? 200;
       return Number.isFinite(tps) && tps > 0 ? 1000 / tps : 0;
