@@ -1,3 +1,11 @@
+import {
+  type FingerprintRequest,
+  type FingerprintResponse,
+  fingerprintResponseSchema,
+  type ScoreRequest,
+  type ScoreResponse,
+  scoreResponseSchema,
+} from '../schemas/fingerprint';
 import { ApplicationFailure } from '@temporalio/common';
 import { Agent, type Dispatcher, request } from 'undici';
 import type { SupervisorClientTls } from './supervisor-tls';
@@ -52,6 +60,10 @@ export interface SupervisorClient {
     opts?: SupervisorRequestOptions,
   ): Promise<SupervisorActionResponse>;
   probe(baseUrl: string, body: ProbeRequest, opts?: SupervisorRequestOptions): Promise<ProbeResponse>;
+  /** Each model's greedy answer to a prompt with its token logprobs (`POST /v1/fingerprint`). */
+  fingerprint(baseUrl: string, body: FingerprintRequest, opts?: SupervisorRequestOptions): Promise<FingerprintResponse>;
+  /** How each model scores a stored answer (`POST /v1/fingerprint/score`). */
+  scoreFingerprint(baseUrl: string, body: ScoreRequest, opts?: SupervisorRequestOptions): Promise<ScoreResponse>;
 }
 
 export interface SupervisorClientOptions {
@@ -160,6 +172,10 @@ export function createSupervisorClient(options: SupervisorClientOptions = {}): S
     stopTraining: (baseUrl, body, opts) =>
       call('POST', baseUrl, 'v1/training/stop', supervisorActionResponseSchema, body, opts),
     probe: (baseUrl, body, opts) => call('POST', baseUrl, 'v1/probe', probeResponseSchema, body, opts),
+    fingerprint: (baseUrl, body, opts) =>
+      call('POST', baseUrl, 'v1/fingerprint', fingerprintResponseSchema, body, opts),
+    scoreFingerprint: (baseUrl, body, opts) =>
+      call('POST', baseUrl, 'v1/fingerprint/score', scoreResponseSchema, body, opts),
   };
 }
 

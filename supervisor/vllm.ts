@@ -74,6 +74,18 @@ export function createVllmClient(opts: VllmClientOptions) {
     return res.text;
   }
 
+  /** A POST whose JSON answer the caller judges; a non-JSON body is null. */
+  async function jsonCall(port: number, path: string, timeoutMs: number, body: unknown): Promise<ChatCompletionResult> {
+    const res = await call(port, 'POST', path, timeoutMs, body);
+    let parsed: unknown = null;
+    try {
+      parsed = JSON.parse(res.text);
+    } catch {
+      // left null: the caller reports a non-JSON answer
+    }
+    return { status: res.status, body: parsed };
+  }
+
   return {
     /** `POST /sleep?level=N`. Resolves on a 2xx; throws VllmError otherwise. */
     async sleep(port: number, level: 1 | 2): Promise<void> {
@@ -115,14 +127,11 @@ export function createVllmClient(opts: VllmClientOptions) {
      * status resolves: the caller judges it.
      */
     async chatCompletion(port: number, body: unknown, timeoutMs: number): Promise<ChatCompletionResult> {
-      const res = await call(port, 'POST', '/v1/chat/completions', timeoutMs, body);
-      let parsed: unknown = null;
-      try {
-        parsed = JSON.parse(res.text);
-      } catch {
-        // left null: the caller reports a non-JSON answer
-      }
-      return { status: res.status, body: parsed };
+      return jsonCall(port, '/v1/chat/completions', timeoutMs, body);
+    },
+    /** `POST /v1/completions` with `body` (the fingerprint's plain-text prompt); resolves on any status. */
+    async completion(port: number, body: unknown, timeoutMs: number): Promise<ChatCompletionResult> {
+      return jsonCall(port, '/v1/completions', timeoutMs, body);
     },
   };
 }

@@ -16,6 +16,12 @@ export const vllmControlSchema = z.strictObject({
   crash: z.boolean().default(false),
   /** After the next wake, completions carry empty content (a wake that came back broken). */
   emptyContentAfterWake: z.boolean().default(false),
+  /**
+   * After the next wake, the engine answers from other weights: non-empty but different text, and a stored
+   * answer scores far lower (the garbage-after-wake bugs of vLLM: prefix cache reused across sleep, a level-2
+   * wake without `reload_weights`, LoRA state lost).
+   */
+  garbageAfterWake: z.boolean().default(false),
   /** `/wake_up` answers 200 but the engine stays asleep. */
   wakeNoop: z.boolean().default(false),
   /** `/sleep` answers 200 but the engine stays awake. */

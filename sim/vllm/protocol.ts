@@ -79,13 +79,21 @@ export const usageChunk = (id: string, object: string, created: number, model: s
   usage: u,
 });
 
-export function textCompletion(id: string, created: number, model: string, text: string, finish: string, u: Usage) {
+export function textCompletion(
+  id: string,
+  created: number,
+  model: string,
+  text: string,
+  finish: string,
+  u: Usage,
+  logprobs: unknown = null,
+) {
   return {
     id,
     object: 'text_completion',
     created,
     model,
-    choices: [{ index: 0, text, logprobs: null, finish_reason: finish, stop_reason: null, prompt_logprobs: null }],
+    choices: [{ index: 0, text, logprobs, finish_reason: finish, stop_reason: null, prompt_logprobs: null }],
     service_tier: null,
     system_fingerprint: null,
     usage: u,

@@ -41,6 +41,7 @@ export interface FakeVllmState {
   sleepLevel: 0 | 1 | 2;
   weightsValid: boolean;
   emptyAnswers: boolean;
+  garbageWeights: boolean;
   running: number;
   faults: VllmControl;
   /** The admin calls received, in order (`POST /wake_up?tags=weights`, ...). */
@@ -157,7 +158,12 @@ export function createFakeVllm(opts: FakeVllmOptions) {
     const tags = url.searchParams.getAll('tags');
     if (tags.some((t) => !MEMORY_TAGS.includes(t as MemoryTag))) return internalServerError(res);
     await delay(faults.wakeDelayMs ?? opts.wakeDelayMs ?? 0);
-    if (!faults.wakeNoop) engine.wake(tags as MemoryTag[], faults.emptyContentAfterWake);
+    if (!faults.wakeNoop) {
+      engine.wake(tags as MemoryTag[], {
+        emptyAfter: faults.emptyContentAfterWake,
+        garbageAfter: faults.garbageAfterWake,
+      });
+    }
     send(res, 200);
   }
 

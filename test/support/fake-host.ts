@@ -46,6 +46,9 @@ export class FakeHost {
     }),
   ];
   probeResults: ProbeModelResult[] | null = null;
+  /** What the fake models answer a fingerprint prompt, and the logprob they give each token of a stored answer. */
+  greedyText = ' ready';
+  answerLogprob = -0.1;
   calls: string[] = [];
   /** Thrown by the next call of the named method (then cleared). */
   failures = new Map<string, Error>();
@@ -129,6 +132,28 @@ export class FakeHost {
         this.probeResults ?? (body.models ?? []).map((model) => ({ model, ok: true, latencyMs: 12, error: null }));
       return { results };
     },
+    fingerprint: async (_url, body) => {
+      this.take('fingerprint');
+      const results = (body.models ?? []).map((model) => ({
+        model,
+        ok: true,
+        error: null,
+        text: this.greedyText,
+        tokens: [' ready'],
+        tokenLogprobs: [-0.1],
+      }));
+      return { results };
+    },
+    scoreFingerprint: async (_url, body) => {
+      this.take('scoreFingerprint');
+      const results = body.answers.map((a) => ({
+        model: a.model,
+        ok: true,
+        error: null,
+        tokenLogprobs: Array.from({ length: a.tokenCount }, () => this.answerLogprob),
+      }));
+      return { results };
+    },
   };
 }
 
@@ -151,5 +176,7 @@ export function routedClient(hosts: Record<string, FakeHost>): SupervisorClient 
     startTraining: (url, b, o) => pick(url).startTraining(url, b, o),
     stopTraining: (url, b, o) => pick(url).stopTraining(url, b, o),
     probe: (url, b, o) => pick(url).probe(url, b, o),
+    fingerprint: (url, b, o) => pick(url).fingerprint(url, b, o),
+    scoreFingerprint: (url, b, o) => pick(url).scoreFingerprint(url, b, o),
   };
 }
