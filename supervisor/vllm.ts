@@ -100,9 +100,18 @@ export function createVllmClient(opts: VllmClientOptions) {
     async collectiveRpc(port: number, method: string): Promise<void> {
       await expectOk(port, 'POST', '/collective_rpc', opts.wakeTimeoutMs, { method });
     },
-    /** `POST /reset_prefix_cache`: cached prefixes are stale after a level-2 sleep. */
-    async resetPrefixCache(port: number): Promise<void> {
-      await expectOk(port, 'POST', '/reset_prefix_cache', opts.timeoutMs);
+    /**
+     * `POST /reset_prefix_cache`: cached prefixes may be stale after any wake. Resolves false when vLLM answered
+     * `{"success": false}` (the engine's `reset_prefix_cache` returns false while requests run,
+     * vllm/engine/protocol.py); an empty 200, as vllm/entrypoints/serve/cache/api_router.py sends, is success.
+     */
+    async resetPrefixCache(port: number): Promise<boolean> {
+      const text = await expectOk(port, 'POST', '/reset_prefix_cache', opts.timeoutMs);
+      try {
+        return (JSON.parse(text) as { success?: unknown })?.success !== false;
+      } catch {
+        return true;
+      }
     },
     /** `GET /is_sleeping`, parsed. Throws VllmError when unreachable or the body is not `{is_sleeping: bool}`. */
     async isSleeping(port: number): Promise<boolean> {

@@ -26,6 +26,11 @@ export const vllmControlSchema = z.strictObject({
   wakeNoop: z.boolean().default(false),
   /** `/sleep` answers 200 but the engine stays awake. */
   sleepNoop: z.boolean().default(false),
+  /**
+   * The next N `POST /reset_prefix_cache` answer `{"success": false}`, as the engine's `reset_prefix_cache`
+   * reports while requests are running (vllm/engine/protocol.py returns a bool); then `{"success": true}`.
+   */
+  prefixResetFailures: z.number().int().min(0).default(0),
   /** Overrides the start-up wake delay. */
   wakeDelayMs: z.number().int().min(0).optional(),
   /** Overrides the start-up token rate. */

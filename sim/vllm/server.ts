@@ -46,6 +46,8 @@ export interface FakeVllmState {
   faults: VllmControl;
   /** The admin calls received, in order (`POST /wake_up?tags=weights`, ...). */
   calls: string[];
+  /** Prefix-cache resets that succeeded. */
+  prefixResets: number;
 }
 
 /** Paths vLLM serves: a wrong method on one of them is FastAPI's 405, anything else its 404. */
@@ -91,6 +93,9 @@ export function createFakeVllm(opts: FakeVllmOptions) {
   let crashed = false;
   let relisten: Promise<void> | null = null;
   const calls: string[] = [];
+  let resetFaultsSeen: VllmControl | null = null;
+  let resetFailuresLeft = 0;
+  let prefixResets = 0;
   const sockets = new Set<Socket>();
 
   /** Re-reads the control file when it changed, then applies crash and refuse. */
@@ -180,8 +185,19 @@ export function createFakeVllm(opts: FakeVllmOptions) {
     send(res, 200, { results: [null] });
   }
 
+  /** Answers `{"success": bool}`: false for as many calls as the `prefixResetFailures` fault asks since it was set. */
+  function resetPrefixCache(res: http.ServerResponse) {
+    if (faults !== resetFaultsSeen) [resetFaultsSeen, resetFailuresLeft] = [faults, faults.prefixResetFailures];
+    if (resetFailuresLeft > 0) {
+      resetFailuresLeft -= 1;
+      return send(res, 200, { success: false });
+    }
+    prefixResets += 1;
+    send(res, 200, { success: true });
+  }
+
   function state(): FakeVllmState {
-    return { model: opts.model, ...engine.snapshot(), faults, calls: [...calls] };
+    return { model: opts.model, ...engine.snapshot(), faults, calls: [...calls], prefixResets };
   }
 
   async function handle(req: http.IncomingMessage, res: http.ServerResponse) {
@@ -213,7 +229,7 @@ export function createFakeVllm(opts: FakeVllmOptions) {
       case 'GET /is_sleeping':
         return send(res, 200, { is_sleeping: engine.sleeping });
       case 'POST /reset_prefix_cache':
-        return send(res, 200);
+        return resetPrefixCache(res);
       case 'POST /collective_rpc':
         return collectiveRpc(req, res);
       case 'GET /_sim/state':
