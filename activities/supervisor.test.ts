@@ -415,6 +415,13 @@ describe('probeModels', () => {
     expect(failure.message).toBe('model llama failed its probe: empty completion');
   });
 
+  it('fails a 401 from vLLM as a non-retryable configuration error (Unauthorized)', async () => {
+    const { host, acts, env } = setup();
+    host.probeResults = [{ model: 'llama', ok: false, latencyMs: 3, error: 'HTTP 401: vLLM refused the request' }];
+    const failure = await failureOf(env.run(acts.probeModels, input));
+    expect(failure).toMatchObject({ type: FailureType.Unauthorized, nonRetryable: true });
+  });
+
   it('fails when a layout model is missing from the answer', async () => {
     const { host, acts, env } = setup();
     host.probeResults = [];

@@ -304,9 +304,11 @@ export function createSupervisorActivities(deps: ActivityDeps) {
             model: name,
           });
         if (!r.ok) {
+          // A 401 from vLLM is configuration (its --api-key), not a model that answered wrong.
+          const isAuth = r.error?.startsWith('HTTP 401') ?? false;
           throw ApplicationFailure.nonRetryable(
             `model ${name} failed its probe: ${r.error ?? 'no answer'}`,
-            FailureType.ProbeFailed,
+            isAuth ? FailureType.Unauthorized : FailureType.ProbeFailed,
             {
               model: name,
             },

@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import type { FleetLayout } from '../schemas/layout';
+import type { SupervisorConfig } from '../schemas/supervisor';
 import { createSimFaults, type SimFaults } from './domain-faults';
 import {
   killProcesses,
@@ -62,7 +63,15 @@ export interface SimDomainOptions {
   shutdownGraceMs?: number;
   /** Give up when a process does not answer within this. Default 60 s. */
   startTimeoutMs?: number;
+  /**
+   * Start every fake vLLM with `--api-key` this key; the supervisor's config then names it by an environment
+   * variable (`SIM_VLLM_API_KEY_ENV`), as an operator's would.
+   */
+  vllmApiKey?: string;
 }
+
+/** The supervisor's environment variable holding the fake vLLMs' `--api-key` (with `vllmApiKey`). */
+export const SIM_VLLM_API_KEY_ENV = 'HARU_SIM_VLLM_API_KEY';
 
 export interface SimModel extends SimModelPlan {
   pid: number;
@@ -130,6 +139,7 @@ export async function startSimDomain(opts: SimDomainOptions): Promise<SimDomain>
       ...['--residue-mib', String(m.residueMiB)],
       ...(opts.wakeDelayMs !== undefined ? ['--wake-delay-ms', String(opts.wakeDelayMs)] : []),
       ...(opts.tokensPerSecond !== undefined ? ['--tokens-per-second', String(opts.tokensPerSecond)] : []),
+      ...(opts.vllmApiKey ? ['--api-key', opts.vllmApiKey] : []),
     ];
     const child = spawnLogged(
       `vllm ${m.name}`,
@@ -146,7 +156,8 @@ export async function startSimDomain(opts: SimDomainOptions): Promise<SimDomain>
     tsEntry('supervisor/main.ts'),
     {
       ...baseEnv,
-      HARU_SUPERVISOR_CONFIG: JSON.stringify(plan.supervisorConfig),
+      HARU_SUPERVISOR_CONFIG: JSON.stringify(withApiKeyRefs(plan.supervisorConfig, opts.vllmApiKey)),
+      ...(opts.vllmApiKey ? { [SIM_VLLM_API_KEY_ENV]: opts.vllmApiKey } : {}),
       PORT: String(plan.supervisorPort),
       HARU_SUPERVISOR_HOST: host,
       HARU_GPU_SMI: SIM_NVIDIA_SMI,
@@ -252,4 +263,16 @@ async function stopProcesses(children: SimChild[], supervisor: SimChild, graceMs
   };
   await stopOne(supervisor, graceMs + 10_000);
   await Promise.all(children.filter((c) => c !== supervisor).map((c) => stopOne(c, 5_000)));
+}
+
+/** The config with every model's `apiKey` naming SIM_VLLM_API_KEY_ENV, when the fakes run with a key. */
+function withApiKeyRefs(config: SupervisorConfig, apiKey: string | undefined): SupervisorConfig {
+  if (!apiKey) return config;
+  return {
+    ...config,
+    inference: config.inference.map((slot) => ({
+      ...slot,
+      models: slot.models.map((m) => ({ ...m, apiKey: { env: SIM_VLLM_API_KEY_ENV } })),
+    })),
+  };
 }

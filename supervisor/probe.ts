@@ -20,6 +20,9 @@ const vllmErrorSchema = z.object({ error: z.object({ message: z.string() }) });
 
 /** A non-2xx vLLM answer as one line: the status and vLLM's own message (first 200 characters). */
 export function describeVllmStatus(status: number, body: unknown): string {
+  if (status === 401) {
+    return "HTTP 401: vLLM refused the request: it runs with --api-key, and this model's apiKey in the supervisor config is missing or wrong";
+  }
   const detail = vllmErrorSchema.safeParse(body);
   return `HTTP ${status}${detail.success ? `: ${detail.data.error.message.slice(0, 200)}` : ''}`;
 }

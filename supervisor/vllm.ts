@@ -19,6 +19,8 @@ export interface VllmClientOptions {
   timeoutMs: number;
   /** Timeout of each sleep, wake_up and collective_rpc call. */
   wakeTimeoutMs: number;
+  /** The `--api-key` of the server on each port that has one: a bearer token on its `/v1/*` routes. */
+  apiKeys?: ReadonlyMap<number, string>;
 }
 
 export interface ChatCompletionResult {
@@ -47,10 +49,15 @@ export function createVllmClient(opts: VllmClientOptions) {
   ): Promise<{ status: number; text: string }> {
     const url = `http://127.0.0.1:${port}${pathAndQuery}`;
     const timeout = AbortSignal.timeout(timeoutMs);
+    // vLLM's --api-key guards /v1/* only (AuthenticationMiddleware, vllm/entrypoints/openai/api_server.py).
+    const key = pathAndQuery.startsWith('/v1/') ? opts.apiKeys?.get(port) : undefined;
     const init: RequestInit = {
       method,
       signal: timeout,
-      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      headers: {
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...(key ? { authorization: `Bearer ${key}` } : {}),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     };
     try {

@@ -27,6 +27,8 @@ export interface FakeVllmOptions {
   kvCacheMiB?: number;
   residueMiB?: number;
   maxModelLen?: number;
+  /** `--api-key` (or VLLM_API_KEY): `/v1/*` answers 401 without `Authorization: Bearer <key>`. */
+  apiKey?: string;
   /** Start asleep at level 1 instead of awake (vLLM itself always starts awake). */
   startAsleep?: boolean;
   /** What a `crash` fault does; the process runner kills the process. */
@@ -205,6 +207,11 @@ export function createFakeVllm(opts: FakeVllmOptions) {
     if (isAdminPath(url.pathname)) {
       calls.push(`${req.method} ${url.pathname}${url.search}`);
       if (calls.length > 200) calls.shift();
+    }
+    // vLLM's AuthenticationMiddleware (vllm/entrypoints/openai/api_server.py): with --api-key, every path under
+    // /v1 needs the bearer token, answered `401 {"error": "Unauthorized"}` otherwise; other paths stay open.
+    if (opts.apiKey && url.pathname.startsWith('/v1') && req.headers.authorization !== `Bearer ${opts.apiKey}`) {
+      return send(res, 401, { error: 'Unauthorized' });
     }
     switch (`${req.method} ${url.pathname}`) {
       case 'GET /health':

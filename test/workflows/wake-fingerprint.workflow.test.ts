@@ -2,7 +2,8 @@
  * The wake-fidelity check end to end: the real worker and activities, the real dev server, Postgres, and two
  * simulated domains. A demotion fingerprints the old active's models before sleeping them; a later promotion of
  * that domain has them score the stored answer again, and a model that woke with other weights (the simulator's
- * garbage-after-wake fault) fails the promotion with routing left where it was.
+ * garbage-after-wake fault) fails the promotion with routing left where it was. Every fake vLLM runs with
+ * `--api-key`, so every promotion here also proves the supervisor sends the key from its config.
  */
 import type { Operation } from '../../schemas/entities';
 import { MODEL, type SimFleet, type SimFleetDomain, hostState, startSimFleet } from './support/sim-fleet';
@@ -10,6 +11,7 @@ import { uniqueTaskQueue, useTestServer } from './support/temporal';
 import { startTestWorker } from './support/worker';
 
 jest.setTimeout(120_000);
+const VLLM_API_KEY = 'sim-vllm-key-0123456789';
 
 let fleet: SimFleet;
 let worker: Awaited<ReturnType<typeof startTestWorker>>;
@@ -20,7 +22,7 @@ const server = useTestServer(async () => {
 });
 
 beforeAll(async () => {
-  fleet = await startSimFleet();
+  fleet = await startSimFleet({ vllmApiKey: VLLM_API_KEY });
   worker = await startTestWorker(server.connection, fleet.db.store, taskQueue);
 });
 
@@ -56,6 +58,15 @@ const fingerprintOf = async (domain: SimFleetDomain) => {
   const inference = slots.find((s) => s.kind === 'inference');
   return inference?.kind === 'inference' ? (inference.wakeFingerprints?.[MODEL] ?? null) : null;
 };
+
+it('the vLLMs run with --api-key: /v1 answers 401 without it', async () => {
+  const models = await fetch(`${fleet.east.servingUrl}/models`);
+  expect(models.status).toBe(401);
+  const keyed = await fetch(`${fleet.east.servingUrl}/models`, {
+    headers: { authorization: `Bearer ${VLLM_API_KEY}` },
+  });
+  expect(keyed.status).toBe(200);
+});
 
 it('a first promotion falls back to the non-blank check and says so; the demoted old active is fingerprinted', async () => {
   expect(await fingerprintOf(fleet.west)).toBeNull();
