@@ -31,6 +31,11 @@ export const supervisorModelSchema = z.strictObject({
   gpuMemoryUtilization: z.number().gt(0).max(1).optional(),
   /** What the server needs free to wake, in MiB, when its share is not the right measure (overrides it). */
   wakeMiB: z.number().int().positive().optional(),
+  /**
+   * The served names of the LoRA adapters this server loads (`--lora-modules NAME=PATH`): each is routed, probed
+   * and reported as a model of its own, sleeping and waking with this server.
+   */
+  loraAdapters: z.array(modelNameSchema).optional(),
   /** The server's `--api-key`: sent as a bearer token on its `/v1/*` routes (probes, fingerprints). */
   apiKey: secretRefSchema.optional(),
 });
@@ -102,6 +107,16 @@ export const supervisorConfigSchema = z
         }
         names.add(model.name);
         ports.add(model.port);
+        model.loraAdapters?.forEach((adapter, k) => {
+          if (names.has(adapter)) {
+            ctx.addIssue({
+              code: 'custom',
+              path: ['inference', i, 'models', j, 'loraAdapters', k],
+              message: `duplicate model name "${adapter}"`,
+            });
+          }
+          names.add(adapter);
+        });
       });
     });
     const trainingGpus = new Set<number>();

@@ -140,6 +140,7 @@ export async function startSimDomain(opts: SimDomainOptions): Promise<SimDomain>
       ...(opts.wakeDelayMs !== undefined ? ['--wake-delay-ms', String(opts.wakeDelayMs)] : []),
       ...(opts.tokensPerSecond !== undefined ? ['--tokens-per-second', String(opts.tokensPerSecond)] : []),
       ...(opts.vllmApiKey ? ['--api-key', opts.vllmApiKey] : []),
+      ...m.loraAdapters.flatMap((name) => ['--lora-module', `${name}=adapters/${name}`]),
     ];
     const child = spawnLogged(
       `vllm ${m.name}`,

@@ -12,12 +12,20 @@ export interface ConfiguredModel {
   port: number;
   gpuIndex: number;
   sleepLevel: SleepLevel;
+  /** For a LoRA adapter: the served name of the base model whose server loads it. */
+  parent?: string;
 }
 
-/** Flattens the config's inference slots into models. */
+/**
+ * Flattens the config's inference slots into models, each server's LoRA adapters after it (same port: a sleep or
+ * wake of the adapter finds its server already in that state and leaves it).
+ */
 export function configuredModels(config: SupervisorConfig): ConfiguredModel[] {
   return config.inference.flatMap((slot) =>
-    slot.models.map((m) => ({ name: m.name, port: m.port, gpuIndex: slot.gpuIndex, sleepLevel: slot.sleepLevel })),
+    slot.models.flatMap((m) => {
+      const base = { name: m.name, port: m.port, gpuIndex: slot.gpuIndex, sleepLevel: slot.sleepLevel };
+      return [base, ...(m.loraAdapters ?? []).map((name) => ({ ...base, name, parent: m.name }))];
+    }),
   );
 }
 

@@ -11,6 +11,8 @@ export type InferenceKind = 'chat' | 'completion' | 'embedding';
 
 export interface InferenceContext {
   model: string;
+  /** Served names of the LoRA adapters loaded beside the base model. */
+  adapters: readonly string[];
   engine: Engine;
   /** The current `hang` fault. */
   isHanging: () => boolean;
@@ -47,7 +49,8 @@ function validate(kind: InferenceKind, body: Record<string, unknown>, res: http.
   const required = { chat: 'messages', completion: 'prompt', embedding: 'input' }[kind];
   const value = body[required];
   let error: [number, string, string, string | null] | null = null;
-  if (model !== ctx.model) error = [404, `The model \`${String(model)}\` does not exist.`, 'NotFoundError', 'model'];
+  if (model !== ctx.model && !ctx.adapters.includes(String(model)))
+    error = [404, `The model \`${String(model)}\` does not exist.`, 'NotFoundError', 'model'];
   else if (ctx.engine.sleeping)
     error = [503, 'The engine is sleeping; wake it up first.', 'ServiceUnavailableError', null];
   else if (body.stream_options != null && body.stream !== true) {
@@ -80,6 +83,8 @@ export async function handleInference(
 ): Promise<void> {
   const body = await parseJson(req, res);
   if (!body || !validate(kind, body, res, ctx)) return;
+  // Answers name the model asked for: the base or one of its adapters (vLLM's `models.model_name(lora_request)`).
+  if (typeof body.model === 'string') ctx = { ...ctx, model: body.model };
   const release = ctx.engine.admit();
   res.on('close', release);
   if (ctx.isHanging()) return; // never answers; the running slot frees when the client goes away

@@ -27,6 +27,8 @@ export interface FakeVllmOptions {
   kvCacheMiB?: number;
   residueMiB?: number;
   maxModelLen?: number;
+  /** `--lora-modules NAME=PATH …`: adapters served beside the base model, listed in /v1/models with `parent`. */
+  loraModules?: { name: string; path: string }[];
   /** `--api-key` (or VLLM_API_KEY): `/v1/*` answers 401 without `Authorization: Bearer <key>`. */
   apiKey?: string;
   /** Start asleep at level 1 instead of awake (vLLM itself always starts awake). */
@@ -146,6 +148,7 @@ export function createFakeVllm(opts: FakeVllmOptions) {
 
   const inference = {
     model: opts.model,
+    adapters: (opts.loraModules ?? []).map((m) => m.name),
     engine,
     isHanging: () => faults.hang,
     tokenDelayMs: () => {
@@ -222,7 +225,7 @@ export function createFakeVllm(opts: FakeVllmOptions) {
         res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
         return void res.end(engine.metrics());
       case 'GET /v1/models':
-        return send(res, 200, p.modelList(opts.model, created, opts.maxModelLen ?? 8192));
+        return send(res, 200, p.modelList(opts.model, created, opts.maxModelLen ?? 8192, opts.loraModules ?? []));
       case 'POST /v1/chat/completions':
         return handleInference('chat', req, res, inference);
       case 'POST /v1/completions':
