@@ -392,6 +392,24 @@ describe('probeModels', () => {
     expect(store.slotMoves).toEqual([]);
   });
 
+  it('stores the server pid with the fingerprint and skips the score check once the server restarted', async () => {
+    const { host, acts, env, store } = setup();
+    await store.slots.setWakeFingerprints(IDS.bInference, {
+      llama: {
+        prompt: 'p',
+        text: ' ready',
+        tokens: [' ready'],
+        tokenLogprobs: [-0.1],
+        takenAt: 'then',
+        serverPid: 6999,
+      },
+    });
+    host.answerLogprob = -7;
+    const result = (await env.run(acts.probeModels, input)) as Probed;
+    expect(result.results[0]!.fingerprint).toMatchObject({ verdict: 'none' });
+    expect(result.results[0]!.fingerprint!.note).toMatch(/pid 6999, now 7000/);
+  });
+
   it('only reports a score outside the tolerance under warn, and a different text with a matching score', async () => {
     const { host, acts, env, store } = setup();
     await withFingerprint(store);

@@ -63,6 +63,7 @@ export async function storeFingerprints(
           tokens: r.tokens,
           tokenLogprobs: r.tokenLogprobs,
           takenAt,
+          serverPid: r.serverPid,
         };
       } else {
         delete next[name];
@@ -121,6 +122,7 @@ export async function checkFingerprints(
       woken.set(model, {
         tokenLogprobs: score?.ok ? score.tokenLogprobs : null,
         text: answer?.ok ? answer.text : null,
+        serverPid: answer?.serverPid ?? null,
         error: score?.ok ? null : (score?.error ?? 'not scored'),
       });
     }

@@ -58,6 +58,19 @@ describe('judgeFingerprint', () => {
     expect(check.note).toMatch(/no stored fingerprint/);
   });
 
+  it('falls back to the non-blank check when the server restarted since the fingerprint, and says so', () => {
+    const check = judge({
+      stored: stored({ serverPid: 10 }),
+      woken: { tokenLogprobs: [-6, -8], text: 'x', serverPid: 11 },
+    });
+    expect(check).toMatchObject({ verdict: 'none', isFailure: false });
+    expect(check.note).toMatch(/restarted since the fingerprint \(pid 10, now 11\)/);
+    expect(
+      judge({ stored: stored({ serverPid: 10 }), woken: { tokenLogprobs: [-6, -8], text: 'x', serverPid: 10 } })
+        .verdict,
+    ).toBe('score-outside');
+  });
+
   it('fails under enforce when the woken model cannot score the answer', () => {
     expect(judge({ woken: { tokenLogprobs: null, text: null, error: 'HTTP 500' } })).toMatchObject({
       verdict: 'unmeasured',

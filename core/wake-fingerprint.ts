@@ -3,7 +3,8 @@ import type { ModelFingerprint } from '../schemas/fingerprint';
 
 /**
  * How a woken model compares with its fingerprint:
- * - `none`: no stored fingerprint (first promotion, or none could be taken): the non-blank check alone applies;
+ * - `none`: no stored fingerprint (first promotion, or none could be taken), or one taken from a server process
+ *   that has since restarted: the non-blank check alone applies;
  * - `matched`: same score within the tolerance and the same greedy text;
  * - `text-differs`: same score, other greedy text (batch shape and kernels change greedy picks: reported only);
  * - `score-outside`: the stored answer scores outside the tolerance: the model woke with other weights;
@@ -29,6 +30,8 @@ export interface WokenMeasurement {
   tokenLogprobs: number[] | null;
   /** The woken model's greedy answer to the same prompt; null when not measured. */
   text: string | null;
+  /** The process serving the model's port now; null when not known. */
+  serverPid?: number | null;
   error?: string | null;
 }
 
@@ -61,6 +64,18 @@ export function judgeFingerprint(input: {
       wokenScore: null,
       isFailure: false,
       note: `${model}: no stored fingerprint, non-blank check only`,
+    };
+  }
+  const [pidThen, pidNow] = [stored.serverPid ?? null, woken?.serverPid ?? null];
+  if (pidThen !== null && pidNow !== null && pidThen !== pidNow) {
+    // A restarted server may serve other weights on purpose (an upgrade): the old answer proves nothing.
+    return {
+      model,
+      verdict: 'none',
+      storedScore,
+      wokenScore: null,
+      isFailure: false,
+      note: `${model}: its vLLM server restarted since the fingerprint (pid ${pidThen}, now ${pidNow}), non-blank check only`,
     };
   }
   const enforced = mode === 'enforce';

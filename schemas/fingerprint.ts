@@ -22,6 +22,8 @@ export const modelFingerprintSchema = z.object({
   /** Natural-log probability of each answer token under the model, as vLLM returned it. */
   tokenLogprobs: z.array(z.number()),
   takenAt: z.string(),
+  /** The pid of the process serving the model's port when it was taken: a restarted server has other weights, maybe. */
+  serverPid: z.number().int().nullable().optional(),
 });
 export type ModelFingerprint = z.infer<typeof modelFingerprintSchema>;
 
@@ -70,6 +72,8 @@ export const fingerprintResultSchema = z.object({
   text: z.string().nullable(),
   tokens: z.array(z.string()),
   tokenLogprobs: z.array(z.number()),
+  /** The process listening on the model's port (vLLM's API server); null when not found. */
+  serverPid: z.number().int().nullable().default(null),
 });
 export type FingerprintResult = z.infer<typeof fingerprintResultSchema>;
 export const fingerprintResponseSchema = z.object({ results: z.array(fingerprintResultSchema) });

@@ -173,7 +173,12 @@ export function createApp(deps: SupervisorAppDeps): express.Express {
     '/fingerprint',
     route(async (req, res) => {
       const body = parseBody(fingerprintRequestSchema, req);
-      const results = await takeFingerprints({ ...body, models: servedModels(body.models) }, deps);
+      const taken = await takeFingerprints({ ...body, models: servedModels(body.models) }, deps);
+      const ports = new Map(inference.models.map((m) => [m.name, m.port]));
+      const results = taken.map((r) => ({
+        ...r,
+        serverPid: deps.listeners.servingPids(ports.get(r.model)!)[0] ?? null,
+      }));
       for (const r of results.filter((x) => !x.ok))
         logger.warn('fingerprint failed', { model: r.model, error: r.error });
       res.json({ results });

@@ -46,7 +46,8 @@ async function complete(vllm: VllmClient, model: Served, body: Record<string, un
 
 /**
  * Asks every model for its greedy answer (temperature 0) to `prompt` with the logprob of each token, in
- * parallel. A model that errors is reported with the reason, never thrown.
+ * parallel. A model that errors is reported with the reason, never thrown. `serverPid` is left null for the
+ * caller, which knows the host's processes, to fill in.
  */
 export async function takeFingerprints(
   input: { models: Served[]; prompt: string; maxTokens: number; timeoutMs: number },
@@ -56,7 +57,17 @@ export async function takeFingerprints(
     input.models.map(async (model): Promise<FingerprintResult> => {
       const body = { prompt: input.prompt, max_tokens: input.maxTokens, logprobs: 1 };
       const res = await complete(deps.vllm, model, body, input.timeoutMs);
-      if (!res.ok) return { model: model.name, ok: false, error: res.error, text: null, tokens: [], tokenLogprobs: [] };
+      if (!res.ok) {
+        return {
+          model: model.name,
+          ok: false,
+          error: res.error,
+          text: null,
+          tokens: [],
+          tokenLogprobs: [],
+          serverPid: null,
+        };
+      }
       const { tokens, token_logprobs: logprobs } = res.choice.logprobs!;
       if (tokens.length === 0 || logprobs.some((x) => x === null)) {
         return {
@@ -66,6 +77,7 @@ export async function takeFingerprints(
           text: res.choice.text,
           tokens: [],
           tokenLogprobs: [],
+          serverPid: null,
         };
       }
       return {
@@ -75,6 +87,7 @@ export async function takeFingerprints(
         text: res.choice.text,
         tokens,
         tokenLogprobs: logprobs as number[],
+        serverPid: null,
       };
     }),
   );

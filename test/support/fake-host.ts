@@ -49,6 +49,8 @@ export class FakeHost {
   /** What the fake models answer a fingerprint prompt, and the logprob they give each token of a stored answer. */
   greedyText = ' ready';
   answerLogprob = -0.1;
+  /** The pid the fake reports serving every model's port (a restarted server gets another). */
+  vllmPid = 7000;
   calls: string[] = [];
   /** Thrown by the next call of the named method (then cleared). */
   failures = new Map<string, Error>();
@@ -141,6 +143,7 @@ export class FakeHost {
         text: this.greedyText,
         tokens: [' ready'],
         tokenLogprobs: [-0.1],
+        serverPid: this.vllmPid,
       }));
       return { results };
     },
