@@ -352,9 +352,77 @@ describe('probeModels', () => {
     const { acts, env, store } = setup();
     expect(await env.run(acts.probeModels, input)).toEqual({
       attempt: 1,
-      results: [{ model: 'llama', latencyMs: 12 }],
+      results: [
+        {
+          model: 'llama',
+          latencyMs: 12,
+          fingerprint: {
+            verdict: 'none',
+            storedScore: null,
+            wokenScore: null,
+            note: 'llama: no stored fingerprint, non-blank check only',
+          },
+        },
+      ],
     });
     expect(store.slotMoves).toEqual([{ slotId: IDS.bInference, to: 'serving' }]);
+  });
+
+  type Probed = Awaited<ReturnType<ReturnType<typeof setup>['acts']['probeModels']>>;
+  const withFingerprint = (store: ReturnType<typeof setup>['store']) =>
+    store.slots.setWakeFingerprints(IDS.bInference, {
+      llama: { prompt: 'p', text: ' ready', tokens: [' ready'], tokenLogprobs: [-0.1], takenAt: 'then' },
+    });
+
+  it('passes a woken model that scores its stored answer as before, reporting the match', async () => {
+    const { host, acts, env, store } = setup();
+    await withFingerprint(store);
+    const result = (await env.run(acts.probeModels, input)) as Probed;
+    expect(result.results[0]!.fingerprint).toMatchObject({ verdict: 'matched', storedScore: -0.1, wokenScore: -0.1 });
+    expect(host.calls).toEqual(expect.arrayContaining(['scoreFingerprint', 'fingerprint']));
+  });
+
+  it('fails non-retryably with both scores when the stored answer scores outside the tolerance', async () => {
+    const { host, acts, env, store } = setup();
+    await withFingerprint(store);
+    host.answerLogprob = -7;
+    const failure = await failureOf(env.run(acts.probeModels, input));
+    expect(failure).toMatchObject({ type: FailureType.ProbeFailed, nonRetryable: true });
+    expect(failure.message).toMatch(/wake fidelity check failed: llama: .*stored -0\.100, woken -7\.000/);
+    expect(store.slotMoves).toEqual([]);
+  });
+
+  it('stores the server pid with the fingerprint and skips the score check once the server restarted', async () => {
+    const { host, acts, env, store } = setup();
+    await store.slots.setWakeFingerprints(IDS.bInference, {
+      llama: {
+        prompt: 'p',
+        text: ' ready',
+        tokens: [' ready'],
+        tokenLogprobs: [-0.1],
+        takenAt: 'then',
+        serverPid: 6999,
+      },
+    });
+    host.answerLogprob = -7;
+    const result = (await env.run(acts.probeModels, input)) as Probed;
+    expect(result.results[0]!.fingerprint).toMatchObject({ verdict: 'none' });
+    expect(result.results[0]!.fingerprint!.note).toMatch(/pid 6999, now 7000/);
+  });
+
+  it('only reports a score outside the tolerance under warn, and a different text with a matching score', async () => {
+    const { host, acts, env, store } = setup();
+    await withFingerprint(store);
+    host.answerLogprob = -7;
+    const warned = (await env.run(acts.probeModels, {
+      ...input,
+      fingerprint: { mode: 'warn' as const, toleranceNats: 0.5, maxTokens: 4 },
+    })) as Probed;
+    expect(warned.results[0]!.fingerprint?.verdict).toBe('score-outside');
+    host.answerLogprob = -0.1;
+    host.greedyText = ' steady';
+    const differs = (await env.run(acts.probeModels, input)) as Probed;
+    expect(differs.results[0]!.fingerprint?.verdict).toBe('text-differs');
   });
 
   it('fails non-retryably naming the model that answered empty', async () => {
@@ -363,6 +431,13 @@ describe('probeModels', () => {
     const failure = await failureOf(env.run(acts.probeModels, input));
     expect(failure).toMatchObject({ type: FailureType.ProbeFailed, nonRetryable: true });
     expect(failure.message).toBe('model llama failed its probe: empty completion');
+  });
+
+  it('fails a 401 from vLLM as a non-retryable configuration error (Unauthorized)', async () => {
+    const { host, acts, env } = setup();
+    host.probeResults = [{ model: 'llama', ok: false, latencyMs: 3, error: 'HTTP 401: vLLM refused the request' }];
+    const failure = await failureOf(env.run(acts.probeModels, input));
+    expect(failure).toMatchObject({ type: FailureType.Unauthorized, nonRetryable: true });
   });
 
   it('fails when a layout model is missing from the answer', async () => {
@@ -382,6 +457,38 @@ describe('sleepModels', () => {
     });
     expect(host.calls).toContain('sleep:0:1');
     expect(store.slotMoves).toEqual([]); // b's slot was already sleeping
+  });
+
+  it('fingerprints the awake models on the slot before sleeping them when asked', async () => {
+    const { host, acts, env, store } = setup();
+    host.models[0]!.state = 'awake';
+    await env.run(acts.sleepModels, {
+      fleetId: IDS.fleet,
+      domainId: IDS.b,
+      fingerprint: { maxTokens: 4, timeoutMs: 1_000 },
+    });
+    expect(host.calls.indexOf('fingerprint')).toBeLessThan(host.calls.indexOf('sleep:0:1'));
+    const [slot] = await store.slots.listByDomain(IDS.b);
+    expect(slot).toMatchObject({
+      wakeFingerprints: { llama: { text: ' ready', tokens: [' ready'], tokenLogprobs: [-0.1] } },
+    });
+  });
+
+  it('keeps the fingerprint of a model already asleep (a repeated attempt) and takes none without the option', async () => {
+    const { host, acts, env, store } = setup();
+    await store.slots.setWakeFingerprints(IDS.bInference, {
+      llama: { prompt: 'p', text: ' kept', tokens: [' kept'], tokenLogprobs: [-0.2], takenAt: 'then' },
+    });
+    await env.run(acts.sleepModels, {
+      fleetId: IDS.fleet,
+      domainId: IDS.b,
+      fingerprint: { maxTokens: 4, timeoutMs: 1_000 },
+    });
+    host.models[0]!.state = 'awake';
+    await env.run(acts.sleepModels, { fleetId: IDS.fleet, domainId: IDS.b });
+    expect(host.calls).not.toContain('fingerprint');
+    const [slot] = await store.slots.listByDomain(IDS.b);
+    expect(slot).toMatchObject({ wakeFingerprints: { llama: { text: ' kept' } } });
   });
 
   it('refuses to sleep the active domain (non-retryable InvalidTarget), touching nothing', async () => {

@@ -3,8 +3,16 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { InferenceSlot, TrainingSlot } from '../schemas/entities';
 import type { SlotState } from '../schemas/enums';
 import { FailureType } from '../schemas/failures';
+import { defaultFleetPolicy } from '../schemas/policy';
 import type { GpuMemory, SupervisorActionResponse, SupervisorStatus } from '../schemas/supervisor';
 import type { SupervisorTarget } from './supervisor-access';
+import {
+  checkFingerprints,
+  type FingerprintChecking,
+  type FingerprintTaking,
+  type ReportedCheck,
+  storeFingerprints,
+} from './wake-fingerprint';
 import { DEFAULT_POLL_INTERVAL_MS, DEFAULT_TRAINING_SETTLE_MS, type ActivityDeps } from './deps';
 import {
   actionOptions,
@@ -278,8 +286,8 @@ export function createSupervisorActivities(deps: ActivityDeps) {
      * missing from the answer fails the step with non-retryable ProbeFailed.
      */
     async probeModels(
-      input: DomainInput & { prompt: string; maxTokens: number; timeoutMs: number },
-    ): Promise<StepResult & { results: { model: string; latencyMs: number }[] }> {
+      input: DomainInput & { prompt: string; maxTokens: number; timeoutMs: number; fingerprint?: FingerprintChecking },
+    ): Promise<StepResult & { results: { model: string; latencyMs: number; fingerprint?: ReportedCheck }[] }> {
       const target = await loadTarget(deps, input.domainId);
       const names = modelNamesOf(target.inference);
       const response = await heartbeatWhile(
@@ -297,9 +305,11 @@ export function createSupervisorActivities(deps: ActivityDeps) {
             model: name,
           });
         if (!r.ok) {
+          // A 401 from vLLM is configuration (its --api-key), not a model that answered wrong.
+          const isAuth = r.error?.startsWith('HTTP 401') ?? false;
           throw ApplicationFailure.nonRetryable(
             `model ${name} failed its probe: ${r.error ?? 'no answer'}`,
-            FailureType.ProbeFailed,
+            isAuth ? FailureType.Unauthorized : FailureType.ProbeFailed,
             {
               model: name,
             },
@@ -307,8 +317,15 @@ export function createSupervisorActivities(deps: ActivityDeps) {
         }
         return { model: name, latencyMs: r.latencyMs };
       });
+      // Executions scheduled before the fingerprint check pass no settings: they get the policy defaults.
+      const checks = await checkFingerprints(
+        deps,
+        target,
+        input.fingerprint ?? defaultFleetPolicy().probe.fingerprint,
+        input.timeoutMs,
+      );
       await moveSlots(target.inference, 'serving');
-      return { attempt: currentAttempt(), results };
+      return { attempt: currentAttempt(), results: results.map((r) => ({ ...r, fingerprint: checks[r.model] })) };
     },
 
     /**
@@ -316,7 +333,9 @@ export function createSupervisorActivities(deps: ActivityDeps) {
      * Refuses (non-retryable InvalidTarget) while the domain is the fleet's active: sleeping it would cut
      * live traffic.
      */
-    async sleepModels(input: DomainInput & { fleetId: string }): Promise<StepResult & { models: string[] }> {
+    async sleepModels(
+      input: DomainInput & { fleetId: string; fingerprint?: FingerprintTaking },
+    ): Promise<StepResult & { models: string[] }> {
       const target = await loadTarget(deps, input.domainId);
       const fleet = await store.fleets.snapshot(input.fleetId);
       if (fleet?.activeDomainId === input.domainId) {
@@ -324,6 +343,7 @@ export function createSupervisorActivities(deps: ActivityDeps) {
       }
       const host = target.domain;
       const names = modelNamesOf(target.inference);
+      if (input.fingerprint) await storeFingerprints(deps, target, await status(host), input.fingerprint);
       for (const slot of target.inference) {
         assertAccepted(
           `sleep of GPU ${slot.gpuIndex}`,

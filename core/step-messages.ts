@@ -9,8 +9,8 @@ export const stepMessages = {
   verifyGpuReleased: (r: { gpus: readonly { index: number; usedMiB: number; totalMiB: number | null }[] }) =>
     `GPU memory released (${r.gpus.map((g) => `GPU ${g.index}: ${g.usedMiB}/${g.totalMiB ?? '?'} MiB`).join(', ')})`,
   wakeModels: (r: { models: readonly string[] }) => `models awake: ${r.models.join(', ')}`,
-  probeModels: (r: { results: readonly { model: string; latencyMs: number }[] }) =>
-    `every model answered (${r.results.map((x) => `${x.model} ${x.latencyMs} ms`).join(', ')})`,
+  probeModels: (r: { results: readonly { model: string; latencyMs: number; fingerprint?: { note: string } }[] }) =>
+    `every model answered (${r.results.map((x) => `${x.model} ${x.latencyMs} ms`).join(', ')})${fingerprintNotes(r.results)}`,
   commitRouting: (r: { routeRevision: number }) => `routing committed at revision ${r.routeRevision}`,
   drainDomain: (r: { drained: boolean; runningRequests: number }) =>
     r.drained ? 'drained: no running requests' : `drain budget spent with ${r.runningRequests} requests running`,
@@ -18,6 +18,12 @@ export const stepMessages = {
   startTraining: (r: { runs: readonly { gpuIndex: number; pids: readonly number[] }[] }) =>
     `training running (${r.runs.map((x) => `GPU ${x.gpuIndex} pid ${x.pids[0]}`).join(', ')})`,
 } as const;
+
+/** The wake-fidelity verdicts of a probe, when it made any (results recorded before it carry none). */
+function fingerprintNotes(results: readonly { fingerprint?: { note: string } }[]): string {
+  const notes = results.flatMap((x) => (x.fingerprint ? [x.fingerprint.note] : []));
+  return notes.length ? `; ${notes.join('; ')}` : '';
+}
 
 /** The step activities that can record their own progress. */
 export type JournaledActivity = keyof typeof stepMessages;

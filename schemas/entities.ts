@@ -8,6 +8,7 @@ import {
   sleepLevelSchema,
   trainingSlotStateSchema,
 } from './enums';
+import { wakeFingerprintsSchema } from './fingerprint';
 import { launchSpecSchema, modelBindingSchema, placementSchema, supervisorAccessSchema } from './layout';
 import { fleetPolicySchema } from './policy';
 
@@ -72,6 +73,8 @@ export const inferenceSlotSchema = z.object({
   state: inferenceSlotStateSchema,
   sleepLevel: sleepLevelSchema,
   models: z.array(modelBindingSchema),
+  /** Fingerprints taken before the last demotion slept this slot's models; absent or empty when none. */
+  wakeFingerprints: wakeFingerprintsSchema.optional(),
 });
 export const trainingSlotSchema = z.object({
   ...slotBase,

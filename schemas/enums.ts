@@ -61,3 +61,8 @@ export const DEMOTION_STEPS = ['drain', 'sleepModels', 'startTraining'] as const
 export const OPERATION_STEPS = [...PROMOTION_STEPS, ...DEMOTION_STEPS, 'compensate'] as const;
 export const operationStepSchema = z.enum(OPERATION_STEPS);
 export type OperationStep = z.infer<typeof operationStepSchema>;
+
+/** What a promotion does when a woken model scores its stored answer outside the tolerance (policy `probe.fingerprint.mode`). */
+export const FINGERPRINT_MODES = ['enforce', 'warn'] as const;
+export const fingerprintModeSchema = z.enum(FINGERPRINT_MODES);
+export type FingerprintMode = z.infer<typeof fingerprintModeSchema>;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { FINGERPRINT_MODES } from './enums';
 
 const ms = (defaultMs: number) => z.number().int().positive().default(defaultMs);
 
@@ -47,6 +48,18 @@ export const fleetPolicySchema = z
       .strictObject({
         prompt: z.string().min(1).max(2_000).default('Reply with the single word: ready'),
         maxTokens: z.number().int().min(1).max(256).default(8),
+        /**
+         * The wake-fidelity check: each model's answer to a fixed prompt, stored when its domain was demoted, is
+         * scored again after the wake. `enforce` fails the probe when the mean token logprob moved by more than
+         * `toleranceNats`; `warn` reports it. A model without a stored fingerprint gets the non-blank check only.
+         */
+        fingerprint: z
+          .strictObject({
+            mode: z.enum(FINGERPRINT_MODES).default('enforce'),
+            toleranceNats: z.number().positive().max(50).default(0.5),
+            maxTokens: z.number().int().min(1).max(64).default(16),
+          })
+          .prefault({}),
       })
       .prefault({}),
     commitTimeoutMs: ms(10_000),

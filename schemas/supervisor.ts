@@ -9,6 +9,16 @@ import { gpuIndexSchema, modelNameSchema } from './layout';
 /** vLLM's default `--gpu-memory-utilization` (vllm/config: `gpu_memory_utilization: float = 0.9`). */
 export const VLLM_DEFAULT_GPU_MEMORY_UTILIZATION = 0.9;
 
+/**
+ * Where a secret is read at start: an environment variable of the supervisor, or a file (its contents, trimmed).
+ * The config names the secret; it never holds it.
+ */
+export const secretRefSchema = z.union([
+  z.strictObject({ env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name') }),
+  z.strictObject({ file: z.string().min(1) }),
+]);
+export type SecretRef = z.infer<typeof secretRefSchema>;
+
 export const supervisorModelSchema = z.strictObject({
   name: modelNameSchema,
   /** The vLLM server's port on 127.0.0.1. */
@@ -21,6 +31,13 @@ export const supervisorModelSchema = z.strictObject({
   gpuMemoryUtilization: z.number().gt(0).max(1).optional(),
   /** What the server needs free to wake, in MiB, when its share is not the right measure (overrides it). */
   wakeMiB: z.number().int().positive().optional(),
+  /**
+   * The served names of the LoRA adapters this server loads (`--lora-modules NAME=PATH`): each is routed, probed
+   * and reported as a model of its own, sleeping and waking with this server.
+   */
+  loraAdapters: z.array(modelNameSchema).optional(),
+  /** The server's `--api-key`: sent as a bearer token on its `/v1/*` routes (probes, fingerprints). */
+  apiKey: secretRefSchema.optional(),
 });
 
 export const supervisorInferenceSlotSchema = z.strictObject({
@@ -90,6 +107,16 @@ export const supervisorConfigSchema = z
         }
         names.add(model.name);
         ports.add(model.port);
+        model.loraAdapters?.forEach((adapter, k) => {
+          if (names.has(adapter)) {
+            ctx.addIssue({
+              code: 'custom',
+              path: ['inference', i, 'models', j, 'loraAdapters', k],
+              message: `duplicate model name "${adapter}"`,
+            });
+          }
+          names.add(adapter);
+        });
       });
     });
     const trainingGpus = new Set<number>();

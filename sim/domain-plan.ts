@@ -24,6 +24,8 @@ export interface SimModelPlan {
   weightsMiB: number;
   kvCacheMiB: number;
   residueMiB: number;
+  /** Served names of the LoRA adapters this server loads: the slot's other models on the same serving URL. */
+  loraAdapters: string[];
 }
 
 /** What a simulated domain consists of, derived from the layout alone. */
@@ -92,9 +94,13 @@ export function planSimDomain(layout: FleetLayout, domainSlug: string, stateDir:
       });
       continue;
     }
-    const utilization = GPU_MEMORY_UTILIZATION / slot.models.length;
+    // Models of a slot on one serving URL are one vLLM server: the first is its base, the others its LoRA adapters.
+    const servers = slot.models.filter((m, k) => slot.models.findIndex((x) => x.servingUrl === m.servingUrl) === k);
+    const adaptersOf = (base: string, url: string) =>
+      slot.models.filter((x) => x.servingUrl === url && x.name !== base).map((x) => x.name);
+    const utilization = GPU_MEMORY_UTILIZATION / servers.length;
     const share = Math.floor(SIM_GPU_TOTAL_MIB * utilization) - SIM_RESIDUE_MIB;
-    const slotModels = slot.models.map((m) => {
+    const slotModels = servers.map((m) => {
       const weightsMiB = Math.min(weightsFromName(m.name), Math.floor(share / 2));
       return {
         name: m.name,
@@ -104,6 +110,7 @@ export function planSimDomain(layout: FleetLayout, domainSlug: string, stateDir:
         weightsMiB,
         kvCacheMiB: share - weightsMiB,
         residueMiB: SIM_RESIDUE_MIB,
+        loraAdapters: adaptersOf(m.name, m.servingUrl),
       };
     });
     models.push(...slotModels);
@@ -111,7 +118,12 @@ export function planSimDomain(layout: FleetLayout, domainSlug: string, stateDir:
       gpuIndex: slot.gpuIndex,
       sleepLevel: slot.sleepLevel,
       // As `--gpu-memory-utilization` would be set for engines sharing a GPU: what a wake needs back.
-      models: slotModels.map((m) => ({ name: m.name, port: m.port, gpuMemoryUtilization: utilization })),
+      models: slotModels.map((m) => ({
+        name: m.name,
+        port: m.port,
+        gpuMemoryUtilization: utilization,
+        ...(m.loraAdapters.length ? { loraAdapters: m.loraAdapters } : {}),
+      })),
     });
   }
   return {

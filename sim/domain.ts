@@ -9,6 +9,7 @@ import { mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { Agent, type Dispatcher, fetch as undiciFetch } from 'undici';
 import type { FleetLayout } from '../schemas/layout';
+import type { SupervisorConfig } from '../schemas/supervisor';
 import { createSimFaults, type SimFaults } from './domain-faults';
 import {
   killProcesses,
@@ -63,7 +64,15 @@ export interface SimDomainOptions {
   shutdownGraceMs?: number;
   /** Give up when a process does not answer within this. Default 60 s. */
   startTimeoutMs?: number;
+  /**
+   * Start every fake vLLM with `--api-key` this key; the supervisor's config then names it by an environment
+   * variable (`SIM_VLLM_API_KEY_ENV`), as an operator's would.
+   */
+  vllmApiKey?: string;
 }
+
+/** The supervisor's environment variable holding the fake vLLMs' `--api-key` (with `vllmApiKey`). */
+export const SIM_VLLM_API_KEY_ENV = 'HARU_SIM_VLLM_API_KEY';
 
 export interface SimModel extends SimModelPlan {
   pid: number;
@@ -131,6 +140,8 @@ export async function startSimDomain(opts: SimDomainOptions): Promise<SimDomain>
       ...['--residue-mib', String(m.residueMiB)],
       ...(opts.wakeDelayMs !== undefined ? ['--wake-delay-ms', String(opts.wakeDelayMs)] : []),
       ...(opts.tokensPerSecond !== undefined ? ['--tokens-per-second', String(opts.tokensPerSecond)] : []),
+      ...(opts.vllmApiKey ? ['--api-key', opts.vllmApiKey] : []),
+      ...m.loraAdapters.flatMap((name) => ['--lora-module', `${name}=adapters/${name}`]),
     ];
     const child = spawnLogged(
       `vllm ${m.name}`,
@@ -147,7 +158,8 @@ export async function startSimDomain(opts: SimDomainOptions): Promise<SimDomain>
     tsEntry('supervisor/main.ts'),
     {
       ...baseEnv,
-      HARU_SUPERVISOR_CONFIG: JSON.stringify(plan.supervisorConfig),
+      HARU_SUPERVISOR_CONFIG: JSON.stringify(withApiKeyRefs(plan.supervisorConfig, opts.vllmApiKey)),
+      ...(opts.vllmApiKey ? { [SIM_VLLM_API_KEY_ENV]: opts.vllmApiKey } : {}),
       PORT: String(plan.supervisorPort),
       HARU_SUPERVISOR_HOST: host,
       HARU_GPU_SMI: SIM_NVIDIA_SMI,
@@ -271,4 +283,16 @@ async function stopProcesses(children: SimChild[], supervisor: SimChild, graceMs
   };
   await stopOne(supervisor, graceMs + 10_000);
   await Promise.all(children.filter((c) => c !== supervisor).map((c) => stopOne(c, 5_000)));
+}
+
+/** The config with every model's `apiKey` naming SIM_VLLM_API_KEY_ENV, when the fakes run with a key. */
+function withApiKeyRefs(config: SupervisorConfig, apiKey: string | undefined): SupervisorConfig {
+  if (!apiKey) return config;
+  return {
+    ...config,
+    inference: config.inference.map((slot) => ({
+      ...slot,
+      models: slot.models.map((m) => ({ ...m, apiKey: { env: SIM_VLLM_API_KEY_ENV } })),
+    })),
+  };
 }

@@ -4,6 +4,7 @@ import { bearerAuth } from '../lib/bearer-auth';
 import type { Logger } from '../lib/logger';
 import { formatZodError } from '../schemas/env';
 import { HaruError } from '../schemas/errors';
+import { fingerprintRequestSchema, scoreRequestSchema } from '../schemas/fingerprint';
 import {
   type GpuMemoryReport,
   probeRequestSchema,
@@ -20,6 +21,7 @@ import type { InferenceController } from './inference';
 import type { ListenerTable } from './listeners';
 import type { SupervisorMetrics } from './metrics';
 import { withModelMemory } from './model-memory';
+import { scoreAnswers, takeFingerprints } from './fingerprint';
 import { probeModels } from './probe';
 import type { TrainingManager } from './training';
 import type { VllmClient } from './vllm';
@@ -151,16 +153,44 @@ export function createApp(deps: SupervisorAppDeps): express.Express {
       res.json(body);
     }),
   );
+  /** The configured models named (all when `names` is absent); a name this host does not serve is a 404. */
+  const servedModels = (names: readonly string[] | undefined) => {
+    const unknown = (names ?? []).filter((name) => !inference.models.some((m) => m.name === name));
+    if (unknown.length) throw new HaruError('model_not_found', `not served on this host: ${unknown.join(', ')}`);
+    return inference.models.filter((m) => !names || names.includes(m.name));
+  };
   v1.post(
     '/probe',
     route(async (req, res) => {
       const body = parseBody(probeRequestSchema, req);
-      const unknown = (body.models ?? []).filter((name) => !inference.models.some((m) => m.name === name));
-      if (unknown.length) throw new HaruError('model_not_found', `not served on this host: ${unknown.join(', ')}`);
-      const models = inference.models.filter((m) => !body.models || body.models.includes(m.name));
+      const models = servedModels(body.models);
       const results = await probeModels({ ...body, models }, { vllm: deps.vllm, now });
       for (const r of results.filter((x) => !x.ok)) logger.warn('probe failed', { model: r.model, error: r.error });
       res.json({ results });
+    }),
+  );
+  v1.post(
+    '/fingerprint',
+    route(async (req, res) => {
+      const body = parseBody(fingerprintRequestSchema, req);
+      const taken = await takeFingerprints({ ...body, models: servedModels(body.models) }, deps);
+      const ports = new Map(inference.models.map((m) => [m.name, m.port]));
+      const results = taken.map((r) => ({
+        ...r,
+        serverPid: deps.listeners.servingPids(ports.get(r.model)!)[0] ?? null,
+      }));
+      for (const r of results.filter((x) => !x.ok))
+        logger.warn('fingerprint failed', { model: r.model, error: r.error });
+      res.json({ results });
+    }),
+  );
+  v1.post(
+    '/fingerprint/score',
+    route(async (req, res) => {
+      const body = parseBody(scoreRequestSchema, req);
+      const served = servedModels(body.answers.map((a) => a.model));
+      const answers = body.answers.map((a) => ({ ...a, ...served.find((m) => m.name === a.model)! }));
+      res.json({ results: await scoreAnswers({ ...body, answers }, deps) });
     }),
   );
   app.use('/v1', v1);

@@ -1,5 +1,12 @@
 import { ConfigError } from '../schemas/env';
-import { loadSupervisorConfig, loadSupervisorEnv, resolveListenHost } from './config';
+import { supervisorConfigSchema } from '../schemas/supervisor';
+import {
+  apiKeyEnvNames,
+  loadSupervisorConfig,
+  loadSupervisorEnv,
+  resolveListenHost,
+  resolveVllmApiKeys,
+} from './config';
 
 const valid = {
   inference: [{ gpuIndex: 0, models: [{ name: 'small-a', port: 8001 }], sleepLevel: 1 }],
@@ -108,5 +115,34 @@ describe('supervisor config', () => {
     expect(() => resolveListenHost({ HARU_SUPERVISOR_TOKEN: undefined, HARU_SUPERVISOR_HOST: '0.0.0.0' })).toThrow(
       ConfigError,
     );
+  });
+});
+
+describe('resolveVllmApiKeys', () => {
+  const config = (apiKey: unknown) =>
+    supervisorConfigSchema.parse({ inference: [{ gpuIndex: 0, models: [{ name: 'm', port: 8001, apiKey }] }] });
+
+  it('reads a key from the named variable or file, by port, and names the variables to keep from trainers', () => {
+    expect(resolveVllmApiKeys(config({ env: 'K' }), { K: ' s3cret ' }, () => '')).toEqual(new Map([[8001, 's3cret']]));
+    expect(resolveVllmApiKeys(config({ file: '/k' }), {}, () => 'filekey\n')).toEqual(new Map([[8001, 'filekey']]));
+    expect(apiKeyEnvNames(config({ env: 'K' }))).toEqual(['K']);
+    expect(resolveVllmApiKeys(supervisorConfigSchema.parse({}), {}, () => '').size).toBe(0);
+  });
+
+  it('refuses an unset variable, an unreadable or empty file, and a key written in clear', () => {
+    expect(() => resolveVllmApiKeys(config({ env: 'K' }), {}, () => '')).toThrow(
+      'model m: apiKey names K, which is not set',
+    );
+    expect(() =>
+      resolveVllmApiKeys(config({ file: '/k' }), {}, () => {
+        throw new Error('ENOENT');
+      }),
+    ).toThrow('model m: cannot read apiKey file /k: ENOENT');
+    expect(() => resolveVllmApiKeys(config({ file: '/k' }), {}, () => ' ')).toThrow('apiKey file /k is empty');
+    expect(
+      supervisorConfigSchema.safeParse({
+        inference: [{ gpuIndex: 0, models: [{ name: 'm', port: 1, apiKey: 'clear' }] }],
+      }).success,
+    ).toBe(false);
   });
 });

@@ -91,6 +91,41 @@ export function loadSupervisorConfig(raw: string, readFile: (file: string) => st
   return parsed.data;
 }
 
+/**
+ * Reads every model's `apiKey` reference: the named environment variable, or the file's trimmed contents.
+ * Returns the key by vLLM port. Throws ConfigError naming the model and the reference for an unset or blank
+ * variable, an unreadable file or an empty one (never the key itself).
+ */
+export function resolveVllmApiKeys(
+  config: SupervisorConfig,
+  env: NodeJS.ProcessEnv,
+  readFile: (file: string) => string,
+): Map<number, string> {
+  const keys = new Map<number, string>();
+  for (const model of config.inference.flatMap((slot) => slot.models)) {
+    const ref = model.apiKey;
+    if (!ref) continue;
+    let key: string;
+    if ('env' in ref) {
+      key = (env[ref.env] ?? '').trim();
+      if (!key) throw new ConfigError(`model ${model.name}: apiKey names ${ref.env}, which is not set`);
+    } else {
+      try {
+        key = readFile(ref.file).trim();
+      } catch (err) {
+        throw new ConfigError(`model ${model.name}: cannot read apiKey file ${ref.file}: ${(err as Error).message}`);
+      }
+      if (!key) throw new ConfigError(`model ${model.name}: apiKey file ${ref.file} is empty`);
+    }
+    keys.set(model.port, key);
+  }
+  return keys;
+}
+
+/** The environment variables that hold vLLM API keys: kept from training runs like the supervisor's own secrets. */
+export const apiKeyEnvNames = (config: SupervisorConfig): string[] =>
+  config.inference.flatMap((slot) => slot.models.flatMap((m) => (m.apiKey && 'env' in m.apiKey ? [m.apiKey.env] : [])));
+
 /** The training slots that name a MIG instance, with the config field each comes from. */
 export function migSlotsOf(config: SupervisorConfig): MigSlot[] {
   return config.training.flatMap((slot, i) =>

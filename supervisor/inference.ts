@@ -12,14 +12,26 @@ export interface ConfiguredModel {
   port: number;
   gpuIndex: number;
   sleepLevel: SleepLevel;
+  /** For a LoRA adapter: the served name of the base model whose server loads it. */
+  parent?: string;
 }
 
-/** Flattens the config's inference slots into models. */
+/**
+ * Flattens the config's inference slots into models, each server's LoRA adapters after it (same port: a sleep or
+ * wake of the adapter finds its server already in that state and leaves it).
+ */
 export function configuredModels(config: SupervisorConfig): ConfiguredModel[] {
   return config.inference.flatMap((slot) =>
-    slot.models.map((m) => ({ name: m.name, port: m.port, gpuIndex: slot.gpuIndex, sleepLevel: slot.sleepLevel })),
+    slot.models.flatMap((m) => {
+      const base = { name: m.name, port: m.port, gpuIndex: slot.gpuIndex, sleepLevel: slot.sleepLevel };
+      return [base, ...(m.loraAdapters ?? []).map((name) => ({ ...base, name, parent: m.name }))];
+    }),
   );
 }
+
+/** How often, and how far apart, a prefix-cache reset answered `{"success": false}` is tried again after a wake. */
+const PREFIX_RESET_ATTEMPTS = 20;
+const PREFIX_RESET_PAUSE_MS = 100;
 
 const errorMessage = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
@@ -34,6 +46,8 @@ export function createInferenceController(deps: { config: SupervisorConfig; vllm
   const { vllm, logger } = deps;
   /** Level of this process's last sleep per model: the fallback when vLLM's metrics do not say. */
   const lastSleepLevel = new Map<string, SleepLevel>();
+  /** Models woken whose prefix cache is not reset yet. */
+  const pendingReset = new Set<string>();
   /** Sleep and wake of one GPU never overlap, even across requests. */
   const serial = createKeyedSerializer<number>();
 
@@ -89,7 +103,10 @@ export function createInferenceController(deps: { config: SupervisorConfig; vllm
   }
 
   async function wakeOne(model: ConfiguredModel): Promise<void> {
-    if (!(await vllm.isSleeping(model.port))) return;
+    if (!(await vllm.isSleeping(model.port))) {
+      if (pendingReset.has(model.name)) await resetPrefixCache(model);
+      return;
+    }
     const level = await sleptLevel(model);
     if (level === 2) {
       // Level 2 discarded the weights: bring the weight buffers back, reload them, then the KV cache,
@@ -97,7 +114,6 @@ export function createInferenceController(deps: { config: SupervisorConfig; vllm
       await vllm.wakeUp(model.port, ['weights']);
       await vllm.collectiveRpc(model.port, 'reload_weights');
       await vllm.wakeUp(model.port, ['kv_cache']);
-      await vllm.resetPrefixCache(model.port);
     } else {
       await vllm.wakeUp(model.port);
     }
@@ -105,7 +121,27 @@ export function createInferenceController(deps: { config: SupervisorConfig; vllm
       throw new Error(`${model.name} still reports sleeping after POST /wake_up answered 200`);
     }
     lastSleepLevel.delete(model.name);
+    pendingReset.add(model.name);
+    await resetPrefixCache(model);
     logger.info('model awake', { model: model.name, gpuIndex: model.gpuIndex, sleepLevel: level });
+  }
+
+  /**
+   * Drops every cached prefix after a wake, at any level: prefixes computed before the sleep are not to be
+   * trusted (vLLM has reused them across a sleep). Retried while vLLM answers `{"success": false}`; a model
+   * whose reset never succeeded stays pending, so a repeated wake of the now-awake model tries it again.
+   */
+  async function resetPrefixCache(model: ConfiguredModel): Promise<void> {
+    for (let attempt = 1; attempt <= PREFIX_RESET_ATTEMPTS; attempt += 1) {
+      if (await vllm.resetPrefixCache(model.port)) {
+        pendingReset.delete(model.name);
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, PREFIX_RESET_PAUSE_MS));
+    }
+    throw new Error(
+      `${model.name} answered {"success": false} to POST /reset_prefix_cache ${PREFIX_RESET_ATTEMPTS} times after its wake`,
+    );
   }
 
   async function statusOne(model: ConfiguredModel): Promise<ModelStatus> {

@@ -9,7 +9,14 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { ConfigError } from '../schemas/env';
 import { createApp } from './app';
-import { loadSupervisorConfig, loadSupervisorEnv, migSlotsOf, resolveListenHost } from './config';
+import {
+  apiKeyEnvNames,
+  loadSupervisorConfig,
+  loadSupervisorEnv,
+  migSlotsOf,
+  resolveListenHost,
+  resolveVllmApiKeys,
+} from './config';
 import { createGpuReader, execFileTool } from './gpu';
 import { createInferenceController } from './inference';
 import { createJsonLogger, type Logger } from '../lib/logger';
@@ -79,10 +86,13 @@ export async function startSupervisor(
   const vllm = createVllmClient({
     timeoutMs: settings.HARU_VLLM_TIMEOUT_MS,
     wakeTimeoutMs: settings.HARU_VLLM_WAKE_TIMEOUT_MS,
+    apiKeys: resolveVllmApiKeys(config, env, (file) => readFileSync(file, 'utf8')),
   });
+  const trainingEnv = { ...env };
+  for (const name of apiKeyEnvNames(config)) delete trainingEnv[name];
   const training = createTrainingManager({
     slots: config.training,
-    baseEnv: env,
+    baseEnv: trainingEnv,
     cwd: opts.cwd ?? process.cwd(),
     processTable: createProcessTable(),
     now,

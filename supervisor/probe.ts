@@ -18,6 +18,15 @@ const chatCompletionSchema = z.object({
 });
 const vllmErrorSchema = z.object({ error: z.object({ message: z.string() }) });
 
+/** A non-2xx vLLM answer as one line: the status and vLLM's own message (first 200 characters). */
+export function describeVllmStatus(status: number, body: unknown): string {
+  if (status === 401) {
+    return "HTTP 401: vLLM refused the request: it runs with --api-key, and this model's apiKey in the supervisor config is missing or wrong";
+  }
+  const detail = vllmErrorSchema.safeParse(body);
+  return `HTTP ${status}${detail.success ? `: ${detail.data.error.message.slice(0, 200)}` : ''}`;
+}
+
 export interface ProbeInput {
   models: { name: string; port: number }[];
   prompt: string;
@@ -56,13 +65,7 @@ export async function probeModels(
           },
           input.timeoutMs,
         );
-        if (res.status < 200 || res.status >= 300) {
-          const detail = vllmErrorSchema.safeParse(res.body);
-          return result(
-            false,
-            `HTTP ${res.status}${detail.success ? `: ${detail.data.error.message.slice(0, 200)}` : ''}`,
-          );
-        }
+        if (res.status < 200 || res.status >= 300) return result(false, describeVllmStatus(res.status, res.body));
         const parsed = chatCompletionSchema.safeParse(res.body);
         if (!parsed.success) return result(false, 'answer is not a chat completion');
         const message = parsed.data.choices[0]!.message;

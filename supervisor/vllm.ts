@@ -19,6 +19,8 @@ export interface VllmClientOptions {
   timeoutMs: number;
   /** Timeout of each sleep, wake_up and collective_rpc call. */
   wakeTimeoutMs: number;
+  /** The `--api-key` of the server on each port that has one: a bearer token on its `/v1/*` routes. */
+  apiKeys?: ReadonlyMap<number, string>;
 }
 
 export interface ChatCompletionResult {
@@ -47,10 +49,15 @@ export function createVllmClient(opts: VllmClientOptions) {
   ): Promise<{ status: number; text: string }> {
     const url = `http://127.0.0.1:${port}${pathAndQuery}`;
     const timeout = AbortSignal.timeout(timeoutMs);
+    // vLLM's --api-key guards /v1/* only (AuthenticationMiddleware, vllm/entrypoints/openai/api_server.py).
+    const key = pathAndQuery.startsWith('/v1/') ? opts.apiKeys?.get(port) : undefined;
     const init: RequestInit = {
       method,
       signal: timeout,
-      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      headers: {
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...(key ? { authorization: `Bearer ${key}` } : {}),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     };
     try {
@@ -74,6 +81,18 @@ export function createVllmClient(opts: VllmClientOptions) {
     return res.text;
   }
 
+  /** A POST whose JSON answer the caller judges; a non-JSON body is null. */
+  async function jsonCall(port: number, path: string, timeoutMs: number, body: unknown): Promise<ChatCompletionResult> {
+    const res = await call(port, 'POST', path, timeoutMs, body);
+    let parsed: unknown = null;
+    try {
+      parsed = JSON.parse(res.text);
+    } catch {
+      // left null: the caller reports a non-JSON answer
+    }
+    return { status: res.status, body: parsed };
+  }
+
   return {
     /** `POST /sleep?level=N`. Resolves on a 2xx; throws VllmError otherwise. */
     async sleep(port: number, level: 1 | 2): Promise<void> {
@@ -88,9 +107,18 @@ export function createVllmClient(opts: VllmClientOptions) {
     async collectiveRpc(port: number, method: string): Promise<void> {
       await expectOk(port, 'POST', '/collective_rpc', opts.wakeTimeoutMs, { method });
     },
-    /** `POST /reset_prefix_cache`: cached prefixes are stale after a level-2 sleep. */
-    async resetPrefixCache(port: number): Promise<void> {
-      await expectOk(port, 'POST', '/reset_prefix_cache', opts.timeoutMs);
+    /**
+     * `POST /reset_prefix_cache`: cached prefixes may be stale after any wake. Resolves false when vLLM answered
+     * `{"success": false}` (the engine's `reset_prefix_cache` returns false while requests run,
+     * vllm/engine/protocol.py); an empty 200, as vllm/entrypoints/serve/cache/api_router.py sends, is success.
+     */
+    async resetPrefixCache(port: number): Promise<boolean> {
+      const text = await expectOk(port, 'POST', '/reset_prefix_cache', opts.timeoutMs);
+      try {
+        return (JSON.parse(text) as { success?: unknown })?.success !== false;
+      } catch {
+        return true;
+      }
     },
     /** `GET /is_sleeping`, parsed. Throws VllmError when unreachable or the body is not `{is_sleeping: bool}`. */
     async isSleeping(port: number): Promise<boolean> {
@@ -115,14 +143,11 @@ export function createVllmClient(opts: VllmClientOptions) {
      * status resolves: the caller judges it.
      */
     async chatCompletion(port: number, body: unknown, timeoutMs: number): Promise<ChatCompletionResult> {
-      const res = await call(port, 'POST', '/v1/chat/completions', timeoutMs, body);
-      let parsed: unknown = null;
-      try {
-        parsed = JSON.parse(res.text);
-      } catch {
-        // left null: the caller reports a non-JSON answer
-      }
-      return { status: res.status, body: parsed };
+      return jsonCall(port, '/v1/chat/completions', timeoutMs, body);
+    },
+    /** `POST /v1/completions` with `body` (the fingerprint's plain-text prompt); resolves on any status. */
+    async completion(port: number, body: unknown, timeoutMs: number): Promise<ChatCompletionResult> {
+      return jsonCall(port, '/v1/completions', timeoutMs, body);
     },
   };
 }

@@ -80,6 +80,15 @@ export const probeRequestTimeoutMs = (policy: FleetPolicy): number =>
   Math.max(1_000, Math.floor(policy.probeTimeoutMs * 0.8));
 
 /**
+ * What the demotion's sleep step needs to fingerprint the models first (docs/architecture.md §4.4). A policy
+ * recorded before the fingerprint existed has no `probe.fingerprint`: no fingerprint is taken for it.
+ */
+export const fingerprintTaking = (policy: FleetPolicy): { maxTokens: number; timeoutMs: number } | undefined =>
+  policy.probe.fingerprint
+    ? { maxTokens: policy.probe.fingerprint.maxTokens, timeoutMs: probeRequestTimeoutMs(policy) }
+    : undefined;
+
+/**
  * `monitor`: the long-running watch. Lives until its checkpoint, heartbeats every round, and is retried
  * without limit (a monitor never gives up on a fleet; only a vanished fleet ends it).
  */

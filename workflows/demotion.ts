@@ -2,7 +2,7 @@ import { ApplicationFailure } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { FailureType } from '../schemas/failures';
 import type { FleetPolicy } from '../schemas/policy';
-import { controlActivities, stepActivities } from './activity-options';
+import { controlActivities, fingerprintTaking, stepActivities } from './activity-options';
 import type { DemotionInput, DemotionResult } from './definitions';
 import { stepMessages } from '../core/step-messages';
 import { planDemotion } from '../core/step-plan';
@@ -76,7 +76,7 @@ async function standDown(
   );
   await op.step(
     'sleepModels',
-    (journal) => steps.sleepModels({ fleetId, domainId, journal }),
+    (journal) => steps.sleepModels({ fleetId, domainId, journal, fingerprint: fingerprintTaking(policy) }),
     stepMessages.sleepModels,
   );
   if (!op.isStepSkipped('startTraining')) {

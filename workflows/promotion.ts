@@ -144,6 +144,7 @@ async function prepareTarget(op: OperationRuntime, steps: Steps, policy: FleetPo
           prompt: policy.probe.prompt,
           maxTokens: policy.probe.maxTokens,
           timeoutMs: probeRequestTimeoutMs(policy),
+          fingerprint: policy.probe.fingerprint,
           journal,
         }),
       stepMessages.probeModels,

@@ -53,7 +53,14 @@ export const toSlot = (row: SlotRow): Slot => {
   const base = { id: row.id, domainId: row.domainId, gpuIndex: row.gpuIndex, stateChangedAt: iso(row.stateChangedAt) };
   return slotSchema.parse(
     row.kind === 'inference'
-      ? { ...base, kind: 'inference', state: row.state, sleepLevel: row.sleepLevel, models: row.models }
+      ? {
+          ...base,
+          kind: 'inference',
+          state: row.state,
+          sleepLevel: row.sleepLevel,
+          models: row.models,
+          wakeFingerprints: row.wakeFingerprints ?? {},
+        }
       : {
           ...base,
           kind: 'training',

@@ -1,5 +1,6 @@
 import { and, eq, inArray, or, sql } from 'drizzle-orm';
 import type { Slot } from '../../schemas/entities';
+import type { WakeFingerprints } from '../../schemas/fingerprint';
 import { INFERENCE_SLOT_STATES, type SlotState, TRAINING_SLOT_STATES } from '../../schemas/enums';
 import {
   INFERENCE_SLOT_TRANSITIONS,
@@ -54,6 +55,20 @@ export function createSlotRepo({ db, now }: RepoDeps) {
         .where(eq(slots.domainId, domainId))
         .orderBy(slots.gpuIndex, slots.kind);
       return rows.map(toSlot);
+    },
+
+    /**
+     * Replaces an inference slot's wake fingerprints (`{}` clears them). Idempotent; returns false when no
+     * inference slot has this id.
+     */
+    async setWakeFingerprints(slotId: string, fingerprints: WakeFingerprints): Promise<boolean> {
+      if (!isUuid(slotId)) return false;
+      const rows = await db
+        .update(slots)
+        .set({ wakeFingerprints: fingerprints, updatedAt: now() })
+        .where(and(eq(slots.id, slotId), eq(slots.kind, 'inference')))
+        .returning({ id: slots.id });
+      return rows.length > 0;
     },
 
     /**

@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { check, integer, jsonb, pgTable, text, timestamp, unique, uuid } from 'drizzle-orm/pg-core';
 import { INFERENCE_SLOT_STATES, TRAINING_SLOT_STATES } from '../../schemas/enums';
+import type { WakeFingerprints } from '../../schemas/fingerprint';
 import type { ModelBinding } from '../../schemas/layout';
 import { slotKindEnum, slotStateEnum } from './enums';
 import { domains } from './domains';
@@ -27,6 +28,8 @@ export const slots = pgTable(
     command: jsonb('command').$type<string[]>(),
     checkpointDir: text('checkpoint_dir'),
     env: jsonb('env').$type<Record<string, string>>(),
+    /** Inference slots: each model's answer and its score, taken before the last demotion slept it (§4.4). */
+    wakeFingerprints: jsonb('wake_fingerprints').$type<WakeFingerprints>(),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
   },

@@ -21,10 +21,21 @@ export const vllmControlSchema = z.strictObject({
   crashAfterTokens: z.number().int().positive().optional(),
   /** After the next wake, completions carry empty content (a wake that came back broken). */
   emptyContentAfterWake: z.boolean().default(false),
+  /**
+   * After the next wake, the engine answers from other weights: non-empty but different text, and a stored
+   * answer scores far lower (the garbage-after-wake bugs of vLLM: prefix cache reused across sleep, a level-2
+   * wake without `reload_weights`, LoRA state lost).
+   */
+  garbageAfterWake: z.boolean().default(false),
   /** `/wake_up` answers 200 but the engine stays asleep. */
   wakeNoop: z.boolean().default(false),
   /** `/sleep` answers 200 but the engine stays awake. */
   sleepNoop: z.boolean().default(false),
+  /**
+   * The next N `POST /reset_prefix_cache` answer `{"success": false}`, as the engine's `reset_prefix_cache`
+   * reports while requests are running (vllm/engine/protocol.py returns a bool); then `{"success": true}`.
+   */
+  prefixResetFailures: z.number().int().min(0).default(0),
   /** Overrides the start-up wake delay. */
   wakeDelayMs: z.number().int().min(0).optional(),
   /** Overrides the start-up token rate. */

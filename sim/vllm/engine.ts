@@ -6,6 +6,19 @@ export type MemoryTag = 'weights' | 'kv_cache';
 export const MEMORY_TAGS: readonly MemoryTag[] = ['weights', 'kv_cache'];
 
 const SENTENCE = 'This is a simulated reply from the Haru GPU host simulator, served by a fake vLLM engine.';
+/** What the engine answers once its weights are wrong (the garbage-after-wake fault): other text, other scores. */
+const GARBAGE = 'lorem vask quib dorn elth mip sarn kove trel un bisk oph gral zent wumo ferd yil.';
+
+/** How a wake comes back broken (faults of the control file). */
+export interface WakeFaults {
+  /** Completions carry empty content once fully awake. */
+  emptyAfter?: boolean;
+  /** The engine answers from other weights once fully awake (until a wake without it): other text and logprobs. */
+  garbageAfter?: boolean;
+}
+
+/** `text` as the simulated tokenizer splits it: each word with its leading whitespace. */
+export const tokenize = (text: string): string[] => text.match(/\s*\S+/g) ?? [];
 
 export interface EngineOptions {
   model: string;
@@ -29,10 +42,14 @@ export function createEngine(opts: EngineOptions) {
   let sleepLevel: 0 | 1 | 2 = opts.startAsleep ? 1 : 0;
   let weightsValid = true;
   let emptyAnswers = false;
+  let garbageWeights = false;
   let running = 0;
   let generated = 0;
   let promptTokens = 0;
   let succeeded = 0;
+
+  /** The tokens the current weights prefer, in order: greedy decoding emits them, scoring favours them. */
+  const preferredTokens = (): string[] => tokenize(garbageWeights || !weightsValid ? GARBAGE : SENTENCE);
 
   function writeVram() {
     if (!opts.gpuStateDir) return;
@@ -56,15 +73,18 @@ export function createEngine(opts: EngineOptions) {
       if (level === 2) weightsValid = false; // discarded: garbage until reload_weights
       writeVram();
     },
-    /** Wakes `tags` (all when empty). `brokenAfter` makes completions empty once fully awake. */
-    wake(tags: MemoryTag[], brokenAfter: boolean) {
+    /** Wakes `tags` (all when empty); `faults` say how the engine comes back once fully awake. */
+    wake(tags: MemoryTag[], faults: WakeFaults = {}) {
       for (const tag of tags.length ? tags : MEMORY_TAGS) sleepingTags.delete(tag);
       if (sleepingTags.size === 0) {
         sleepLevel = 0;
-        if (brokenAfter) emptyAnswers = true;
+        if (faults.emptyAfter) emptyAnswers = true;
+        // Each full wake decides afresh: the fault corrupts the wake it is set for, a later clean wake is healthy.
+        garbageWeights = faults.garbageAfter === true;
       }
       writeVram();
     },
+    preferredTokens,
     /** `collective_rpc reload_weights`: false while the weight buffers are still asleep (vLLM's worker raises). */
     reloadWeights(): boolean {
       if (sleepingTags.has('weights')) return false;
@@ -77,7 +97,7 @@ export function createEngine(opts: EngineOptions) {
      */
     generate(maxTokens: number, after = ''): { tokens: string[]; finish: 'stop' | 'length' } {
       if (emptyAnswers || !weightsValid) return { tokens: [], finish: 'stop' };
-      const reply = SENTENCE.split(' ').map((w, i) => (i === 0 ? w : ` ${w}`));
+      const reply = preferredTokens();
       const all = reply.slice(tokensAlreadyWritten(reply, after));
       return maxTokens < all.length
         ? { tokens: all.slice(0, maxTokens), finish: 'length' }
@@ -106,6 +126,7 @@ export function createEngine(opts: EngineOptions) {
       sleepLevel,
       weightsValid,
       emptyAnswers,
+      garbageWeights,
       running,
     }),
   };

@@ -2,6 +2,7 @@ import type http from 'node:http';
 import { continuedText, generationPromptError, responseRole } from './continuation';
 import type { Engine } from './engine';
 import { delay, readBody, send } from './http-util';
+import { joinLogprobs, logprobsOf, tokenize } from './logprobs';
 import * as p from './protocol';
 
 const DEFAULT_MAX_TOKENS = 32;
@@ -11,6 +12,8 @@ export type InferenceKind = 'chat' | 'completion' | 'embedding';
 
 export interface InferenceContext {
   model: string;
+  /** Served names of the LoRA adapters loaded beside the base model. */
+  adapters: readonly string[];
   engine: Engine;
   /** The current `hang` fault. */
   isHanging: () => boolean;
@@ -51,7 +54,8 @@ function validate(kind: InferenceKind, body: Record<string, unknown>, res: http.
   const required = { chat: 'messages', completion: 'prompt', embedding: 'input' }[kind];
   const value = body[required];
   let error: [number, string, string, string | null] | null = null;
-  if (model !== ctx.model) error = [404, `The model \`${String(model)}\` does not exist.`, 'NotFoundError', 'model'];
+  if (model !== ctx.model && !ctx.adapters.includes(String(model)))
+    error = [404, `The model \`${String(model)}\` does not exist.`, 'NotFoundError', 'model'];
   else if (ctx.engine.sleeping)
     error = [503, 'The engine is sleeping; wake it up first.', 'ServiceUnavailableError', null];
   else if (body.stream_options != null && body.stream !== true) {
@@ -86,6 +90,8 @@ export async function handleInference(
 ): Promise<void> {
   const body = await parseJson(req, res);
   if (!body || !validate(kind, body, res, ctx)) return;
+  // Answers name the model asked for: the base or one of its adapters (vLLM's `models.model_name(lora_request)`).
+  if (typeof body.model === 'string') ctx = { ...ctx, model: body.model };
   const release = ctx.engine.admit();
   res.on('close', release);
   if (ctx.isHanging()) return; // never answers; the running slot frees when the client goes away
@@ -93,6 +99,10 @@ export async function handleInference(
     const prompt = promptTokens(kind, body);
     ctx.engine.recordPrompt(prompt);
     if (kind === 'embedding') return embedding(body, prompt, res, ctx);
+    const isScored = body.echo === true || typeof body.logprobs === 'number' || body.max_tokens === 0;
+    if (kind === 'completion' && body.stream !== true && isScored) {
+      return await scoredCompletion(body, prompt, res, ctx);
+    }
     const n = body.max_completion_tokens ?? body.max_tokens;
     const { tokens, finish } = ctx.engine.generate(
       typeof n === 'number' && Number.isInteger(n) && n > 0 ? n : DEFAULT_MAX_TOKENS,
@@ -188,4 +198,47 @@ function embedding(body: Record<string, unknown>, prompt: number, res: http.Serv
     usage: { prompt_tokens: prompt, total_tokens: prompt, completion_tokens: 0, prompt_tokens_details: null },
   });
   ctx.engine.recordSuccess(0);
+}
+
+/**
+ * A non-streaming `/v1/completions` with `logprobs` or `echo` (vllm/entrypoints/openai/completion/serving.py):
+ * `echo` prepends the prompt and its prompt logprobs; `echo` with `max_tokens: 0` generates nothing and returns
+ * the prompt alone (protocol.py `echo_without_generation`); `max_tokens: 0` without `echo` is SamplingParams'
+ * 400. A string prompt only (the first of a list).
+ */
+async function scoredCompletion(
+  body: Record<string, unknown>,
+  promptCount: number,
+  res: http.ServerResponse,
+  ctx: InferenceContext,
+) {
+  const echo = body.echo === true;
+  const n = body.max_tokens;
+  if (n === 0 && !echo) {
+    return send(res, 400, p.errorBody('max_tokens must be at least 1, got 0.', 'BadRequestError', 400, 'max_tokens'));
+  }
+  const promptText = String([body.prompt].flat()[0] ?? '');
+  const promptTokens = tokenize(promptText);
+  const maxTokens = typeof n === 'number' && Number.isInteger(n) && n > 0 ? n : n === 0 ? 0 : DEFAULT_MAX_TOKENS;
+  const out = maxTokens === 0 ? { tokens: [], finish: 'length' } : ctx.engine.generate(maxTokens);
+  // A continuation of text starts with a space, as a tokenizer's first generated word does.
+  const joins = promptText !== '' && !/\s$/.test(promptText);
+  const tokens = out.tokens.map((t, i) => (i === 0 && joins && !/^\s/.test(t) ? ` ${t}` : t));
+  const { finish } = out;
+  for (let i = 0; i < tokens.length; i += 1) await delay(ctx.tokenDelayMs());
+  const preferred = ctx.engine.preferredTokens();
+  const generated = logprobsOf(preferred, tokens, promptTokens.at(-1) ?? null, false, echo ? promptText.length : 0);
+  const logprobs = echo ? joinLogprobs(logprobsOf(preferred, promptTokens, null, true), generated) : generated;
+  const text = (echo ? promptText : '') + tokens.join('');
+  const completion = p.textCompletion(
+    p.randomId('cmpl'),
+    Math.floor(Date.now() / 1000),
+    ctx.model,
+    text,
+    finish,
+    p.usage(promptCount, tokens.length),
+    typeof body.logprobs === 'number' ? logprobs : null,
+  );
+  send(res, 200, completion);
+  ctx.engine.recordSuccess(tokens.length);
 }

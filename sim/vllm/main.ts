@@ -2,7 +2,8 @@
  * Runs one fake vLLM as its own process (what `startSimDomain` spawns):
  *   node -r tsx/cjs sim/vllm/main.ts --model NAME --port N --gpu-index N [--host ADDR]
  *     [--gpu-state DIR] [--control FILE] [--wake-delay-ms N] [--tokens-per-second N]
- *     [--weights-mib N] [--kv-cache-mib N] [--residue-mib N] [--start-asleep]
+ *     [--weights-mib N] [--kv-cache-mib N] [--residue-mib N] [--start-asleep] [--api-key KEY]
+ *     [--lora-module NAME=PATH]...
  * Prints one JSON line `{"event":"listening",...}` when ready; exits 0 on SIGTERM/SIGINT.
  */
 import { parseArgs } from 'node:util';
@@ -24,6 +25,8 @@ export async function runFakeVllm(argv: string[]): Promise<void> {
       'kv-cache-mib': { type: 'string' },
       'residue-mib': { type: 'string' },
       'start-asleep': { type: 'boolean', default: false },
+      'api-key': { type: 'string' },
+      'lora-module': { type: 'string', multiple: true },
     },
   });
   if (!values.model || values.port === undefined) throw new Error('--model and --port are required');
@@ -41,6 +44,12 @@ export async function runFakeVllm(argv: string[]): Promise<void> {
     kvCacheMiB: num(values['kv-cache-mib']),
     residueMiB: num(values['residue-mib']),
     startAsleep: values['start-asleep'],
+    loraModules: (values['lora-module'] ?? []).map((spec) => {
+      const [name, ...rest] = spec.split('=');
+      return { name: name!, path: rest.join('=') || name! };
+    }),
+    // As `vllm serve`: --api-key, else VLLM_API_KEY.
+    apiKey: values['api-key'] ?? (process.env.VLLM_API_KEY || undefined),
     // A crash is abrupt: no cleanup, no exit handlers, exactly like an engine that died.
     onCrash: () => process.kill(process.pid, 'SIGKILL'),
   });

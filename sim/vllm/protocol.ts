@@ -79,13 +79,21 @@ export const usageChunk = (id: string, object: string, created: number, model: s
   usage: u,
 });
 
-export function textCompletion(id: string, created: number, model: string, text: string, finish: string, u: Usage) {
+export function textCompletion(
+  id: string,
+  created: number,
+  model: string,
+  text: string,
+  finish: string,
+  u: Usage,
+  logprobs: unknown = null,
+) {
   return {
     id,
     object: 'text_completion',
     created,
     model,
-    choices: [{ index: 0, text, logprobs: null, finish_reason: finish, stop_reason: null, prompt_logprobs: null }],
+    choices: [{ index: 0, text, logprobs, finish_reason: finish, stop_reason: null, prompt_logprobs: null }],
     service_tier: null,
     system_fingerprint: null,
     usage: u,
@@ -104,37 +112,42 @@ export function textChunk(id: string, created: number, model: string, text: stri
   };
 }
 
-export function modelList(model: string, created: number, maxModelLen: number) {
-  return {
-    object: 'list',
-    data: [
+/**
+ * `/v1/models`: the base model, then each LoRA adapter with `root` its path and `parent` the base
+ * (vllm/entrypoints/openai/models/serving.py `show_available_models`).
+ */
+export function modelList(
+  model: string,
+  created: number,
+  maxModelLen: number,
+  adapters: readonly { name: string; path: string }[] = [],
+) {
+  const card = (id: string, root: string, parent: string | null) => ({
+    id,
+    object: 'model',
+    created,
+    owned_by: 'vllm',
+    root,
+    parent,
+    max_model_len: maxModelLen,
+    permission: [
       {
-        id: model,
-        object: 'model',
+        id: randomId('modelperm'),
+        object: 'model_permission',
         created,
-        owned_by: 'vllm',
-        root: model,
-        parent: null,
-        max_model_len: maxModelLen,
-        permission: [
-          {
-            id: randomId('modelperm'),
-            object: 'model_permission',
-            created,
-            allow_create_engine: false,
-            allow_sampling: true,
-            allow_logprobs: true,
-            allow_search_indices: false,
-            allow_view: true,
-            allow_fine_tuning: false,
-            organization: '*',
-            group: null,
-            is_blocking: false,
-          },
-        ],
+        allow_create_engine: false,
+        allow_sampling: true,
+        allow_logprobs: true,
+        allow_search_indices: false,
+        allow_view: true,
+        allow_fine_tuning: false,
+        organization: '*',
+        group: null,
+        is_blocking: false,
       },
     ],
-  };
+  });
+  return { object: 'list', data: [card(model, model, null), ...adapters.map((a) => card(a.name, a.path, model))] };
 }
 
 /** A deterministic unit vector for `text` (8 dimensions): equal inputs embed equally. */

@@ -27,6 +27,10 @@ export interface FakeVllmOptions {
   kvCacheMiB?: number;
   residueMiB?: number;
   maxModelLen?: number;
+  /** `--lora-modules NAME=PATH …`: adapters served beside the base model, listed in /v1/models with `parent`. */
+  loraModules?: { name: string; path: string }[];
+  /** `--api-key` (or VLLM_API_KEY): `/v1/*` answers 401 without `Authorization: Bearer <key>`. */
+  apiKey?: string;
   /** Start asleep at level 1 instead of awake (vLLM itself always starts awake). */
   startAsleep?: boolean;
   /** What a `crash` fault does; the process runner kills the process. */
@@ -41,10 +45,13 @@ export interface FakeVllmState {
   sleepLevel: 0 | 1 | 2;
   weightsValid: boolean;
   emptyAnswers: boolean;
+  garbageWeights: boolean;
   running: number;
   faults: VllmControl;
   /** The admin calls received, in order (`POST /wake_up?tags=weights`, ...). */
   calls: string[];
+  /** Prefix-cache resets that succeeded. */
+  prefixResets: number;
 }
 
 /** Paths vLLM serves: a wrong method on one of them is FastAPI's 405, anything else its 404. */
@@ -90,6 +97,9 @@ export function createFakeVllm(opts: FakeVllmOptions) {
   let crashed = false;
   let relisten: Promise<void> | null = null;
   const calls: string[] = [];
+  let resetFaultsSeen: VllmControl | null = null;
+  let resetFailuresLeft = 0;
+  let prefixResets = 0;
   const sockets = new Set<Socket>();
 
   /** Re-reads the control file when it changed, then applies crash and refuse. */
@@ -141,6 +151,7 @@ export function createFakeVllm(opts: FakeVllmOptions) {
 
   const inference = {
     model: opts.model,
+    adapters: (opts.loraModules ?? []).map((m) => m.name),
     engine,
     isHanging: () => faults.hang,
     crashAfterTokens: () => faults.crashAfterTokens,
@@ -162,7 +173,12 @@ export function createFakeVllm(opts: FakeVllmOptions) {
     const tags = url.searchParams.getAll('tags');
     if (tags.some((t) => !MEMORY_TAGS.includes(t as MemoryTag))) return internalServerError(res);
     await delay(faults.wakeDelayMs ?? opts.wakeDelayMs ?? 0);
-    if (!faults.wakeNoop) engine.wake(tags as MemoryTag[], faults.emptyContentAfterWake);
+    if (!faults.wakeNoop) {
+      engine.wake(tags as MemoryTag[], {
+        emptyAfter: faults.emptyContentAfterWake,
+        garbageAfter: faults.garbageAfterWake,
+      });
+    }
     send(res, 200);
   }
 
@@ -179,8 +195,19 @@ export function createFakeVllm(opts: FakeVllmOptions) {
     send(res, 200, { results: [null] });
   }
 
+  /** Answers `{"success": bool}`: false for as many calls as the `prefixResetFailures` fault asks since it was set. */
+  function resetPrefixCache(res: http.ServerResponse) {
+    if (faults !== resetFaultsSeen) [resetFaultsSeen, resetFailuresLeft] = [faults, faults.prefixResetFailures];
+    if (resetFailuresLeft > 0) {
+      resetFailuresLeft -= 1;
+      return send(res, 200, { success: false });
+    }
+    prefixResets += 1;
+    send(res, 200, { success: true });
+  }
+
   function state(): FakeVllmState {
-    return { model: opts.model, ...engine.snapshot(), faults, calls: [...calls] };
+    return { model: opts.model, ...engine.snapshot(), faults, calls: [...calls], prefixResets };
   }
 
   async function handle(req: http.IncomingMessage, res: http.ServerResponse) {
@@ -188,6 +215,11 @@ export function createFakeVllm(opts: FakeVllmOptions) {
     if (isAdminPath(url.pathname)) {
       calls.push(`${req.method} ${url.pathname}${url.search}`);
       if (calls.length > 200) calls.shift();
+    }
+    // vLLM's AuthenticationMiddleware (vllm/entrypoints/openai/api_server.py): with --api-key, every path under
+    // /v1 needs the bearer token, answered `401 {"error": "Unauthorized"}` otherwise; other paths stay open.
+    if (opts.apiKey && url.pathname.startsWith('/v1') && req.headers.authorization !== `Bearer ${opts.apiKey}`) {
+      return send(res, 401, { error: 'Unauthorized' });
     }
     switch (`${req.method} ${url.pathname}`) {
       case 'GET /health':
@@ -198,7 +230,7 @@ export function createFakeVllm(opts: FakeVllmOptions) {
         res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
         return void res.end(engine.metrics());
       case 'GET /v1/models':
-        return send(res, 200, p.modelList(opts.model, created, opts.maxModelLen ?? 8192));
+        return send(res, 200, p.modelList(opts.model, created, opts.maxModelLen ?? 8192, opts.loraModules ?? []));
       case 'POST /v1/chat/completions':
         return handleInference('chat', req, res, inference);
       case 'POST /v1/completions':
@@ -212,7 +244,7 @@ export function createFakeVllm(opts: FakeVllmOptions) {
       case 'GET /is_sleeping':
         return send(res, 200, { is_sleeping: engine.sleeping });
       case 'POST /reset_prefix_cache':
-        return send(res, 200);
+        return resetPrefixCache(res);
       case 'POST /collective_rpc':
         return collectiveRpc(req, res);
       case 'GET /_sim/state':

@@ -236,6 +236,35 @@ describe('supervisor API: vLLM sleep and wake', () => {
     expect(small.state().calls).toContain('POST /wake_up');
   });
 
+  it('resets the prefix cache after a level-1 wake too, retrying while vLLM answers {"success": false}', async () => {
+    await call('POST', '/v1/vllm/sleep', { gpuIndex: 0 });
+    await small.setFaults({ prefixResetFailures: 3 });
+    const resetsBefore = small.state().prefixResets;
+    const woke = supervisorActionResponseSchema.parse((await call('POST', '/v1/vllm/wake', { gpuIndex: 0 })).json);
+    expect(woke).toEqual({ accepted: true, gpuIndexes: [0], errors: [] });
+    const posts = small.state().calls.filter((c) => c.startsWith('POST'));
+    expect(posts.slice(posts.lastIndexOf('POST /wake_up'))).toEqual([
+      'POST /wake_up',
+      ...Array.from({ length: 4 }, () => 'POST /reset_prefix_cache'),
+    ]);
+    expect(small.state().prefixResets).toBe(resetsBefore + 1);
+  });
+
+  it('reports a wake whose prefix cache never resets, and resets it on the repeated wake', async () => {
+    await call('POST', '/v1/vllm/sleep', { gpuIndex: 0 });
+    await small.setFaults({ prefixResetFailures: 1_000 });
+    const first = supervisorActionResponseSchema.parse((await call('POST', '/v1/vllm/wake', { gpuIndex: 0 })).json);
+    expect(first.accepted).toBe(false);
+    expect(first.errors[0]!.message).toMatch(
+      /small-a answered \{"success": false\} to POST \/reset_prefix_cache 20 times/,
+    );
+    const resetsBefore = small.state().prefixResets;
+    await small.setFaults(null);
+    const again = supervisorActionResponseSchema.parse((await call('POST', '/v1/vllm/wake', { gpuIndex: 0 })).json);
+    expect(again).toEqual({ accepted: true, gpuIndexes: [0], errors: [] });
+    expect(small.state().prefixResets).toBe(resetsBefore + 1);
+  });
+
   it('acts on one GPU only when asked, with the requested level', async () => {
     const res = await call('POST', '/v1/vllm/sleep', { gpuIndex: 0, level: 2 });
     expect(res.json).toEqual({ accepted: true, gpuIndexes: [0], errors: [] });

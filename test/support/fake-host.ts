@@ -47,6 +47,11 @@ export class FakeHost {
     }),
   ];
   probeResults: ProbeModelResult[] | null = null;
+  /** What the fake models answer a fingerprint prompt, and the logprob they give each token of a stored answer. */
+  greedyText = ' ready';
+  answerLogprob = -0.1;
+  /** The pid the fake reports serving every model's port (a restarted server gets another). */
+  vllmPid = 7000;
   calls: string[] = [];
   /** Thrown by the next call of the named method (then cleared). */
   failures = new Map<string, Error>();
@@ -130,6 +135,29 @@ export class FakeHost {
         this.probeResults ?? (body.models ?? []).map((model) => ({ model, ok: true, latencyMs: 12, error: null }));
       return { results };
     },
+    fingerprint: async (_url, body) => {
+      this.take('fingerprint');
+      const results = (body.models ?? []).map((model) => ({
+        model,
+        ok: true,
+        error: null,
+        text: this.greedyText,
+        tokens: [' ready'],
+        tokenLogprobs: [-0.1],
+        serverPid: this.vllmPid,
+      }));
+      return { results };
+    },
+    scoreFingerprint: async (_url, body) => {
+      this.take('scoreFingerprint');
+      const results = body.answers.map((a) => ({
+        model: a.model,
+        ok: true,
+        error: null,
+        tokenLogprobs: Array.from({ length: a.tokenCount }, () => this.answerLogprob),
+      }));
+      return { results };
+    },
   };
 }
 
@@ -152,5 +180,7 @@ export function routedClient(hosts: Record<string, FakeHost>): SupervisorClient 
     startTraining: (t, b, o) => pick(t).startTraining(t, b, o),
     stopTraining: (t, b, o) => pick(t).stopTraining(t, b, o),
     probe: (t, b, o) => pick(t).probe(t, b, o),
+    fingerprint: (t, b, o) => pick(t).fingerprint(t, b, o),
+    scoreFingerprint: (t, b, o) => pick(t).scoreFingerprint(t, b, o),
   };
 }

@@ -89,6 +89,12 @@ export function fakeStore(opts: { policy?: Partial<FleetPolicy>; domains?: Domai
         slotMoves.push({ slotId, to });
         return structuredClone(slot);
       },
+      setWakeFingerprints: async (slotId: string, fingerprints: Record<string, unknown>) => {
+        const slot = state.fleet.domains.flatMap((d) => d.slots).find((s) => s.id === slotId);
+        if (slot?.kind !== 'inference') return false;
+        Object.assign(slot, { wakeFingerprints: structuredClone(fingerprints) });
+        return true;
+      },
     },
     operations: new Proxy({}, { get: () => notHere }),
     events: {

@@ -56,6 +56,8 @@ export interface SimFleetOptions {
   wakeDelayMs?: number;
   /** An existing database to seed into (shared by the tests of a file). */
   db?: TestDatabase;
+  /** Run every fake vLLM with `--api-key` this key (the supervisors are configured with it). */
+  vllmApiKey?: string;
 }
 
 let fleetCounter = 0;
@@ -94,6 +96,7 @@ export async function startSimFleet(opts: SimFleetOptions = {}): Promise<SimFlee
       role: slugName === 'east' ? 'active' : 'standby',
       wakeDelayMs: opts.wakeDelayMs,
       shutdownGraceMs: 2_000,
+      vllmApiKey: opts.vllmApiKey,
     });
     started.push(sim);
     return {

@@ -1,0 +1,1 @@
+ALTER TABLE "slots" ADD COLUMN "wake_fingerprints" jsonb;
