@@ -1,5 +1,5 @@
 import type http from 'node:http';
-import type { Engine } from './engine';
+import type { Admission, Engine } from './engine';
 import { delay, readBody, send } from './http-util';
 import * as p from './protocol';
 
@@ -47,8 +47,6 @@ function validate(kind: InferenceKind, body: Record<string, unknown>, res: http.
   const value = body[required];
   let error: [number, string, string, string | null] | null = null;
   if (model !== ctx.model) error = [404, `The model \`${String(model)}\` does not exist.`, 'NotFoundError', 'model'];
-  else if (ctx.engine.sleeping)
-    error = [503, 'The engine is sleeping; wake it up first.', 'ServiceUnavailableError', null];
   else if (body.stream_options != null && body.stream !== true) {
     error = [400, 'Stream options can only be defined when `stream=True`.', 'BadRequestError', null];
   } else if (kind === 'chat' ? !Array.isArray(value) : typeof value !== 'string' && !Array.isArray(value)) {
@@ -79,37 +77,51 @@ export async function handleInference(
 ): Promise<void> {
   const body = await parseJson(req, res);
   if (!body || !validate(kind, body, res, ctx)) return;
-  const release = ctx.engine.admit();
+  // A sleeping engine does not refuse: the request waits in the scheduler's queue until a wake (vLLM's
+  // engine core keeps adding requests while its scheduler is paused: vllm/v1/engine/core.py).
+  const admission = ctx.engine.admit();
+  const release = () => admission.release();
   res.on('close', release);
+  await admission.scheduled;
+  if (res.destroyed) return release();
   if (ctx.isHanging()) return; // never answers; the running slot frees when the client goes away
   try {
     const prompt = promptTokens(kind, body);
     ctx.engine.recordPrompt(prompt);
     if (kind === 'embedding') return embedding(body, prompt, res, ctx);
     const n = body.max_completion_tokens ?? body.max_tokens;
-    const { tokens, finish } = ctx.engine.generate(
-      typeof n === 'number' && Number.isInteger(n) && n > 0 ? n : DEFAULT_MAX_TOKENS,
-    );
+    const planned = ctx.engine.generate(typeof n === 'number' && Number.isInteger(n) && n > 0 ? n : DEFAULT_MAX_TOKENS);
+    const out = { prompt, tokens: planned.tokens, finish: planned.finish as string };
     if (body.stream === true) {
-      await streamed(kind, req, res, ctx, { prompt, tokens, finish }, (body.stream_options ?? {}) as StreamOptions);
+      await streamed(kind, req, res, ctx, out, admission, (body.stream_options ?? {}) as StreamOptions);
     } else {
-      for (let i = 0; i < tokens.length; i += 1) await delay(ctx.tokenDelayMs());
-      const u = p.usage(prompt, tokens.length);
+      out.tokens = await generateUntilAborted(out.tokens, ctx, admission);
+      if (admission.isAborted()) out.finish = 'abort';
+      const u = p.usage(prompt, out.tokens.length);
       const id = p.randomId(kind === 'chat' ? 'chatcmpl' : 'cmpl');
       const now = Math.floor(Date.now() / 1000);
-      const text = tokens.join('');
+      const text = out.tokens.join('');
       send(
         res,
         200,
         kind === 'chat'
-          ? p.chatCompletion(id, now, ctx.model, text, finish, u)
-          : p.textCompletion(id, now, ctx.model, text, finish, u),
+          ? p.chatCompletion(id, now, ctx.model, text, out.finish, u)
+          : p.textCompletion(id, now, ctx.model, text, out.finish, u),
       );
     }
-    ctx.engine.recordSuccess(tokens.length);
+    if (!admission.isAborted()) ctx.engine.recordSuccess(out.tokens.length);
   } finally {
     release();
   }
+}
+
+/** The tokens generated at the token rate until done or aborted by a sleep (the ones so far). */
+async function generateUntilAborted(tokens: string[], ctx: InferenceContext, admission: Admission) {
+  for (let i = 0; i < tokens.length; i += 1) {
+    await delay(ctx.tokenDelayMs());
+    if (admission.isAborted()) return tokens.slice(0, i);
+  }
+  return tokens;
 }
 
 /** SSE as vLLM frames it: `data: {json}\n\n` per chunk, `data: [DONE]\n\n` at the end. */
@@ -119,6 +131,7 @@ async function streamed(
   res: http.ServerResponse,
   ctx: InferenceContext,
   out: { prompt: number; tokens: string[]; finish: string },
+  admission: Admission,
   so: StreamOptions,
 ): Promise<void> {
   const id = p.randomId(kind === 'chat' ? 'chatcmpl' : 'cmpl');
@@ -143,6 +156,12 @@ async function streamed(
   for (let i = 0; i < out.tokens.length; i += 1) {
     await delay(ctx.tokenDelayMs());
     if (closed) return void res.destroy(); // the client went away: vLLM aborts the request
+    if (admission.isAborted()) {
+      // A sleep in abort mode finished the request: vLLM sends a last chunk with finish_reason "abort".
+      out.tokens = out.tokens.slice(0, i);
+      emit(chunk('', 'abort', i));
+      break;
+    }
     emit(chunk(out.tokens[i]!, i === out.tokens.length - 1 ? out.finish : null, i + 1));
   }
   if (so.include_usage) {
