@@ -1,5 +1,6 @@
 import type { Store } from '../db/store';
 import type { SkyCli } from '../drivers/sky';
+import type { ProofOfLife } from './proof-of-life';
 import type { SupervisorClient } from './supervisor-client';
 
 /** Counters the activities bump; the worker backs them with prom-client, tests leave them out. */
@@ -29,6 +30,8 @@ export interface ActivityDeps {
   sky?: SkyCli;
   /** Handed to provisioned hosts as their supervisor token (`sky launch --secret HARU_SUPERVISOR_TOKEN`). */
   supervisorToken?: string;
+  /** The proxies' announced proofs of life (default: heard over the store's database). */
+  proofOfLife?: ProofOfLife;
   /** HTTP for the supervisor's open `/healthz` (default: the global fetch). */
   fetch?: typeof globalThis.fetch;
 }

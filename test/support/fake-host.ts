@@ -5,6 +5,7 @@ import { FailureType } from '../../schemas/failures';
 import type {
   GpuMemory,
   ModelAwakeState,
+  ModelCondition,
   ProbeModelResult,
   SupervisorActionResponse,
   SupervisorStatus,
@@ -17,6 +18,8 @@ interface HostModel {
   gpuIndex: number;
   state: ModelAwakeState;
   runningRequests: number | null;
+  /** The status view's reading (absent: a supervisor older than the view). */
+  condition?: ModelCondition;
 }
 
 /** A GPU of a supervisor's memory report, read from the device unless `fields` say otherwise. */
