@@ -49,6 +49,8 @@ export interface SimDomainOptions {
   /** How long each vLLM `/wake_up` takes. */
   wakeDelayMs?: number;
   tokensPerSecond?: number;
+  /** Each fake vLLM's `--max-num-seqs` (requests beyond it wait). */
+  maxNumSeqs?: number;
   /** Bearer token of the supervisor; without one it serves unauthenticated on 127.0.0.1 only. */
   supervisorToken?: string;
   /** Listen address of the supervisor and the fake vLLMs (`0.0.0.0` needs a token). Default 127.0.0.1. */
@@ -130,6 +132,7 @@ export async function startSimDomain(opts: SimDomainOptions): Promise<SimDomain>
       ...['--residue-mib', String(m.residueMiB)],
       ...(opts.wakeDelayMs !== undefined ? ['--wake-delay-ms', String(opts.wakeDelayMs)] : []),
       ...(opts.tokensPerSecond !== undefined ? ['--tokens-per-second', String(opts.tokensPerSecond)] : []),
+      ...(opts.maxNumSeqs !== undefined ? ['--max-num-seqs', String(opts.maxNumSeqs)] : []),
     ];
     const child = spawnLogged(
       `vllm ${m.name}`,

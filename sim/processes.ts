@@ -105,9 +105,9 @@ export async function pollUntil(condition: () => boolean | Promise<boolean>, tim
 }
 
 /** True when `url` answers 2xx within a second. */
-export async function answers(url: string): Promise<boolean> {
+export async function answers(url: string, timeoutMs = 1_000): Promise<boolean> {
   try {
-    const res = await fetch(url, { signal: AbortSignal.timeout(1_000) });
+    const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
     await res.arrayBuffer();
     return res.ok;
   } catch {
