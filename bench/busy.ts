@@ -17,10 +17,11 @@ import { parseArgs } from 'node:util';
 import OpenAI from 'openai';
 import { createTestDatabase, seedLayout } from '../db/testing';
 import { fleetLayoutSchema } from '../schemas/layout';
-import { SIM_TRAINER, type SimDomain, startSimDomain } from '../sim/domain';
+import { type SimDomain, startSimDomain } from '../sim/domain';
 import { signalPid } from '../sim/processes';
 import { eventually } from '../test/support/eventually';
 import { freePort } from '../test/support/ports';
+import { twoDomainLayout } from '../test/support/sim-layout';
 import { healthQuery, monitorWorkflowId } from '../workflows/definitions';
 import { startHaruProcess } from './support/processes';
 import { printTable, writeResult } from './support/report';
@@ -46,28 +47,11 @@ type Stack = Awaited<ReturnType<typeof startBenchStack>>;
 /** One fleet (east active, west a sleeping standby) with its own database, worker and API processes. */
 async function startFleet(stack: Stack, name: string) {
   const stateDir = mkdtempSync(path.join(os.tmpdir(), `haru-bench-busy-${name}-`));
-  const domain = async (slug: string) => ({
-    slug,
-    supervisorUrl: `http://127.0.0.1:${await freePort()}`,
-    slots: [
-      {
-        kind: 'inference' as const,
-        gpuIndex: 0,
-        models: [{ name: MODEL, servingUrl: `http://127.0.0.1:${await freePort()}/v1` }],
-      },
-      {
-        kind: 'training' as const,
-        gpuIndex: 0,
-        command: ['node', SIM_TRAINER],
-        checkpointDir: path.join(stateDir, slug, 'ckpt'),
-      },
-    ],
-  });
   const slug = `busy-${name}-${process.pid}`;
-  const layout = fleetLayoutSchema.parse({
-    fleet: { slug, activeDomain: 'east', policy: {} }, // production defaults
-    domains: [await domain('east'), await domain('west')],
-  });
+  // Production defaults: an empty policy.
+  const layout = fleetLayoutSchema.parse(
+    await twoDomainLayout({ slug, model: MODEL, stateDir, policy: {}, servingPath: '/v1' }),
+  );
   const db = await createTestDatabase();
   const cleanups: (() => Promise<unknown>)[] = [
     () => db.drop(),

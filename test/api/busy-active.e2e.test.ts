@@ -9,13 +9,13 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Worker } from '@temporalio/worker';
 import OpenAI from 'openai';
-import { fleetLayoutSchema, type FleetLayoutInput } from '../../schemas/layout';
+import { fleetLayoutSchema } from '../../schemas/layout';
 import { supervisorStatusSchema } from '../../schemas/supervisor';
-import { SIM_TRAINER, type SimDomain, startSimDomain } from '../../sim/domain';
+import { type SimDomain, startSimDomain } from '../../sim/domain';
 import { ensureMonitor } from '../../workers/start';
 import { createHaruWorker } from '../../workers/worker';
 import { monitorWorkflowId } from '../../workflows/definitions';
-import { freePort } from '../support/ports';
+import { twoDomainLayout } from '../support/sim-layout';
 import { workflowBundle } from '../workflows/support/bundle';
 import { useTestServer } from '../workflows/support/temporal';
 import { type Harness, startHarness, uniqueSlug } from './support/harness';
@@ -27,43 +27,23 @@ const model = 'qwen-sim';
 /** How long the busy active must keep its heartbeat: many times `failureThreshold` polls of 250 ms. */
 const BUSY_WATCH_MS = 6_000;
 
-async function layoutFor(stateDir: string): Promise<FleetLayoutInput> {
-  const domain = async (slug: string) => ({
-    slug,
-    supervisorUrl: `http://127.0.0.1:${await freePort()}`,
-    slots: [
-      {
-        kind: 'inference' as const,
-        gpuIndex: 0,
-        models: [{ name: model, servingUrl: `http://127.0.0.1:${await freePort()}` }],
-      },
-      {
-        kind: 'training' as const,
-        gpuIndex: 0,
-        command: ['node', SIM_TRAINER],
-        checkpointDir: path.join(stateDir, slug, 'checkpoints'),
-      },
-    ],
-  });
-  return {
-    fleet: {
-      slug: uniqueSlug('busy'),
-      activeDomain: 'east',
-      policy: {
-        autoFailover: true,
-        heartbeatIntervalMs: 250,
-        heartbeatStaleMs: 3_000,
-        failureThreshold: 3,
-        trainingStopGraceMs: 1_000,
-        stopTrainingTimeoutMs: 15_000,
-        wakeTimeoutMs: 30_000,
-        probeTimeoutMs: 15_000,
-        drainTimeoutMs: 5_000,
-      },
+const layoutFor = (stateDir: string) =>
+  twoDomainLayout({
+    slug: uniqueSlug('busy'),
+    model,
+    stateDir,
+    policy: {
+      autoFailover: true,
+      heartbeatIntervalMs: 250,
+      heartbeatStaleMs: 3_000,
+      failureThreshold: 3,
+      trainingStopGraceMs: 1_000,
+      stopTrainingTimeoutMs: 15_000,
+      wakeTimeoutMs: 30_000,
+      probeTimeoutMs: 15_000,
+      drainTimeoutMs: 5_000,
     },
-    domains: [await domain('east'), await domain('west')],
-  };
-}
+  });
 
 describe('a busy active is not failed over; a killed one is', () => {
   let stateDir: string;
