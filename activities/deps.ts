@@ -1,6 +1,7 @@
 import type { Store } from '../db/store';
 import type { SkyCli } from '../drivers/sky';
 import type { SupervisorTarget } from './supervisor-access';
+import type { ProofOfLife } from './proof-of-life';
 import type { SupervisorClient } from './supervisor-client';
 
 /** Counters the activities bump; the worker backs them with prom-client, tests leave them out. */
@@ -33,6 +34,8 @@ export interface ActivityDeps {
    * hosts it provisions (`sky launch --secret HARU_SUPERVISOR_TOKEN`); throws SupervisorAccessError.
    */
   supervisorTokenFor?: (domain: SupervisorTarget) => string | undefined;
+  /** The proxies' announced proofs of life (default: heard over the store's database). */
+  proofOfLife?: ProofOfLife;
   /** HTTP for the supervisor's open `/healthz` (default: the global fetch). */
   fetch?: typeof globalThis.fetch;
 }

@@ -11,7 +11,9 @@ import type { Store } from '../db/store';
 import { FailureType } from '../schemas/failures';
 import { quietEnvironment, runIn } from '../test/support/activity-environment';
 import { FakeHost, routedClient, unreachable } from '../test/support/fake-host';
+import { eventually } from '../test/support/eventually';
 import { createFleetMonitorActivities, type WatchFleetInput } from './fleet-monitor';
+import { createProofOfLife, type ProofOfLife } from './proof-of-life';
 
 let tdb: TestDatabase;
 beforeAll(async () => {
@@ -99,7 +101,7 @@ describe('watchFleet', () => {
   let fleets = 0;
 
   /** A fresh fleet (east active and serving, west a sleeping standby, both ready) and a watch over it. */
-  async function setup() {
+  async function setup(proofOfLife?: ProofOfLife) {
     const { fleetId } = await seedLayout(tdb.store, testLayout({ fleet: `watch-${++fleets}`, policy: POLICY }));
     const snapshot = (await tdb.store.fleets.snapshot(fleetId))!;
     for (const d of snapshot.domains) await tdb.store.domains.transition(d.id, 'ready');
@@ -116,6 +118,7 @@ describe('watchFleet', () => {
       store: tdb.store,
       supervisor: routedClient({ [east.supervisorUrl]: a, [west.supervisorUrl]: b }),
       now: () => new Date(),
+      proofOfLife,
       metrics: { domainPolled: (l) => polled.push(`${l.domain}:${l.outcome}`), routingCommit: () => undefined },
     });
     const env = quietEnvironment({ attempt: 1 });
@@ -188,6 +191,48 @@ describe('watchFleet', () => {
     expect((await events()).map((e) => e.message)).toEqual([
       expect.stringMatching(/^domain west: ready -> failed \(consecutive_failures/),
     ]);
+  });
+
+  it('keeps a busy active ready: slow admin endpoints (state unknown, condition busy) are no failed poll', async () => {
+    const { a, east, watch, domain } = await setup();
+    Object.assign(a.models[0]!, { state: 'unknown', condition: 'busy', runningRequests: 64 });
+    for (let round = 0; round < 4; round += 1) expect((await watch({ isImmediate: true })).reason).toBe('immediate');
+    expect(await domain(east.id)).toMatchObject({ state: 'ready', consecutiveFailures: 0, lastError: null });
+  });
+
+  it('counts an answered poll whose model process is gone as failed, up to the threshold', async () => {
+    const { a, east, watch, domain } = await setup();
+    Object.assign(a.models[0]!, { state: 'unknown', condition: 'gone', runningRequests: null });
+    const o = await watch();
+    expect(o.reason).toBe('decision_due');
+    expect(await domain(east.id)).toMatchObject({
+      consecutiveFailures: 3,
+      lastError: expect.stringMatching(/no process serves the port/),
+    });
+  });
+
+  it('takes a relayed answer as proof of life for an unreachable supervisor, and fails it once they stop', async () => {
+    let servedAtMs: number | null = Date.now() + 60_000;
+    const { a, east, watch, domain } = await setup({ lastServedAtMs: () => servedAtMs });
+    a.onStatus = () => {
+      throw unreachable();
+    };
+    for (let round = 0; round < 4; round += 1) expect((await watch({ isImmediate: true })).reason).toBe('immediate');
+    expect(await domain(east.id)).toMatchObject({ consecutiveFailures: 0, state: 'ready' });
+    servedAtMs = null;
+    expect((await watch()).reason).toBe('decision_due');
+    expect(await domain(east.id)).toMatchObject({ consecutiveFailures: 3 });
+  });
+
+  it('hears the proxy’s announced proofs of life over Postgres NOTIFY', async () => {
+    const { east } = await setup();
+    const proof = createProofOfLife(tdb.store);
+    expect(proof.lastServedAtMs(east.id)).toBeNull(); // starts listening
+    const at = new Date();
+    await eventually('the announcement heard', async () => {
+      await tdb.store.domains.announceServed(east.id, at);
+      return proof.lastServedAtMs(east.id) === at.getTime();
+    });
   });
 
   it('marks the active degraded when a model falls asleep, and ready again when it wakes', async () => {

@@ -10,8 +10,10 @@ import { assessDomain } from '../core/domain-health';
 import { nextDomainState, observeDomain, recoversFailedActive } from '../core/domain-observation';
 import { toFleetView, type FleetView } from '../core/fleet-view';
 import { isDecisionDue } from '../core/monitor-decision';
+import { judgePoll, type PollOutcome, pollTimeoutMs } from '../core/poll-verdict';
 import { openWatchWindow, watchedFleet, type WatchContinuity, type WatchWindow } from '../core/watch-window';
 import type { ActivityDeps } from './deps';
+import { createProofOfLife } from './proof-of-life';
 
 /**
  * The watch activity's input. `watchingSince` and `lookedUntil` are as the previous watch left them: the
@@ -46,8 +48,14 @@ export interface FleetObservation {
   watchingSince?: string;
 }
 
-/** One supervisor poll of a round: the status it answered, or why it did not. */
-type Probe = { domain: DomainSnapshot; at: Date } & ({ status: SupervisorStatus } | { error: string });
+/**
+ * One supervisor poll of a round as `judgePoll` read it: the status it answered, the error of a poll that
+ * counts as failed (no answer, or an answer proving a model frozen or gone), or `proofOfLife` for a poll
+ * unanswered while the proxy relays the domain's answers (a success without a status to read).
+ */
+type Probe = { domain: DomainSnapshot; at: Date } & (
+  { status: SupervisorStatus } | { error: string } | { proofOfLife: true }
+);
 
 /**
  * The fleet monitor's poll loop. Polls every domain's supervisor each `heartbeatIntervalMs`, records
@@ -57,26 +65,41 @@ type Probe = { domain: DomainSnapshot; at: Date } & ({ status: SupervisorStatus 
  */
 export function createFleetMonitorActivities(deps: ActivityDeps) {
   const { store, supervisor } = deps;
+  const proofOfLife = deps.proofOfLife ?? createProofOfLife(store);
   // Since when each failed active has answered healthy at every poll (this worker's sightings only: a
   // restart counts again from zero, which only delays a recovery).
   const healthySince = new Map<string, number>();
 
-  /** Asks one domain's supervisor for its status; the outcome, not yet recorded. */
+  /** Asks one domain's supervisor for its status and judges the poll (`judgePoll`); not yet recorded. */
   async function probe(snapshot: FleetSnapshot, domain: DomainSnapshot, policy: FleetPolicy): Promise<Probe> {
-    const timeoutMs = Math.min(Math.max(policy.heartbeatIntervalMs * 2, 1_000), policy.heartbeatStaleMs);
+    const timeoutMs = pollTimeoutMs(policy);
     const at = deps.now();
+    let outcome: PollOutcome;
     try {
       const status = await supervisor.status(domain, {
         signal: Context.current().cancellationSignal,
         timeoutMs,
       });
-      deps.metrics?.domainPolled({ fleet: snapshot.slug, domain: domain.slug, outcome: 'ok' });
-      return { domain, at, status };
+      outcome = { kind: 'answered', status };
     } catch (err) {
       if (Context.current().cancellationSignal.aborted) throw err;
-      deps.metrics?.domainPolled({ fleet: snapshot.slug, domain: domain.slug, outcome: 'error' });
-      return { domain, at, error: err instanceof Error ? err.message : String(err) };
+      const error = err instanceof Error ? err.message : String(err);
+      outcome = { kind: /timed out after \d+ ms$/.test(error) ? 'timeout' : 'unreachable', error };
     }
+    const verdict = judgePoll(
+      {
+        outcome,
+        models: domain.slots.flatMap((slot) => (slot.kind === 'inference' ? slot.models.map((m) => m.name) : [])),
+        lastServedAtMs: proofOfLife.lastServedAtMs(domain.id),
+        polledAtMs: at.getTime(),
+      },
+      policy,
+    );
+    const outcomeLabel = verdict.isFailed ? 'error' : 'ok';
+    deps.metrics?.domainPolled({ fleet: snapshot.slug, domain: domain.slug, outcome: outcomeLabel });
+    if (verdict.isFailed) return { domain, at, error: verdict.message ?? verdict.evidence };
+    if (outcome.kind === 'answered') return { domain, at, status: outcome.status };
+    return { domain, at, proofOfLife: true };
   }
 
   /**
@@ -89,6 +112,7 @@ export function createFleetMonitorActivities(deps: ActivityDeps) {
     const op = snapshot.inFlightOperation;
     const isInOperation = op !== null && (op.targetDomainId === domain.id || op.fromDomainId === domain.id);
     if (!('status' in polled) || updated.state !== 'failed' || !isActive) healthySince.delete(domain.id);
+    if ('proofOfLife' in polled) return updated; // alive, but no status to read slots from
     if (!('status' in polled)) {
       // The active's failure is the workflow's decision; a standby's is bookkeeping done here.
       if (isActive || updated.state === 'failed') return updated;
@@ -161,9 +185,9 @@ export function createFleetMonitorActivities(deps: ActivityDeps) {
     // The round's heartbeats in one statement; the rare state changes that follow stay per domain.
     const recorded = await store.domains.recordPolls(
       probes.map((p) =>
-        'status' in p
-          ? { domainId: p.domain.id, ok: true, at: p.at }
-          : { domainId: p.domain.id, ok: false, at: p.at, error: p.error },
+        'error' in p
+          ? { domainId: p.domain.id, ok: false, at: p.at, error: p.error }
+          : { domainId: p.domain.id, ok: true, at: p.at },
       ),
     );
     const polled = new Map<string, Domain>();

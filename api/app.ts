@@ -92,6 +92,7 @@ export function createApp(deps: ApiDeps): ApiApp {
     healthSignal: createHealthSignal({
       checkNow: (fleetId) => deps.orchestrator.checkNow(fleetId),
       debounceMs: config.HARU_CHECK_NOW_DEBOUNCE_MS,
+      announceServed: deps.store.domains && ((domainId, at) => deps.store.domains!.announceServed(domainId, at)),
       now,
       logger,
     }),

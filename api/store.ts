@@ -30,6 +30,11 @@ export interface ApiStore {
     list(fleetId: string, opts?: { limit?: number }): Promise<Operation[]>;
     cancel(id: string, error: { step: string; code: string; message: string }): Promise<Operation | null>;
   };
+  /** Absent in a store that cannot announce (then relayed answers are no proof of life for the monitor). */
+  domains?: {
+    /** NOTIFY SERVED_CHANNEL: the domain answered a user successfully at `at`. */
+    announceServed(domainId: string, at: Date): Promise<void>;
+  };
   events: {
     append(input: {
       fleetId: string;

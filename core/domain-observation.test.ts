@@ -27,6 +27,25 @@ describe('observeDomain', () => {
     expect(o.slotChanges).toEqual([{ slotId: ID.aInference, to: 'sleeping' }]);
   });
 
+  it('keeps a domain ready when a model is busy: unknown state from slow admin endpoints is no problem', () => {
+    const busy = status({
+      models: [
+        {
+          name: 'llama',
+          gpuIndex: 0,
+          port: 1,
+          state: 'unknown',
+          runningRequests: null,
+          error: 'GET /is_sleeping on port 1 unanswered for 4000 ms',
+          condition: 'busy',
+        },
+      ],
+    });
+    expect(observeDomain(domainSnapshot('a'), true, busy).problems).toEqual([]);
+    const gone = status({ models: [{ ...busy.models[0]!, condition: 'gone' }] });
+    expect(observeDomain(domainSnapshot('a'), true, gone).state).toBe('degraded');
+  });
+
   it('degrades a domain with a model in state unknown or not reported', () => {
     const unknown = status({
       models: [{ name: 'llama', gpuIndex: 0, port: 1, state: 'unknown', runningRequests: null, error: 'ECONNREFUSED' }],

@@ -29,8 +29,8 @@ function observedSlotState(slot: Slot, status: SupervisorStatus): SlotState | nu
 
 /**
  * Interprets one supervisor status for a domain. Pure. The active must have every layout model awake;
- * a standby only needs every model known (asleep is its normal state). A model missing from the status,
- * in state `unknown` or reporting an error makes the domain degraded.
+ * a standby only needs every model known (asleep is its normal state). A model missing from the status or
+ * in state `unknown` makes the domain degraded, unless it is `busy` (alive, its admin endpoints slow).
  */
 export function observeDomain(domain: DomainSnapshot, isActive: boolean, status: SupervisorStatus): DomainObservation {
   const problems: string[] = [];
@@ -39,6 +39,8 @@ export function observeDomain(domain: DomainSnapshot, isActive: boolean, status:
     for (const binding of slot.models) {
       const model = status.models.find((m) => m.name === binding.name);
       if (!model) problems.push(`model ${binding.name} is not reported`);
+      // Busy: alive, its admin endpoints slow; its sleep state is confirmed again once they answer.
+      else if (model.state === 'unknown' && model.condition === 'busy') continue;
       else if (model.state === 'unknown')
         problems.push(`model ${binding.name} state unknown${model.error ? `: ${model.error}` : ''}`);
       else if (isActive && model.state !== 'awake')

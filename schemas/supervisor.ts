@@ -170,6 +170,40 @@ export const MODEL_AWAKE_STATES = ['awake', 'asleep', 'unknown'] as const;
 export const modelAwakeStateSchema = z.enum(MODEL_AWAKE_STATES);
 export type ModelAwakeState = z.infer<typeof modelAwakeStateSchema>;
 
+/**
+ * How a model's server looks as a whole: `ready` (its admin endpoints answered within their timeout),
+ * `busy` (its processes live but an admin endpoint is slow or timed out: vLLM's API server queues them
+ * behind engine work), `gone` (no process serves its port and connections are refused), `frozen` (every
+ * process serving it is stopped, SIGSTOP), `unknown` (nothing read yet).
+ */
+export const MODEL_CONDITIONS = ['ready', 'busy', 'gone', 'frozen', 'unknown'] as const;
+export const modelConditionSchema = z.enum(MODEL_CONDITIONS);
+export type ModelCondition = z.infer<typeof modelConditionSchema>;
+
+/**
+ * Host-alive evidence for one model's server, refreshed in the background: the processes serving its port
+ * (by pid, from /proc) and vLLM's `/health`. `pids` is null where processes cannot be seen (not Linux, or
+ * another pid namespace); then only the HTTP answers speak.
+ */
+export const modelProcessEvidenceSchema = z.object({
+  pids: z.array(z.number().int()).nullable(),
+  /** Those of `pids` in state T (stopped by a signal). */
+  stoppedPids: z.array(z.number().int()),
+  /** `GET /health`: true 200, false any other answer or refusal, null not answered yet (in flight or never asked). */
+  healthOk: z.boolean().nullable(),
+  /** How old each reading is, in ms (null: never read). */
+  pidsAgeMs: z.number().nullable(),
+  healthAgeMs: z.number().nullable(),
+});
+export type ModelProcessEvidence = z.infer<typeof modelProcessEvidenceSchema>;
+
+/**
+ * One model as the supervisor's status view holds it. Compatibility across a rolling deploy
+ * (docs/architecture.md §6.2): fields are only added, each optional here; a reader that finds one missing
+ * (an older supervisor) treats it as no evidence and keeps the old reading of the others. `state` keeps its
+ * meaning: the sleep state vLLM last confirmed while the server lived (`stateAgeMs` says how long ago), or
+ * `unknown` when never confirmed or the server is gone; a slow `/is_sleeping` no longer makes it `unknown`.
+ */
 export const modelStatusSchema = z.object({
   name: z.string(),
   gpuIndex: z.number().int(),
@@ -178,6 +212,14 @@ export const modelStatusSchema = z.object({
   /** `vllm:num_requests_running` summed over the server's series; null when /metrics could not be read. */
   runningRequests: z.number().nullable(),
   error: z.string().nullable().optional(),
+  /** `vllm:num_requests_waiting`, as `runningRequests`. */
+  waitingRequests: z.number().nullable().optional(),
+  /** Age of `state` and of the request counts, in ms (null: never read). */
+  stateAgeMs: z.number().nullable().optional(),
+  requestsAgeMs: z.number().nullable().optional(),
+  /** A value this reader does not know (a newer supervisor's) reads `unknown` rather than failing the poll. */
+  condition: modelConditionSchema.catch('unknown').optional(),
+  processes: modelProcessEvidenceSchema.optional(),
 });
 export type ModelStatus = z.infer<typeof modelStatusSchema>;
 

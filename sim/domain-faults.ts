@@ -38,7 +38,12 @@ export function createSimFaults(domainSlug: string, targets: FaultTarget[], gpuS
       // Request-path faults apply on the next request (the control file is re-read per request); a refused
       // port needs the fake's poll, so wait until connecting behaves as asked.
       const health = `http://127.0.0.1:${target.port}/health`;
-      const settled = await pollUntil(async () => (await answers(health)) === !control.refuse, 10_000);
+      // An event-loop lag slows /health too (as in vLLM): wait for it beyond the lag.
+      const lagMs = Math.max(control.adminLagMs ?? 0, control.adminLagMaxMs ?? 0);
+      const settled = await pollUntil(
+        async () => (await answers(health, { timeoutMs: 1_000 + lagMs })) === !control.refuse,
+        10_000 + lagMs,
+      );
       if (!settled) {
         throw new Error(`fake vLLM "${name}" did not apply its faults: ${logTail(target.child.logFile, 500)}`);
       }

@@ -51,6 +51,8 @@ export interface SimDomainOptions {
   /** How long each vLLM `/wake_up` takes. */
   wakeDelayMs?: number;
   tokensPerSecond?: number;
+  /** Each fake vLLM's `--max-num-seqs` (requests beyond it wait). */
+  maxNumSeqs?: number;
   /** Bearer token of the supervisor; without one it serves unauthenticated on 127.0.0.1 only. */
   supervisorToken?: string;
   /** Listen address of the supervisor and the fake vLLMs (`0.0.0.0` needs a token). Default 127.0.0.1. */
@@ -142,6 +144,7 @@ export async function startSimDomain(opts: SimDomainOptions): Promise<SimDomain>
       ...(opts.tokensPerSecond !== undefined ? ['--tokens-per-second', String(opts.tokensPerSecond)] : []),
       ...(opts.vllmApiKey ? ['--api-key', opts.vllmApiKey] : []),
       ...m.loraAdapters.flatMap((name) => ['--lora-module', `${name}=adapters/${name}`]),
+      ...(opts.maxNumSeqs !== undefined ? ['--max-num-seqs', String(opts.maxNumSeqs)] : []),
     ];
     const child = spawnLogged(
       `vllm ${m.name}`,
@@ -241,7 +244,7 @@ async function waitReady(
   const ok = await pollUntil(
     async () => {
       if (exited.size) return true;
-      await Promise.all([...pending].map(async (url) => (await answers(url, dispatcher)) && pending.delete(url)));
+      await Promise.all([...pending].map(async (url) => (await answers(url, { dispatcher })) && pending.delete(url)));
       return pending.size === 0;
     },
     timeoutMs,

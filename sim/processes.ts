@@ -105,11 +105,15 @@ export async function pollUntil(condition: () => boolean | Promise<boolean>, tim
   }
 }
 
-/** True when `url` answers 2xx within a second (through `dispatcher` when given: an https supervisor). */
-export async function answers(url: string, dispatcher?: Dispatcher): Promise<boolean> {
+/**
+ * True when `url` answers 2xx within `timeoutMs` (through `dispatcher` when given: an https supervisor).
+ */
+export async function answers(url: string, opts: { dispatcher?: Dispatcher; timeoutMs?: number } = {}): Promise<boolean> {
   try {
-    const signal = AbortSignal.timeout(1_000);
-    const res = dispatcher ? await undiciFetch(url, { signal, dispatcher }) : await fetch(url, { signal });
+    const signal = AbortSignal.timeout(opts.timeoutMs ?? 1_000);
+    const res = opts.dispatcher
+      ? await undiciFetch(url, { signal, dispatcher: opts.dispatcher })
+      : await fetch(url, { signal });
     await res.arrayBuffer();
     return res.ok;
   } catch {

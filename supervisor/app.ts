@@ -23,6 +23,7 @@ import type { SupervisorMetrics } from './metrics';
 import { withModelMemory } from './model-memory';
 import { scoreAnswers, takeFingerprints } from './fingerprint';
 import { probeModels } from './probe';
+import type { StatusView } from './status-view';
 import type { TrainingManager } from './training';
 import type { VllmClient } from './vllm';
 
@@ -38,6 +39,10 @@ export interface SupervisorAppDeps {
   config: SupervisorConfig;
   listeners: ListenerTable;
   vllm: VllmClient;
+  /** What /v1/status answers from (refreshed in the background; never waits on a slow vLLM). */
+  statusView: StatusView;
+  /** The most /v1/status waits for the refresh it starts. */
+  statusFreshWaitMs: number;
   metrics: SupervisorMetrics;
   logger: Logger;
   now: () => Date;
@@ -102,7 +107,7 @@ export function createApp(deps: SupervisorAppDeps): express.Express {
   v1.get(
     '/status',
     route(async (_req, res) => {
-      const models = await inference.status();
+      const models = await deps.statusView.snapshot(deps.statusFreshWaitMs);
       metrics.observeModels(models);
       const body: SupervisorStatus = { models, training: training.status(), at: now().toISOString() };
       res.json(body);

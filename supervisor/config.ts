@@ -35,6 +35,12 @@ export const supervisorEnvSchema = z.object({
   HARU_GPU_SMI_TIMEOUT_MS: blankable(positiveMsSchema.default(10_000)),
   /** Timeout of short vLLM calls (is_sleeping, metrics, reset_prefix_cache). */
   HARU_VLLM_TIMEOUT_MS: blankable(positiveMsSchema.default(5_000)),
+  /** How often the status view re-reads every vLLM server in the background (/v1/status answers from it). */
+  HARU_STATUS_REFRESH_MS: blankable(positiveMsSchema.default(1_000)),
+  /** The most a /v1/status request waits for the refresh it starts before answering from the view as it is. */
+  HARU_STATUS_FRESH_WAIT_MS: blankable(z.coerce.number().int().min(0).max(10_000).default(200)),
+  /** A vLLM read unanswered this long makes its model `busy` in the status (it is not abandoned). */
+  HARU_VLLM_SLOW_MS: blankable(positiveMsSchema.default(1_000)),
   /** Timeout of each sleep, wake_up and weight reload call (a large model takes tens of seconds). */
   HARU_VLLM_WAKE_TIMEOUT_MS: blankable(positiveMsSchema.default(300_000)),
   /** On its own SIGTERM the supervisor stops every training run with this grace, then exits. */

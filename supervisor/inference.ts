@@ -1,5 +1,5 @@
 import type { SleepLevel } from '../schemas/enums';
-import type { ModelStatus, SupervisorActionResponse, SupervisorConfig } from '../schemas/supervisor';
+import type { SupervisorActionResponse, SupervisorConfig } from '../schemas/supervisor';
 import { NoSlotError } from './errors';
 import type { Logger } from '../lib/logger';
 import { sumSamples } from './prometheus-text';
@@ -41,7 +41,13 @@ const errorMessage = (err: unknown) => (err instanceof Error ? err.message : Str
  * after another, and actions on one GPU never overlap (no two wakes race for the same VRAM, a retried wake
  * waits for the first); GPUs are handled in parallel.
  */
-export function createInferenceController(deps: { config: SupervisorConfig; vllm: VllmClient; logger: Logger }) {
+export function createInferenceController(deps: {
+  config: SupervisorConfig;
+  vllm: VllmClient;
+  logger: Logger;
+  /** Told each sleep state an action proved, so the status view does not lag behind it. */
+  onProvedSleeping?: (model: string, sleeping: boolean) => void;
+}) {
   const models = configuredModels(deps.config);
   const { vllm, logger } = deps;
   /** Level of this process's last sleep per model: the fallback when vLLM's metrics do not say. */
@@ -99,6 +105,7 @@ export function createInferenceController(deps: { config: SupervisorConfig; vllm
       throw new Error(`${model.name} still reports awake after POST /sleep?level=${level} answered 200`);
     }
     lastSleepLevel.set(model.name, level);
+    deps.onProvedSleeping?.(model.name, true);
     logger.info('model asleep', { model: model.name, gpuIndex: model.gpuIndex, sleepLevel: level });
   }
 
@@ -123,6 +130,7 @@ export function createInferenceController(deps: { config: SupervisorConfig; vllm
     lastSleepLevel.delete(model.name);
     pendingReset.add(model.name);
     await resetPrefixCache(model);
+    deps.onProvedSleeping?.(model.name, false);
     logger.info('model awake', { model: model.name, gpuIndex: model.gpuIndex, sleepLevel: level });
   }
 
@@ -144,25 +152,10 @@ export function createInferenceController(deps: { config: SupervisorConfig; vllm
     );
   }
 
-  async function statusOne(model: ConfiguredModel): Promise<ModelStatus> {
-    const [sleeping, samples] = await Promise.allSettled([vllm.isSleeping(model.port), vllm.metrics(model.port)]);
-    const running = samples.status === 'fulfilled' ? sumSamples(samples.value, 'vllm:num_requests_running') : null;
-    return {
-      name: model.name,
-      gpuIndex: model.gpuIndex,
-      port: model.port,
-      state: sleeping.status === 'fulfilled' ? (sleeping.value ? 'asleep' : 'awake') : 'unknown',
-      runningRequests: running,
-      error: sleeping.status === 'rejected' ? errorMessage(sleeping.reason) : null,
-    };
-  }
-
   return {
     models,
     /** Throws NoSlotError when `gpuIndex` has no inference slot. */
     select,
-    /** Every model's state read fresh from its server; an unreachable server is `unknown` with the error. */
-    status: (): Promise<ModelStatus[]> => Promise.all(models.map(statusOne)),
     /**
      * Puts the selected models to sleep (level from the request, else the slot's) and proves each asleep.
      * Already-sleeping models are left alone. Throws NoSlotError; per-model failures go to `errors`.

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
 /** Which processes serve a TCP port: what tells a vLLM's own GPU memory apart from anyone else's. */
 export interface ListenerTable {
@@ -7,6 +7,10 @@ export interface ListenerTable {
    * workers hold the GPU memory, not the API server that owns the socket). Empty when none is found.
    */
   servingPids(port: number): number[];
+  /** False where processes cannot be seen (not Linux): an empty `servingPids` then proves nothing. */
+  readonly canSeeProcesses: boolean;
+  /** Those of `pids` stopped by a signal (state T or t in /proc/<pid>/stat: SIGSTOP, a debugger). */
+  stoppedOf(pids: readonly number[]): number[];
 }
 
 /** Socket inodes in LISTEN state (`st` 0A) by local port, from /proc/net/tcp and tcp6. */
@@ -72,6 +76,18 @@ function childrenByParent(): Map<number, number[]> {
 /** The host's listeners from /proc (Linux); elsewhere every lookup is empty. */
 export function createListenerTable(): ListenerTable {
   return {
+    canSeeProcesses: existsSync('/proc/net/tcp'),
+    stoppedOf(pids) {
+      return pids.filter((pid) => {
+        try {
+          const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+          const state = text.slice(text.lastIndexOf(')') + 2, text.lastIndexOf(')') + 3);
+          return state === 'T' || state === 't';
+        } catch {
+          return false; // gone: not stopped
+        }
+      });
+    },
     servingPids(port) {
       const inodes = listeningInodes().get(port);
       const owner = inodes ? ownerOf(inodes) : null;

@@ -18,11 +18,11 @@ import {
   resolveVllmApiKeys,
 } from './config';
 import { createGpuReader, execFileTool } from './gpu';
-import { createInferenceController } from './inference';
 import { createJsonLogger, type Logger } from '../lib/logger';
 import { createListenerTable } from './listeners';
 import { createSupervisorMetrics } from './metrics';
 import { createProcessTable } from './process-group';
+import { createObservedInference } from './status-view';
 import { loadSupervisorTls } from './tls';
 import { createTrainingManager, type TrainingManager } from './training';
 import { createVllmClient } from './vllm';
@@ -102,16 +102,28 @@ export async function startSupervisor(
     onExit: (gpu, exit) =>
       metrics.trainingExits.inc({ gpu: String(gpu), how: exit.signal ?? `code ${exit.code ?? 'unknown'}` }),
   });
+  const listeners = createListenerTable();
+  const { inference, statusView } = createObservedInference({
+    config,
+    vllm,
+    logger,
+    listeners,
+    now,
+    slowMs: settings.HARU_VLLM_SLOW_MS,
+  });
+  statusView.start(settings.HARU_STATUS_REFRESH_MS);
   const metrics = createSupervisorMetrics({ trainingStatus: () => training.status(), defaults: true });
   const app = createApp({
     token,
     previousTokens: token && settings.HARU_SUPERVISOR_TOKEN_PREVIOUS ? [settings.HARU_SUPERVISOR_TOKEN_PREVIOUS] : [],
-    inference: createInferenceController({ config, vllm, logger }),
+    inference,
     training,
     gpu,
     config,
-    listeners: createListenerTable(),
+    listeners,
     vllm,
+    statusView,
+    statusFreshWaitMs: settings.HARU_STATUS_FRESH_WAIT_MS,
     metrics,
     logger,
     now,
@@ -137,6 +149,7 @@ export async function startSupervisor(
     training,
     logger,
     async shutdown(graceMs = settings.HARU_SUPERVISOR_SHUTDOWN_GRACE_MS) {
+      statusView.stop();
       await training.stopAll(graceMs);
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections();

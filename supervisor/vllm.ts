@@ -1,12 +1,19 @@
 import { z } from 'zod';
-import { describeCause } from '../lib/error-cause';
+import { causeCode, describeCause } from '../lib/error-cause';
 import { type PromSample, parsePrometheusText } from './prometheus-text';
+
+/**
+ * How a vLLM call failed: nothing listens on the port (`refused`), no answer within the timeout (`timeout`),
+ * another network failure (`unreachable`), or an answer that is not a 2xx of vLLM's shape (`answer`).
+ */
+export type VllmErrorKind = 'refused' | 'timeout' | 'unreachable' | 'answer';
 
 /** A vLLM call failed: unreachable, timed out, non-2xx, or an answer that does not match vLLM's shape. */
 export class VllmError extends Error {
   constructor(
     message: string,
     readonly status: number | null = null,
+    readonly kind: VllmErrorKind = 'answer',
   ) {
     super(message);
     this.name = 'VllmError';
@@ -65,8 +72,13 @@ export function createVllmClient(opts: VllmClientOptions) {
       return { status: res.status, text: await res.text() };
     } catch (err) {
       if (timeout.aborted)
-        throw new VllmError(`${method} ${pathAndQuery} on port ${port} timed out after ${timeoutMs} ms`);
-      throw new VllmError(`${method} ${pathAndQuery} on port ${port} failed: ${describeCause(err)}`);
+        throw new VllmError(
+          `${method} ${pathAndQuery} on port ${port} timed out after ${timeoutMs} ms`,
+          null,
+          'timeout',
+        );
+      const kind = causeCode(err) === 'ECONNREFUSED' ? 'refused' : 'unreachable';
+      throw new VllmError(`${method} ${pathAndQuery} on port ${port} failed: ${describeCause(err)}`, null, kind);
     }
   }
 
@@ -133,6 +145,10 @@ export function createVllmClient(opts: VllmClientOptions) {
         throw new VllmError(`GET /is_sleeping on port ${port} answered ${text.slice(0, MAX_ERROR_BODY)}`);
       }
       return parsed.data.is_sleeping;
+    },
+    /** `GET /health`: resolves on 200 (vLLM answers it from the API server after asking the engine core). */
+    async health(port: number): Promise<void> {
+      await expectOk(port, 'GET', '/health', opts.timeoutMs);
     },
     /** `GET /metrics`, parsed into samples. */
     async metrics(port: number): Promise<PromSample[]> {

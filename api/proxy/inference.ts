@@ -127,6 +127,7 @@ async function proxyOnce(
         });
         if (outcome.kind === 'aborted') return (holdOutcome = 'closed');
         if (outcome.kind === 'response') {
+          if (outcome.statusCode >= 200 && outcome.statusCode < 300) deps.healthSignal.served(target.domain.id);
           hold?.stopPings();
           holdOutcome = 'moved';
           deps.metrics.proxyTtfb.observe({ endpoint }, outcome.ttfbSeconds);

@@ -8,7 +8,7 @@ import { createFakeVllm, type FakeVllm } from '../../sim/vllm/server';
 import { createApp } from '../../supervisor/app';
 import { createGpuReader, type Exec } from '../../supervisor/gpu';
 import { NVIDIA_APPS_QUERY, NVIDIA_GPU_QUERY } from '../../supervisor/gpu/nvidia';
-import { createInferenceController } from '../../supervisor/inference';
+import { createObservedInference } from '../../supervisor/status-view';
 import { silentLogger } from '../../lib/logger';
 import { createListenerTable } from '../../supervisor/listeners';
 import { createSupervisorMetrics } from '../../supervisor/metrics';
@@ -100,7 +100,15 @@ export async function startSimHost(opts: {
       trainers.push(training);
       const app = createApp({
         token: null,
-        inference: createInferenceController({ config: plan.supervisorConfig, vllm, logger: silentLogger }),
+        ...createObservedInference({
+          config: plan.supervisorConfig,
+          vllm,
+          logger: silentLogger,
+          listeners: createListenerTable(),
+          now: () => new Date(),
+          slowMs: 1_000,
+        }),
+        statusFreshWaitMs: 200,
         training,
         config: plan.supervisorConfig,
         listeners: createListenerTable(),

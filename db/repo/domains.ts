@@ -1,6 +1,7 @@
 import { and, eq, getTableColumns, inArray, sql } from 'drizzle-orm';
 import type { Domain } from '../../schemas/entities';
 import type { DomainState } from '../../schemas/enums';
+import { SERVED_CHANNEL, type ServedPush } from '../../schemas/proof-of-life';
 import { DOMAIN_TRANSITIONS, InvalidTransitionError, predecessorsOf } from '../../schemas/transitions';
 import { domains } from '../schema';
 import { toDomain } from './mappers';
@@ -102,6 +103,15 @@ export function createDomainRepo({ db, now }: RepoDeps) {
         : [];
       if (!row) throw new Error(`domain ${domainId} does not exist`);
       return toDomain(row);
+    },
+
+    /**
+     * Announces on SERVED_CHANNEL that `domainId` answered a user successfully at `at` (the proxy's proof of
+     * life for the monitor). Writes no row; a NOTIFY reaches only the listeners connected now.
+     */
+    async announceServed(domainId: string, at: Date): Promise<void> {
+      const payload: ServedPush = { domainId, at: at.toISOString() };
+      await db.execute(sql`select pg_notify(${SERVED_CHANNEL}, ${JSON.stringify(payload)})`);
     },
 
     /**

@@ -40,6 +40,15 @@ export const vllmControlSchema = z.strictObject({
   wakeDelayMs: z.number().int().min(0).optional(),
   /** Overrides the start-up token rate. */
   tokensPerSecond: z.number().positive().optional(),
+  /**
+   * Event-loop lag of the API server: every endpoint but inference answers this much later (real vLLM
+   * serves `/health`, `/metrics` and the sleep routes on the event loop that also streams every token,
+   * so they slow down under load). With `adminLagMaxMs` the lag is drawn uniformly between the two.
+   */
+  adminLagMs: z.number().int().min(0).optional(),
+  adminLagMaxMs: z.number().int().min(0).optional(),
+  /** More lag per request running or waiting (load). */
+  adminLagPerRequestMs: z.number().min(0).optional(),
 });
 export type VllmControl = z.infer<typeof vllmControlSchema>;
 export type VllmControlInput = z.input<typeof vllmControlSchema>;

@@ -30,6 +30,21 @@ export interface EngineOptions {
   /** What a sleeping engine keeps: its CUDA context and CUDA graph pools (vLLM's sleep frees weights and KV cache only). */
   residueMiB: number;
   startAsleep?: boolean;
+  /** `--max-num-seqs`: requests scheduled at once; the rest wait (vLLM's default is 256). */
+  maxNumSeqs?: number;
+}
+
+/** How a sleep treats requests in flight (vLLM's `PauseMode`, vllm/v1/engine/core.py `pause_scheduler`). */
+export type SleepMode = 'abort' | 'wait';
+
+/** One request's place in the engine: waiting until scheduled, then running until released. */
+export interface Admission {
+  /** Resolves once the request is scheduled: the engine is awake and has a free sequence slot. */
+  scheduled: Promise<void>;
+  /** True once a sleep in `abort` mode aborted it: it ends with `finish_reason: "abort"`. */
+  isAborted(): boolean;
+  /** Leaves the engine (idempotent); a request still waiting leaves the queue. */
+  release(): void;
 }
 
 /**
@@ -44,12 +59,24 @@ export function createEngine(opts: EngineOptions) {
   let emptyAnswers = false;
   let garbageWeights = false;
   let running = 0;
+  /** Requests waiting to be scheduled, oldest first (vLLM's scheduler `waiting` queue). */
+  const waiting: (() => void)[] = [];
+  /** Aborts of the requests running now. */
+  const runningAborts = new Set<() => void>();
+  /** A `wait`-mode sleep is draining: nothing new is scheduled. */
+  let isPaused = false;
+  let drained: (() => void) | null = null;
+  const maxNumSeqs = opts.maxNumSeqs ?? 256;
   let generated = 0;
   let promptTokens = 0;
   let succeeded = 0;
 
   /** The tokens the current weights prefer, in order: greedy decoding emits them, scoring favours them. */
   const preferredTokens = (): string[] => tokenize(garbageWeights || !weightsValid ? GARBAGE : SENTENCE);
+  /** Starts waiting requests while the engine is awake, not draining, and has free sequence slots. */
+  function schedule() {
+    while (waiting.length > 0 && sleepingTags.size === 0 && !isPaused && running < maxNumSeqs) waiting.shift()!();
+  }
 
   function writeVram() {
     if (!opts.gpuStateDir) return;
@@ -65,9 +92,21 @@ export function createEngine(opts: EngineOptions) {
     get sleeping() {
       return sleepingTags.size > 0;
     },
-    /** Sleeps at `level` (no-op when already asleep, as vLLM's executor does). */
-    sleep(level: 1 | 2) {
+    /**
+     * Sleeps at `level` (no-op when already asleep, as vLLM's executor does). As vLLM's `sleep(level, mode)`
+     * (vllm/v1/engine/async_llm.py -> engine core `sleep`, which pauses the scheduler first): `abort` ends the
+     * requests running now with `finish_reason: "abort"`; `wait` stops scheduling and waits for them to finish.
+     * Requests that arrive meanwhile wait in the queue until a wake.
+     */
+    async sleep(level: 1 | 2, mode: SleepMode = 'abort') {
       if (sleepingTags.size > 0) return;
+      if (mode === 'abort') for (const abort of [...runningAborts]) abort();
+      else if (running > 0) {
+        isPaused = true;
+        await new Promise<void>((resolve) => (drained = resolve));
+        drained = null;
+        isPaused = false;
+      }
       for (const tag of MEMORY_TAGS) sleepingTags.add(tag);
       sleepLevel = level;
       if (level === 2) weightsValid = false; // discarded: garbage until reload_weights
@@ -83,6 +122,7 @@ export function createEngine(opts: EngineOptions) {
         garbageWeights = faults.garbageAfter === true;
       }
       writeVram();
+      schedule();
     },
     preferredTokens,
     /** `collective_rpc reload_weights`: false while the weight buffers are still asleep (vLLM's worker raises). */
@@ -103,13 +143,38 @@ export function createEngine(opts: EngineOptions) {
         ? { tokens: all.slice(0, maxTokens), finish: 'length' }
         : { tokens: all, finish: 'stop' };
     },
-    /** Counts a request as running until the returned release is called (idempotent). */
-    admit(): () => void {
-      running += 1;
-      let counted = true;
-      return () => {
-        if (counted) running -= 1;
-        counted = false;
+    /**
+     * Queues a request: it waits while the engine sleeps or every sequence slot is taken (counted in
+     * `vllm:num_requests_waiting`), then runs (`vllm:num_requests_running`) until released.
+     */
+    admit(): Admission {
+      let phase: 'waiting' | 'running' | 'done' = 'waiting';
+      let aborted = false;
+      let start!: () => void;
+      const scheduled = new Promise<void>((resolve) => {
+        start = () => {
+          phase = 'running';
+          running += 1;
+          runningAborts.add(abort);
+          resolve();
+        };
+      });
+      const abort = () => (aborted = true);
+      waiting.push(start);
+      schedule();
+      return {
+        scheduled,
+        isAborted: () => aborted,
+        release() {
+          if (phase === 'waiting') waiting.splice(waiting.indexOf(start), 1);
+          if (phase === 'running') {
+            running -= 1;
+            runningAborts.delete(abort);
+            if (running === 0) drained?.();
+            schedule();
+          }
+          phase = 'done';
+        },
       };
     },
     recordPrompt(tokens: number) {
@@ -119,7 +184,15 @@ export function createEngine(opts: EngineOptions) {
       generated += tokens;
       succeeded += 1;
     },
-    metrics: () => metricsText(opts.model, { running, sleepLevel, generated, prompt: promptTokens, succeeded }),
+    metrics: () =>
+      metricsText(opts.model, {
+        running,
+        waiting: waiting.length,
+        sleepLevel,
+        generated,
+        prompt: promptTokens,
+        succeeded,
+      }),
     snapshot: () => ({
       sleeping: sleepingTags.size > 0,
       sleepingTags: [...sleepingTags],
@@ -128,6 +201,7 @@ export function createEngine(opts: EngineOptions) {
       emptyAnswers,
       garbageWeights,
       running,
+      waiting: waiting.length,
     }),
   };
 }

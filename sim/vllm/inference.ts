@@ -1,6 +1,6 @@
 import type http from 'node:http';
 import { continuedText, generationPromptError, responseRole } from './continuation';
-import type { Engine } from './engine';
+import type { Admission, Engine } from './engine';
 import { delay, readBody, send } from './http-util';
 import { joinLogprobs, logprobsOf, tokenize } from './logprobs';
 import * as p from './protocol';
@@ -56,8 +56,6 @@ function validate(kind: InferenceKind, body: Record<string, unknown>, res: http.
   let error: [number, string, string, string | null] | null = null;
   if (model !== ctx.model && !ctx.adapters.includes(String(model)))
     error = [404, `The model \`${String(model)}\` does not exist.`, 'NotFoundError', 'model'];
-  else if (ctx.engine.sleeping)
-    error = [503, 'The engine is sleeping; wake it up first.', 'ServiceUnavailableError', null];
   else if (body.stream_options != null && body.stream !== true) {
     error = [400, 'Stream options can only be defined when `stream=True`.', 'BadRequestError', null];
   } else if (kind === 'chat' ? !Array.isArray(value) : typeof value !== 'string' && !Array.isArray(value)) {
@@ -92,8 +90,13 @@ export async function handleInference(
   if (!body || !validate(kind, body, res, ctx)) return;
   // Answers name the model asked for: the base or one of its adapters (vLLM's `models.model_name(lora_request)`).
   if (typeof body.model === 'string') ctx = { ...ctx, model: body.model };
-  const release = ctx.engine.admit();
+  // A sleeping engine does not refuse: the request waits in the scheduler's queue until a wake (vLLM's
+  // engine core keeps adding requests while its scheduler is paused: vllm/v1/engine/core.py).
+  const admission = ctx.engine.admit();
+  const release = () => admission.release();
   res.on('close', release);
+  await admission.scheduled;
+  if (res.destroyed) return release();
   if (ctx.isHanging()) return; // never answers; the running slot frees when the client goes away
   try {
     const prompt = promptTokens(kind, body);
@@ -104,35 +107,52 @@ export async function handleInference(
       return await scoredCompletion(body, prompt, res, ctx);
     }
     const n = body.max_completion_tokens ?? body.max_tokens;
-    const { tokens, finish } = ctx.engine.generate(
+    const planned = ctx.engine.generate(
       typeof n === 'number' && Number.isInteger(n) && n > 0 ? n : DEFAULT_MAX_TOKENS,
       continuedText(kind, body),
     );
+    const role = kind === 'chat' ? responseRole(body) : 'assistant';
+    const out = { prompt, tokens: planned.tokens, finish: planned.finish as string, role };
     if (body.stream === true) {
-      const role = kind === 'chat' ? responseRole(body) : 'assistant';
-      const out = { prompt, tokens, finish, role };
-      await streamed(kind, req, res, ctx, out, (body.stream_options ?? {}) as StreamOptions);
+      await streamed(kind, req, res, ctx, out, admission, (body.stream_options ?? {}) as StreamOptions);
     } else {
-      for (let i = 0; i < tokens.length; i += 1) {
-        await delay(ctx.tokenDelayMs());
-        if (diesAfter(ctx, i + 1)) return ctx.crash();
-      }
-      const u = p.usage(prompt, tokens.length);
+      const generated = await generateUntilAborted(out.tokens, ctx, admission);
+      if (generated === 'crashed') return ctx.crash();
+      out.tokens = generated;
+      if (admission.isAborted()) out.finish = 'abort';
+      const u = p.usage(prompt, out.tokens.length);
       const id = p.randomId(kind === 'chat' ? 'chatcmpl' : 'cmpl');
       const now = Math.floor(Date.now() / 1000);
-      const text = tokens.join('');
+      const text = out.tokens.join('');
       send(
         res,
         200,
         kind === 'chat'
-          ? p.chatCompletion(id, now, ctx.model, text, finish, u)
-          : p.textCompletion(id, now, ctx.model, text, finish, u),
+          ? p.chatCompletion(id, now, ctx.model, text, out.finish, u)
+          : p.textCompletion(id, now, ctx.model, text, out.finish, u),
       );
     }
-    ctx.engine.recordSuccess(tokens.length);
+    if (!admission.isAborted()) ctx.engine.recordSuccess(out.tokens.length);
   } finally {
     release();
   }
+}
+
+/**
+ * The tokens generated at the token rate until done or aborted by a sleep (the ones so far), or `crashed` when
+ * the `crashAfterTokens` fault is due.
+ */
+async function generateUntilAborted(
+  tokens: string[],
+  ctx: InferenceContext,
+  admission: Admission,
+): Promise<string[] | 'crashed'> {
+  for (let i = 0; i < tokens.length; i += 1) {
+    await delay(ctx.tokenDelayMs());
+    if (admission.isAborted()) return tokens.slice(0, i);
+    if (diesAfter(ctx, i + 1)) return 'crashed';
+  }
+  return tokens;
 }
 
 /** SSE as vLLM frames it: `data: {json}\n\n` per chunk, `data: [DONE]\n\n` at the end. */
@@ -142,6 +162,7 @@ async function streamed(
   res: http.ServerResponse,
   ctx: InferenceContext,
   out: { prompt: number; tokens: string[]; finish: string; role: string },
+  admission: Admission,
   so: StreamOptions,
 ): Promise<void> {
   const id = p.randomId(kind === 'chat' ? 'chatcmpl' : 'cmpl');
@@ -166,6 +187,12 @@ async function streamed(
   for (let i = 0; i < out.tokens.length; i += 1) {
     await delay(ctx.tokenDelayMs());
     if (closed) return void res.destroy(); // the client went away: vLLM aborts the request
+    if (admission.isAborted()) {
+      // A sleep in abort mode finished the request: vLLM sends a last chunk with finish_reason "abort".
+      out.tokens = out.tokens.slice(0, i);
+      emit(chunk('', 'abort', i));
+      break;
+    }
     emit(chunk(out.tokens[i]!, i === out.tokens.length - 1 ? out.finish : null, i + 1));
     if (diesAfter(ctx, i + 1)) return void res.write('', () => ctx.crash()); // once the token left
   }

@@ -3,7 +3,7 @@
  *   node -r tsx/cjs sim/vllm/main.ts --model NAME --port N --gpu-index N [--host ADDR]
  *     [--gpu-state DIR] [--control FILE] [--wake-delay-ms N] [--tokens-per-second N]
  *     [--weights-mib N] [--kv-cache-mib N] [--residue-mib N] [--start-asleep] [--api-key KEY]
- *     [--lora-module NAME=PATH]...
+ *     [--lora-module NAME=PATH]... [--max-num-seqs N]
  * Prints one JSON line `{"event":"listening",...}` when ready; exits 0 on SIGTERM/SIGINT.
  */
 import { parseArgs } from 'node:util';
@@ -27,6 +27,7 @@ export async function runFakeVllm(argv: string[]): Promise<void> {
       'start-asleep': { type: 'boolean', default: false },
       'api-key': { type: 'string' },
       'lora-module': { type: 'string', multiple: true },
+      'max-num-seqs': { type: 'string' },
     },
   });
   if (!values.model || values.port === undefined) throw new Error('--model and --port are required');
@@ -50,6 +51,7 @@ export async function runFakeVllm(argv: string[]): Promise<void> {
     }),
     // As `vllm serve`: --api-key, else VLLM_API_KEY.
     apiKey: values['api-key'] ?? (process.env.VLLM_API_KEY || undefined),
+    maxNumSeqs: num(values['max-num-seqs']),
     // A crash is abrupt: no cleanup, no exit handlers, exactly like an engine that died.
     onCrash: () => process.kill(process.pid, 'SIGKILL'),
   });

@@ -164,7 +164,7 @@ export function embed(text: string): number[] {
 /** Prometheus text for the gauges Haru reads, labelled as vLLM labels them (`engine`, `model_name`). */
 export function metricsText(
   model: string,
-  s: { running: number; sleepLevel: 0 | 1 | 2; generated: number; prompt: number; succeeded: number },
+  s: { running: number; waiting: number; sleepLevel: 0 | 1 | 2; generated: number; prompt: number; succeeded: number },
 ) {
   const labels = `engine="0",model_name="${model.replace(/["\\]/g, '\\$&')}"`;
   const f = (n: number) => (Number.isInteger(n) ? `${n}.0` : String(n));
@@ -174,7 +174,7 @@ export function metricsText(
     `vllm:num_requests_running{${labels}} ${f(s.running)}`,
     '# HELP vllm:num_requests_waiting Number of requests waiting to be processed.',
     '# TYPE vllm:num_requests_waiting gauge',
-    `vllm:num_requests_waiting{${labels}} 0.0`,
+    `vllm:num_requests_waiting{${labels}} ${f(s.waiting)}`,
     '# HELP vllm:engine_sleep_state Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2.',
     '# TYPE vllm:engine_sleep_state gauge',
     `vllm:engine_sleep_state{${labels},sleep_state="awake"} ${f(s.sleepLevel === 0 ? 1 : 0)}`,

@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
 import { listLiveHolders, writeInventory } from '../gpu-state';
+import { eventually } from '../../test/support/eventually';
 import { createFakeVllm, type FakeVllm } from './server';
 
 let fake: FakeVllm;
@@ -46,6 +47,10 @@ afterAll(async () => {
 
 const post = (route: string, body: unknown, headers: Record<string, string> = { 'content-type': 'application/json' }) =>
   fetch(`${base}${route}`, { method: 'POST', headers, body: typeof body === 'string' ? body : JSON.stringify(body) });
+const metricValue = async (name: string) => {
+  const line = (await (await fetch(`${base}/metrics`)).text()).split('\n').find((l) => l.startsWith(`${name}{`));
+  return line ? Number(line.split(' ').at(-1)) : null;
+};
 const vram = () => listLiveHolders(stateDir).find((h) => h.pid === process.pid)?.usedMiB;
 
 describe('fake vLLM: OpenAI-compatible endpoints', () => {
@@ -166,23 +171,96 @@ describe('fake vLLM: OpenAI-compatible endpoints', () => {
 });
 
 describe('fake vLLM: sleep mode', () => {
-  it('sleeps, refuses inference while asleep, frees VRAM, and wakes with tags', async () => {
+  it('sleeps, queues inference while asleep until the wake, frees VRAM, and wakes with tags', async () => {
     expect(vram()).toBe(20_500);
     const sleep = await post('/sleep?level=1', '', {});
     expect([sleep.status, await sleep.text()]).toEqual([200, '']);
     expect(await (await fetch(`${base}/is_sleeping`)).json()).toEqual({ is_sleeping: true });
     expect(vram()).toBe(500);
-    const refused = await post('/v1/chat/completions', { messages: [{ role: 'user', content: 'hi' }] });
-    expect(refused.status).toBe(503);
-    expect(await refused.json()).toMatchObject({ error: { code: 503 } });
+    let answered = false;
+    const queued = post('/v1/chat/completions', { messages: [{ role: 'user', content: 'hi' }] }).then((res) => {
+      answered = true;
+      return res;
+    });
+    await eventually('the request waiting', () => fake.state().waiting === 1);
+    expect(await metricValue('vllm:num_requests_waiting')).toBe(1);
     expect((await fetch(`${base}/v1/models`)).status).toBe(200); // no weights needed
 
     expect((await post('/wake_up?tags=weights', '', {})).status).toBe(200);
     expect(await (await fetch(`${base}/is_sleeping`)).json()).toEqual({ is_sleeping: true }); // KV cache still asleep
     expect(vram()).toBe(14_500);
+    expect(answered).toBe(false);
     expect((await post('/wake_up?tags=kv_cache', '', {})).status).toBe(200);
     expect(await (await fetch(`${base}/is_sleeping`)).json()).toEqual({ is_sleeping: false });
     expect(vram()).toBe(20_500);
+    const res = await queued;
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ choices: [{ finish_reason: 'stop' }] });
+    expect(fake.state().waiting).toBe(0);
+  });
+
+  it('ends in-flight streams with finish_reason "abort" on a sleep in abort mode (the default)', async () => {
+    await fake.setFaults({ tokensPerSecond: 20 });
+    const stream = await client.chat.completions.create({
+      model: 'org/model-7b',
+      messages: [{ role: 'user', content: 'x' }],
+      max_tokens: 200,
+      stream: true,
+    });
+    const chunks: { finish: string | null; content: string }[] = [];
+    const read = (async () => {
+      for await (const c of stream)
+        chunks.push({ finish: c.choices[0]!.finish_reason, content: c.choices[0]!.delta.content ?? '' });
+    })();
+    await eventually('a few tokens', () => chunks.length >= 3);
+    expect((await post('/sleep?level=1', '', {})).status).toBe(200);
+    await read;
+    expect(chunks.at(-1)).toEqual({ finish: 'abort', content: '' });
+    expect(chunks.length).toBeLessThan(50);
+    expect(fake.state().running).toBe(0);
+  });
+
+  it('drains in-flight requests before sleeping in wait mode', async () => {
+    await fake.setFaults({ tokensPerSecond: 50 });
+    const pending = client.chat.completions.create({
+      model: 'org/model-7b',
+      messages: [{ role: 'user', content: 'x' }],
+      max_tokens: 10,
+    });
+    await eventually('the request running', () => fake.state().running === 1);
+    expect((await post('/sleep?level=1&mode=wait', '', {})).status).toBe(200);
+    expect((await pending).choices[0]!.finish_reason).toBe('length');
+    expect(fake.state().sleeping).toBe(true);
+  });
+
+  it('queues /is_sleeping behind a wake in progress, as an engine-core utility call', async () => {
+    await post('/sleep?level=1', '', {});
+    await fake.setFaults({ wakeDelayMs: 400 });
+    const before = fake.state().calls.length;
+    const wake = post('/wake_up', '', {});
+    await eventually('the wake received', () => fake.state().calls.slice(before).includes('POST /wake_up'));
+    const started = Date.now();
+    const answer = (await (await fetch(`${base}/is_sleeping`)).json()) as { is_sleeping: boolean };
+    expect(answer).toEqual({ is_sleeping: false }); // answered only once the wake finished
+    expect(Date.now() - started).toBeGreaterThanOrEqual(300);
+    expect((await wake).status).toBe(200);
+  });
+
+  it('slows the non-inference endpoints by the event-loop lag knob, more under load', async () => {
+    await fake.setFaults({ adminLagMs: 300, adminLagPerRequestMs: 200, tokensPerSecond: 10 });
+    const timed = async (route: string) => {
+      const started = Date.now();
+      await (await fetch(`${base}${route}`)).text();
+      return Date.now() - started;
+    };
+    for (const route of ['/health', '/is_sleeping', '/metrics']) expect(await timed(route)).toBeGreaterThanOrEqual(290);
+    const load = [1, 2].map(() =>
+      post('/v1/chat/completions', { messages: [{ role: 'user', content: 'x' }], max_tokens: 100 }).catch(() => null),
+    );
+    await eventually('two running', () => fake.state().running === 2);
+    expect(await timed('/health')).toBeGreaterThanOrEqual(690); // 300 + 2 x 200
+    await fake.setFaults({ tokensPerSecond: 5_000 });
+    await Promise.all(load);
   });
 
   it('needs reload_weights after a level-2 sleep, and reports the level in its metrics', async () => {

@@ -33,6 +33,8 @@ export interface FakeVllmOptions {
   apiKey?: string;
   /** Start asleep at level 1 instead of awake (vLLM itself always starts awake). */
   startAsleep?: boolean;
+  /** `--max-num-seqs`: requests running at once; the rest wait. */
+  maxNumSeqs?: number;
   /** What a `crash` fault does; the process runner kills the process. */
   onCrash: () => void;
 }
@@ -47,6 +49,8 @@ export interface FakeVllmState {
   emptyAnswers: boolean;
   garbageWeights: boolean;
   running: number;
+  /** Requests queued until the engine wakes or has a free sequence slot. */
+  waiting: number;
   faults: VllmControl;
   /** The admin calls received, in order (`POST /wake_up?tags=weights`, ...). */
   calls: string[];
@@ -88,7 +92,26 @@ export function createFakeVllm(opts: FakeVllmOptions) {
     kvCacheMiB: opts.kvCacheMiB ?? 8_000,
     residueMiB: opts.residueMiB ?? 500,
     startAsleep: opts.startAsleep,
+    maxNumSeqs: opts.maxNumSeqs,
   });
+  /**
+   * Engine-core utility calls run one at a time, in arrival order: the API server sends each to the engine
+   * core (vllm/v1/engine/core_client.py `call_utility_async`), whose busy loop handles them between steps
+   * (vllm/v1/engine/core.py `_handle_client_request`). So `/is_sleeping` waits for a sleep or wake in progress.
+   */
+  let utilityTail: Promise<unknown> = Promise.resolve();
+  function utility<T>(call: () => Promise<T> | T): Promise<T> {
+    const next = utilityTail.then(call, call);
+    utilityTail = next.catch(() => {});
+    return next;
+  }
+  /** The event-loop lag a non-inference request sees now (the `adminLag*` knobs). */
+  function lagMs(): number {
+    const base = faults.adminLagMs ?? 0;
+    const max = Math.max(base, faults.adminLagMaxMs ?? base);
+    const load = engine.snapshot();
+    return base + Math.random() * (max - base) + (faults.adminLagPerRequestMs ?? 0) * (load.running + load.waiting);
+  }
   let faults: VllmControl = NO_FAULTS;
   let manualFaults: VllmControl | null = null;
   let controlStamp = '';
@@ -162,10 +185,13 @@ export function createFakeVllm(opts: FakeVllmOptions) {
     },
   };
 
-  function sleep(url: URL, res: http.ServerResponse) {
+  /** `POST /sleep?level=N&mode=abort|wait` (vllm/entrypoints/openai/api_server.py `sleep`; mode defaults to abort). */
+  async function sleep(url: URL, res: http.ServerResponse) {
     const level = Number(url.searchParams.get('level') ?? '1');
+    const mode = url.searchParams.get('mode') ?? 'abort';
     if (level !== 1 && level !== 2) return internalServerError(res); // vLLM's int()/assert raises
-    if (!faults.sleepNoop) engine.sleep(level);
+    if (mode !== 'abort' && mode !== 'wait') return internalServerError(res);
+    if (!faults.sleepNoop) await engine.sleep(level, mode);
     send(res, 200);
   }
 
@@ -182,10 +208,10 @@ export function createFakeVllm(opts: FakeVllmOptions) {
     send(res, 200);
   }
 
-  async function collectiveRpc(req: http.IncomingMessage, res: http.ServerResponse) {
+  function collectiveRpc(text: string, res: http.ServerResponse) {
     let body: { method?: unknown };
     try {
-      body = JSON.parse(await readBody(req)) as { method?: unknown };
+      body = JSON.parse(text) as { method?: unknown };
     } catch (err) {
       return send(res, 400, { detail: `JSON decode error: ${(err as Error).message}` });
     }
@@ -216,6 +242,8 @@ export function createFakeVllm(opts: FakeVllmOptions) {
       calls.push(`${req.method} ${url.pathname}${url.search}`);
       if (calls.length > 200) calls.shift();
     }
+    const isInference = req.method === 'POST' && url.pathname.startsWith('/v1/') && url.pathname !== '/v1/models';
+    if (!isInference && url.pathname !== '/_sim/state') await delay(lagMs());
     // vLLM's AuthenticationMiddleware (vllm/entrypoints/openai/api_server.py): with --api-key, every path under
     // /v1 needs the bearer token, answered `401 {"error": "Unauthorized"}` otherwise; other paths stay open.
     if (opts.apiKey && url.pathname.startsWith('/v1') && req.headers.authorization !== `Bearer ${opts.apiKey}`) {
@@ -238,15 +266,17 @@ export function createFakeVllm(opts: FakeVllmOptions) {
       case 'POST /v1/embeddings':
         return handleInference('embedding', req, res, inference);
       case 'POST /sleep':
-        return sleep(url, res);
+        return utility(() => sleep(url, res));
       case 'POST /wake_up':
-        return wakeUp(url, res);
+        return utility(() => wakeUp(url, res));
       case 'GET /is_sleeping':
-        return send(res, 200, { is_sleeping: engine.sleeping });
+        return utility(() => send(res, 200, { is_sleeping: engine.sleeping }));
       case 'POST /reset_prefix_cache':
-        return resetPrefixCache(res);
-      case 'POST /collective_rpc':
-        return collectiveRpc(req, res);
+        return utility(() => resetPrefixCache(res));
+      case 'POST /collective_rpc': {
+        const body = await readBody(req);
+        return utility(() => collectiveRpc(body, res));
+      }
       case 'GET /_sim/state':
         return send(res, 200, state());
       default:

@@ -16,7 +16,7 @@ import { updateInventory, writeInventory } from '../../sim/gpu-state';
 import { createFakeVllm, type FakeVllm } from '../../sim/vllm/server';
 import { createApp } from '../../supervisor/app';
 import { createExecFileTool, createGpuReader } from '../../supervisor/gpu';
-import { createInferenceController } from '../../supervisor/inference';
+import { createObservedInference } from '../../supervisor/status-view';
 import { silentLogger } from '../../lib/logger';
 import { createListenerTable } from '../../supervisor/listeners';
 import { createSupervisorMetrics } from '../../supervisor/metrics';
@@ -100,7 +100,15 @@ beforeAll(async () => {
   });
   const app = createApp({
     token: TOKEN,
-    inference: createInferenceController({ config, vllm, logger: silentLogger }),
+    ...createObservedInference({
+      config: config,
+      vllm,
+      logger: silentLogger,
+      listeners: createListenerTable(),
+      now: () => new Date(),
+      slowMs: 1_000,
+    }),
+    statusFreshWaitMs: 200,
     training,
     config,
     listeners: createListenerTable(),
@@ -329,11 +337,15 @@ describe('supervisor API: vLLM sleep and wake', () => {
     await pending;
 
     await large.setFaults({ refuse: true });
-    const down = (await status()).models[1]!;
+    const down = await waitFor('the refused server gone', async () => {
+      const model = (await status()).models[1]!;
+      return model.condition === 'gone' && model;
+    });
     expect(down).toMatchObject({
       state: 'unknown',
       runningRequests: null,
       error: expect.stringMatching(/ECONNREFUSED/),
+      processes: { pids: [] },
     });
   });
 });
@@ -375,10 +387,10 @@ describe('supervisor API: probe', () => {
     ]);
   });
 
-  it('fails a sleeping model with vLLM’s status and message, and refuses unknown models', async () => {
+  it('fails a sleeping model once the timeout passes (vLLM queues it until a wake), and refuses unknown models', async () => {
     await call('POST', '/v1/vllm/sleep', { gpuIndex: 0 });
-    const { results } = probeResponseSchema.parse((await probe({ models: ['small-a'] })).body);
-    expect(results[0]).toMatchObject({ ok: false, error: expect.stringMatching(/^HTTP 503: .*sleeping/) });
+    const { results } = probeResponseSchema.parse((await probe({ models: ['small-a'], timeoutMs: 300 })).body);
+    expect(results[0]).toMatchObject({ ok: false, error: expect.stringMatching(/timed out after 300 ms/) });
     await call('POST', '/v1/vllm/wake', { gpuIndex: 0 });
 
     const unknown = await probe({ models: ['small-a', 'nope'] });

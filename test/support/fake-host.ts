@@ -6,6 +6,7 @@ import { FailureType } from '../../schemas/failures';
 import type {
   GpuMemory,
   ModelAwakeState,
+  ModelCondition,
   ProbeModelResult,
   SupervisorActionResponse,
   SupervisorStatus,
@@ -18,6 +19,8 @@ interface HostModel {
   gpuIndex: number;
   state: ModelAwakeState;
   runningRequests: number | null;
+  /** The status view's reading (absent: a supervisor older than the view). */
+  condition?: ModelCondition;
 }
 
 /** A GPU of a supervisor's memory report, read from the device unless `fields` say otherwise. */

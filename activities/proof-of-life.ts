@@ -1,0 +1,45 @@
+import { storeInternals, type Store } from '../db/store';
+import { SERVED_CHANNEL, servedPushSchema } from '../schemas/proof-of-life';
+
+/** The latest proof of life the proxies announced per domain, as this worker heard it. */
+export interface ProofOfLife {
+  /** When the proxy last relayed a successful answer from the domain (ms); null when not heard of. */
+  lastServedAtMs(domainId: string): number | null;
+}
+
+/**
+ * Listens on SERVED_CHANNEL over the store's database, once, on first use, for as long as the database is
+ * open (its close ends the listen). A store that is not a real database (a test fake) hears nothing. A
+ * listen that fails is retried on a later call: without it the monitor judges on polls alone, as before.
+ */
+export function createProofOfLife(store: Store, onError: (err: unknown) => void = () => {}): ProofOfLife {
+  const servedAt = new Map<string, number>();
+  let listening: Promise<unknown> | null = null;
+  function listen() {
+    const database = storeInternals(store)?.database;
+    if (!database || listening) return;
+    listening = database
+      .listen(SERVED_CHANNEL, (payload) => {
+        let parsed;
+        try {
+          parsed = servedPushSchema.safeParse(JSON.parse(payload));
+        } catch {
+          return; // not JSON: not ours
+        }
+        if (!parsed.success) return;
+        const at = Date.parse(parsed.data.at);
+        if (Number.isFinite(at) && at > (servedAt.get(parsed.data.domainId) ?? 0))
+          servedAt.set(parsed.data.domainId, at);
+      })
+      .catch((err: unknown) => {
+        listening = null;
+        onError(err);
+      });
+  }
+  return {
+    lastServedAtMs(domainId) {
+      listen();
+      return servedAt.get(domainId) ?? null;
+    },
+  };
+}

@@ -1,0 +1,126 @@
+import type { ModelStatus, SupervisorStatus } from '../schemas/supervisor';
+import { policy } from './fleet-fixtures';
+import { judgePoll, type PollEvidence, pollTimeoutMs } from './poll-verdict';
+
+const P = policy({ heartbeatIntervalMs: 500, heartbeatStaleMs: 5_000 });
+const POLLED_AT = 1_000_000;
+
+const model = (over: Partial<ModelStatus> = {}): ModelStatus => ({
+  name: 'llama',
+  gpuIndex: 0,
+  port: 8000,
+  state: 'awake',
+  runningRequests: 4,
+  waitingRequests: 0,
+  error: null,
+  stateAgeMs: 200,
+  requestsAgeMs: 200,
+  condition: 'ready',
+  processes: { pids: [41, 42], stoppedPids: [], healthOk: true, pidsAgeMs: 0, healthAgeMs: 200 },
+  ...over,
+});
+const answered = (...models: ModelStatus[]): PollEvidence['outcome'] => ({
+  kind: 'answered',
+  status: { models, training: [], at: new Date(POLLED_AT).toISOString() } satisfies SupervisorStatus,
+});
+const evidence = (outcome: PollEvidence['outcome'], lastServedAtMs: number | null = null): PollEvidence => ({
+  outcome,
+  models: ['llama'],
+  lastServedAtMs,
+  polledAtMs: POLLED_AT,
+});
+/** Admin endpoints answering in 2-30 s: the status view holds the model busy with its last confirmed state. */
+const slowAdmin = model({
+  condition: 'busy',
+  stateAgeMs: 12_000,
+  requestsAgeMs: 12_000,
+  error: 'GET /is_sleeping on port 8000 unanswered for 12000 ms',
+  processes: { pids: [41, 42], stoppedPids: [], healthOk: null, pidsAgeMs: 0, healthAgeMs: 12_000 },
+});
+
+describe('judgePoll', () => {
+  it('passes a quick answer on the status alone', () => {
+    expect(judgePoll(evidence(answered(model())), P)).toEqual({
+      isFailed: false,
+      evidence: 'status',
+      busyModels: [],
+      message: null,
+    });
+  });
+
+  it('passes slow admin endpoints with traffic flowing: the model is busy, not failed', () => {
+    const verdict = judgePoll(evidence(answered(slowAdmin), POLLED_AT - 100), P);
+    expect(verdict).toEqual({ isFailed: false, evidence: 'status', busyModels: ['llama'], message: null });
+  });
+
+  it('passes slow admin endpoints with no traffic: live processes keep the model busy, not failed', () => {
+    const verdict = judgePoll(evidence(answered(slowAdmin), null), P);
+    expect(verdict).toEqual({ isFailed: false, evidence: 'status', busyModels: ['llama'], message: null });
+  });
+
+  it('fails a poll whose model process is gone (refused, nothing serving its port)', () => {
+    const gone = model({
+      condition: 'gone',
+      state: 'unknown',
+      processes: { pids: [], stoppedPids: [], healthOk: false, pidsAgeMs: 0, healthAgeMs: 0 },
+    });
+    expect(judgePoll(evidence(answered(gone)), P)).toEqual({
+      isFailed: true,
+      evidence: 'process_gone',
+      busyModels: [],
+      message: 'model llama: no process serves the port and it refuses connections',
+    });
+  });
+
+  it('fails a poll whose model processes are frozen (SIGSTOP), even with a recent relayed answer', () => {
+    const frozen = model({
+      condition: 'frozen',
+      processes: { pids: [41, 42], stoppedPids: [41, 42], healthOk: null, pidsAgeMs: 0, healthAgeMs: 3_000 },
+    });
+    expect(judgePoll(evidence(answered(frozen), POLLED_AT - 50), P)).toMatchObject({
+      isFailed: true,
+      evidence: 'frozen',
+      message: 'model llama: every process stopped (pids 41, 42)',
+    });
+  });
+
+  it('fails an unreachable host, and a frozen host whose supervisor times out, without traffic', () => {
+    const refused = judgePoll(evidence({ kind: 'unreachable', error: 'connect ECONNREFUSED' }), P);
+    expect(refused).toEqual({
+      isFailed: true,
+      evidence: 'supervisor_unreachable',
+      busyModels: [],
+      message: 'connect ECONNREFUSED',
+    });
+    const frozenHost = judgePoll(evidence({ kind: 'timeout', error: 'timed out after 1000 ms' }), P);
+    expect(frozenHost).toMatchObject({ isFailed: true, evidence: 'supervisor_timeout' });
+  });
+
+  it('counts a relayed answer within one poll timeout before the poll as proof of life, an older one not', () => {
+    const timeout = { kind: 'timeout' as const, error: 'timed out after 1000 ms' };
+    const window = pollTimeoutMs(P);
+    expect(judgePoll(evidence(timeout, POLLED_AT - window), P)).toEqual({
+      isFailed: false,
+      evidence: 'proof_of_life',
+      busyModels: [],
+      message: null,
+    });
+    expect(judgePoll(evidence(timeout, POLLED_AT - window - 1), P).isFailed).toBe(true);
+  });
+
+  it('reads an older supervisor (no condition) as before: an answer is a success', () => {
+    const old = model({ state: 'unknown', error: 'timed out', condition: undefined, processes: undefined });
+    expect(judgePoll(evidence(answered(old)), P)).toMatchObject({ isFailed: false, evidence: 'status' });
+  });
+
+  it('judges only the layout models of the domain', () => {
+    const other = model({ name: 'other', condition: 'gone' });
+    expect(judgePoll(evidence(answered(model(), other)), P).isFailed).toBe(false);
+  });
+
+  it('bounds the poll timeout by twice the interval, 1 s and the stale limit', () => {
+    expect(pollTimeoutMs({ heartbeatIntervalMs: 250, heartbeatStaleMs: 5_000 })).toBe(1_000);
+    expect(pollTimeoutMs({ heartbeatIntervalMs: 2_000, heartbeatStaleMs: 5_000 })).toBe(4_000);
+    expect(pollTimeoutMs({ heartbeatIntervalMs: 2_000, heartbeatStaleMs: 3_000 })).toBe(3_000);
+  });
+});

@@ -1,0 +1,93 @@
+import type { FleetPolicy } from '../schemas/policy';
+import type { SupervisorStatus } from '../schemas/supervisor';
+
+/** How one supervisor status poll ended: the status it answered, or why it did not. */
+export type PollOutcome =
+  | { kind: 'answered'; status: SupervisorStatus }
+  | { kind: 'timeout'; error: string }
+  | { kind: 'unreachable'; error: string };
+
+/** Everything the monitor knows about one domain at one poll. */
+export interface PollEvidence {
+  outcome: PollOutcome;
+  /** The models the layout places on this domain. */
+  models: readonly string[];
+  /** When the proxy last relayed a successful answer from this domain (ms); null when it has not. */
+  lastServedAtMs: number | null;
+  /** When the poll started (ms). */
+  polledAtMs: number;
+}
+
+/** What decided a verdict. */
+export type PollEvidenceKind =
+  'status' | 'proof_of_life' | 'process_gone' | 'frozen' | 'supervisor_timeout' | 'supervisor_unreachable';
+
+export interface PollVerdict {
+  /** Counts as a failed poll (towards `failureThreshold`; it does not renew the heartbeat). */
+  isFailed: boolean;
+  evidence: PollEvidenceKind;
+  /** Models whose admin endpoints are slow: alive, their state as last confirmed. */
+  busyModels: string[];
+  /** One line for the domain's `lastError` and events; null when the poll did not fail. */
+  message: string | null;
+}
+
+/**
+ * How long the monitor waits for a supervisor status: twice the poll interval, at least 1 s, at most the
+ * stale limit. The supervisor answers from its background view, so this bounds the host and the network,
+ * never vLLM.
+ */
+export const pollTimeoutMs = (policy: Pick<FleetPolicy, 'heartbeatIntervalMs' | 'heartbeatStaleMs'>): number =>
+  Math.min(Math.max(policy.heartbeatIntervalMs * 2, 1_000), policy.heartbeatStaleMs);
+
+/**
+ * Whether one poll counts as failed, and on what evidence (docs/architecture.md §9.2). Pure.
+ * - The supervisor answered: the poll fails only on proof that a model cannot serve: every process serving
+ *   it is stopped (`frozen`, SIGSTOP) or none is left and its port refuses (`gone`). A model whose admin
+ *   endpoints are slow or timed out is `busy`: alive, never a failed poll, traffic or not. A supervisor that
+ *   sends no `condition` (older than the status view) is read as before: an answer is a success.
+ * - The supervisor did not answer (refused, reset, timed out): the poll fails unless the proxy relayed a
+ *   successful answer from the domain within one poll timeout before the poll started: users are being
+ *   served, so the host is alive and only its supervisor or the path to it is slow.
+ */
+export function judgePoll(
+  evidence: PollEvidence,
+  policy: Pick<FleetPolicy, 'heartbeatIntervalMs' | 'heartbeatStaleMs'>,
+): PollVerdict {
+  const { outcome } = evidence;
+  if (outcome.kind === 'answered') {
+    const mine = outcome.status.models.filter((m) => evidence.models.includes(m.name));
+    const frozen = mine.filter((m) => m.condition === 'frozen');
+    const gone = mine.filter((m) => m.condition === 'gone');
+    const busyModels = mine.filter((m) => m.condition === 'busy').map((m) => m.name);
+    if (frozen.length > 0) {
+      const pids = frozen.flatMap((m) => m.processes?.stoppedPids ?? []);
+      return failed('frozen', `${names(frozen)}: every process stopped (pids ${pids.join(', ')})`, busyModels);
+    }
+    if (gone.length > 0) {
+      return failed(
+        'process_gone',
+        `${names(gone)}: no process serves the port and it refuses connections`,
+        busyModels,
+      );
+    }
+    return { isFailed: false, evidence: 'status', busyModels, message: null };
+  }
+  const windowMs = pollTimeoutMs(policy);
+  if (evidence.lastServedAtMs !== null && evidence.lastServedAtMs >= evidence.polledAtMs - windowMs) {
+    return { isFailed: false, evidence: 'proof_of_life', busyModels: [], message: null };
+  }
+  return outcome.kind === 'timeout'
+    ? failed('supervisor_timeout', outcome.error, [])
+    : failed('supervisor_unreachable', outcome.error, []);
+}
+
+const names = (models: { name: string }[]) =>
+  models.length === 1 ? `model ${models[0]!.name}` : `models ${models.map((m) => m.name).join(', ')}`;
+
+const failed = (evidence: PollEvidenceKind, message: string, busyModels: string[]): PollVerdict => ({
+  isFailed: true,
+  evidence,
+  busyModels,
+  message,
+});

@@ -1,0 +1,11 @@
+import { z } from 'zod';
+
+/**
+ * The NOTIFY channel the proxy writes to when it relays a successful answer from a domain, and the fleet
+ * monitor listens on: users being served is proof the domain is alive, whatever its supervisor answers.
+ */
+export const SERVED_CHANNEL = 'haru_served';
+
+/** One proof of life: the domain that answered and when (ISO). Lenient: a listener needs only these fields. */
+export const servedPushSchema = z.object({ domainId: z.string(), at: z.string() });
+export type ServedPush = z.infer<typeof servedPushSchema>;

@@ -1,0 +1,253 @@
+import type { ModelCondition, ModelStatus } from '../schemas/supervisor';
+import type { Logger } from '../lib/logger';
+import type { SupervisorConfig } from '../schemas/supervisor';
+import { type ConfiguredModel, createInferenceController } from './inference';
+import type { ListenerTable } from './listeners';
+import { sumSamples } from './prometheus-text';
+import { VllmError, type VllmClient, type VllmErrorKind } from './vllm';
+
+/** The last answer of one endpoint and when it came. */
+interface Reading<T> {
+  value: T;
+  atMs: number;
+}
+
+/** The latest outcome of one model's HTTP reads, success or failure, for telling refused from slow. */
+interface Outcome {
+  ok: boolean;
+  kind: VllmErrorKind | null;
+  message: string | null;
+  atMs: number;
+}
+
+type Endpoint = 'sleeping' | 'metrics' | 'health';
+
+interface ModelView {
+  sleeping: Reading<boolean> | null;
+  requests: Reading<{ running: number; waiting: number }> | null;
+  health: Reading<boolean> | null;
+  pids: Reading<number[] | null> | null;
+  stoppedPids: number[];
+  /** Per endpoint: when the call now in flight started. */
+  inFlightSinceMs: Partial<Record<Endpoint, number>>;
+  /** Per endpoint: the latest outcome. */
+  outcomes: Partial<Record<Endpoint, Outcome>>;
+}
+
+export interface StatusViewDeps {
+  models: ConfiguredModel[];
+  vllm: VllmClient;
+  listeners: ListenerTable;
+  now: () => Date;
+  /** A read unanswered for this long (or one that timed out) makes its model `busy`. */
+  slowMs: number;
+}
+
+const errorOf = (err: unknown): Pick<Outcome, 'kind' | 'message'> =>
+  err instanceof VllmError
+    ? { kind: err.kind, message: err.message }
+    : { kind: 'answer', message: err instanceof Error ? err.message : String(err) };
+
+/**
+ * The supervisor's view of its vLLM servers, read in the background so that `/v1/status` never waits on
+ * vLLM: real vLLM serves `/is_sleeping`, `/metrics` and `/health` on its API server's event loop, behind
+ * engine-core utility calls (vllm/entrypoints/openai/api_server.py, vllm/v1/engine/async_llm.py), and they
+ * take seconds under load or during a sleep/wake. Each endpoint has at most one call in flight; a slow one
+ * is not abandoned (its answer still lands) but marks the model `busy`. Host-alive evidence (the pids
+ * serving the port, stopped or not; `/health`) is kept apart from model state (sleep state, requests).
+ */
+export function createStatusView(deps: StatusViewDeps) {
+  const { vllm, listeners } = deps;
+  const nowMs = () => deps.now().getTime();
+  const views = new Map<string, ModelView>(
+    deps.models.map((m) => [
+      m.name,
+      {
+        sleeping: null,
+        requests: null,
+        health: null,
+        pids: null,
+        stoppedPids: [],
+        inFlightSinceMs: {},
+        outcomes: {},
+      },
+    ]),
+  );
+  const viewOf = (model: ConfiguredModel) => views.get(model.name)!;
+
+  /** Per model and endpoint: the call in flight, which a later refresh joins instead of doubling. */
+  const inFlight = new Map<string, Promise<void>>();
+
+  /** Starts `call` for `endpoint` unless one is in flight; resolves when it (or the one in flight) settles. */
+  function read<T>(model: ConfiguredModel, endpoint: Endpoint, call: () => Promise<T>, keep: (value: T) => void) {
+    const view = viewOf(model);
+    const key = `${model.name}\n${endpoint}`;
+    const running = inFlight.get(key);
+    if (running) return running;
+    view.inFlightSinceMs[endpoint] = nowMs();
+    const settled = call()
+      .then(
+        (value) => {
+          keep(value);
+          view.outcomes[endpoint] = { ok: true, kind: null, message: null, atMs: nowMs() };
+        },
+        (err: unknown) => {
+          view.outcomes[endpoint] = { ok: false, ...errorOf(err), atMs: nowMs() };
+          if (endpoint === 'health') view.health = { value: false, atMs: nowMs() };
+        },
+      )
+      .finally(() => {
+        delete view.inFlightSinceMs[endpoint];
+        inFlight.delete(key);
+      });
+    inFlight.set(key, settled);
+    return settled;
+  }
+
+  function readProcesses(model: ConfiguredModel) {
+    const view = viewOf(model);
+    const pids = listeners.canSeeProcesses ? listeners.servingPids(model.port) : null;
+    view.pids = { value: pids, atMs: nowMs() };
+    view.stoppedPids = pids ? listeners.stoppedOf(pids) : [];
+  }
+
+  function refreshOne(model: ConfiguredModel): Promise<unknown> {
+    const view = viewOf(model);
+    readProcesses(model);
+    return Promise.all([
+      read(
+        model,
+        'sleeping',
+        () => vllm.isSleeping(model.port),
+        (v) => (view.sleeping = { value: v, atMs: nowMs() }),
+      ),
+      read(
+        model,
+        'metrics',
+        () => vllm.metrics(model.port),
+        (samples) => {
+          view.requests = {
+            value: {
+              running: sumSamples(samples, 'vllm:num_requests_running') ?? 0,
+              waiting: sumSamples(samples, 'vllm:num_requests_waiting') ?? 0,
+            },
+            atMs: nowMs(),
+          };
+        },
+      ),
+      read(
+        model,
+        'health',
+        () => vllm.health(model.port),
+        () => (view.health = { value: true, atMs: nowMs() }),
+      ),
+    ]);
+  }
+
+  function conditionOf(view: ModelView, at: number): ModelCondition {
+    const pids = view.pids?.value ?? null;
+    if (pids && pids.length > 0 && view.stoppedPids.length === pids.length) return 'frozen';
+    const outcomes = Object.values(view.outcomes);
+    const latest = outcomes.reduce<Outcome | null>((a, b) => (a && a.atMs >= b.atMs ? a : b), null);
+    // Refused with nothing listening: the server is gone (a server in another pid namespace still answers).
+    if (latest && !latest.ok && latest.kind === 'refused' && !(pids && pids.length > 0)) return 'gone';
+    const isSlow = Object.values(view.inFlightSinceMs).some((since) => at - since >= deps.slowMs);
+    if (isSlow || outcomes.some((o) => !o.ok && o.kind === 'timeout')) return 'busy';
+    if (outcomes.length === 0) return 'unknown';
+    return 'ready';
+  }
+
+  function statusOf(model: ConfiguredModel, at: number): ModelStatus {
+    const view = viewOf(model);
+    const condition = conditionOf(view, at);
+    const age = (r: { atMs: number } | null) => (r ? Math.max(0, at - r.atMs) : null);
+    const failed = view.outcomes.sleeping?.ok === false ? view.outcomes.sleeping : null;
+    const slowSince = view.inFlightSinceMs.sleeping;
+    const slow =
+      slowSince !== undefined && at - slowSince >= deps.slowMs
+        ? `GET /is_sleeping on port ${model.port} unanswered for ${at - slowSince} ms`
+        : null;
+    const known = condition !== 'gone' && view.sleeping;
+    return {
+      name: model.name,
+      gpuIndex: model.gpuIndex,
+      port: model.port,
+      state: known ? (known.value ? 'asleep' : 'awake') : 'unknown',
+      // A gone server runs nothing; a busy one keeps its last counts, with their age.
+      runningRequests: condition === 'gone' ? null : (view.requests?.value.running ?? null),
+      waitingRequests: condition === 'gone' ? null : (view.requests?.value.waiting ?? null),
+      error: slow ?? failed?.message ?? null,
+      stateAgeMs: age(view.sleeping),
+      requestsAgeMs: age(view.requests),
+      condition,
+      processes: {
+        pids: view.pids?.value ?? null,
+        stoppedPids: view.stoppedPids,
+        healthOk: view.health?.value ?? null,
+        pidsAgeMs: age(view.pids),
+        healthAgeMs: age(view.health),
+      },
+    };
+  }
+
+  let timer: NodeJS.Timeout | null = null;
+  /**
+   * Re-reads every model's processes at once (cheap, never stuck behind vLLM) and starts each HTTP read not
+   * already in flight; resolves when every read, new or joined, has settled.
+   */
+  function refresh(): Promise<unknown> {
+    return Promise.all(deps.models.map(refreshOne));
+  }
+
+  return {
+    refresh,
+    /** Refreshes every `refreshMs` in the background until `stop` (the timer does not hold the process). */
+    start(refreshMs: number) {
+      void refresh();
+      timer ??= setInterval(() => void refresh(), refreshMs);
+      timer.unref();
+    },
+    stop() {
+      if (timer) clearInterval(timer);
+      timer = null;
+    },
+    /**
+     * Every model as the view holds it now, after waiting at most `freshWaitMs` for a refresh this call
+     * starts (so an idle host answers with fresh figures and a busy one answers in time regardless).
+     */
+    async snapshot(freshWaitMs: number): Promise<ModelStatus[]> {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([refresh(), new Promise((resolve) => (timer = setTimeout(resolve, freshWaitMs)))]);
+      clearTimeout(timer);
+      const at = nowMs();
+      return deps.models.map((m) => statusOf(m, at));
+    },
+    /** Records a sleep state an action just proved (sleep, wake), so the view does not lag behind it. */
+    recordSleeping(name: string, sleeping: boolean) {
+      const view = views.get(name);
+      if (view) view.sleeping = { value: sleeping, atMs: nowMs() };
+    },
+  };
+}
+export type StatusView = ReturnType<typeof createStatusView>;
+
+/** The inference controller and the status view its proved sleep states keep current: one wiring for every host. */
+export function createObservedInference(deps: {
+  config: SupervisorConfig;
+  vllm: VllmClient;
+  logger: Logger;
+  listeners: ListenerTable;
+  now: () => Date;
+  slowMs: number;
+}) {
+  const holder: { view?: StatusView } = {};
+  const inference = createInferenceController({
+    config: deps.config,
+    vllm: deps.vllm,
+    logger: deps.logger,
+    onProvedSleeping: (model, sleeping) => holder.view?.recordSleeping(model, sleeping),
+  });
+  const statusView = createStatusView({ ...deps, models: inference.models });
+  holder.view = statusView;
+  return { inference, statusView };
+}
