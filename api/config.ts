@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import {
   defaultTemporalSettings,
@@ -6,7 +7,7 @@ import {
   temporalEnvShape,
 } from '../temporal/config';
 import { listenUrlSchema, postgresTlsEnvShape } from '../db/postgres-tls';
-import { blankable, parseEnv, portSchema, positiveMsSchema } from '../schemas/env';
+import { blankable, ConfigError, parseEnv, portSchema, positiveMsSchema } from '../schemas/env';
 
 const MIB = 1024 * 1024;
 const positiveInt = z.coerce.number().int().positive();
@@ -28,8 +29,13 @@ export const apiConfigSchema = z.object({
   /** TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE. */
   ...temporalEnvShape,
   HARU_TASK_QUEUE: blankable(z.string().min(1).default('haru')),
-  /** Bearer token required on every /v1/* route; unset disables auth and forces a loopback bind. */
-  HARU_API_TOKEN: blankable(z.string().min(1).optional()),
+  /**
+   * Bearer token required on every /v1/* route; unset disables auth and forces a loopback bind. Surrounding
+   * whitespace (a secret file's trailing newline) is trimmed: a client never sends it.
+   */
+  HARU_API_TOKEN: blankable(z.string().trim().min(1).optional()),
+  /** A file holding HARU_API_TOKEN (a mounted secret), read once at boot; exclusive with HARU_API_TOKEN. */
+  HARU_API_TOKEN_FILE: blankable(z.string().min(1).optional()),
   /** Fleet (slug or UUID) for proxy requests without an `X-Haru-Fleet` header. */
   HARU_DEFAULT_FLEET: blankable(z.string().min(1).optional()),
   HARU_CHAT_MAX_BODY_BYTES: blankable(positiveInt.default(32 * MIB)),
@@ -55,6 +61,8 @@ export const apiConfigSchema = z.object({
   HARU_RECONCILE_WAIT_MS: blankable(z.coerce.number().int().min(0).default(3_000)),
   /** Poll interval of `GET /events?follow=1`. */
   HARU_EVENTS_POLL_MS: blankable(positiveMsSchema.default(500)),
+  /** On SIGTERM, how long requests in flight may finish before their connections are cut (event follows end at once). */
+  HARU_SHUTDOWN_GRACE_MS: blankable(positiveMsSchema.default(10_000)),
   LOG_LEVEL: blankable(z.enum(['debug', 'info', 'warn', 'error']).default('info')),
 });
 /** The API's settings; the Temporal ones resolved with the profile file (`temporal`). */
@@ -62,10 +70,34 @@ export type ApiConfig = Omit<z.infer<typeof apiConfigSchema>, keyof typeof tempo
   temporal: TemporalSettings;
 };
 
+/**
+ * HARU_API_TOKEN from HARU_API_TOKEN_FILE when that is set: the file's content, trimmed. Throws ConfigError
+ * when both are set, or the file cannot be read or holds only whitespace.
+ */
+function tokenFromFile(parsed: z.infer<typeof apiConfigSchema>): string | undefined {
+  const file = parsed.HARU_API_TOKEN_FILE;
+  if (file === undefined) return parsed.HARU_API_TOKEN;
+  if (parsed.HARU_API_TOKEN !== undefined) {
+    throw new ConfigError(
+      'invalid API environment:\n  HARU_API_TOKEN_FILE: set HARU_API_TOKEN or HARU_API_TOKEN_FILE, not both',
+    );
+  }
+  let content: string;
+  try {
+    content = readFileSync(file, 'utf8');
+  } catch (err) {
+    const why = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    throw new ConfigError(`invalid API environment:\n  HARU_API_TOKEN_FILE: cannot read ${file} (${why})`);
+  }
+  const token = content.trim();
+  if (!token) throw new ConfigError(`invalid API environment:\n  HARU_API_TOKEN_FILE: ${file} is empty`);
+  return token;
+}
+
 /** Parses the API environment; throws ConfigError naming every bad variable or Temporal setting. */
 export function loadApiConfig(env: NodeJS.ProcessEnv): ApiConfig {
   const parsed = parseEnv(apiConfigSchema, env, 'API');
-  return { ...parsed, temporal: resolveTemporalSettings(env) };
+  return { ...parsed, HARU_API_TOKEN: tokenFromFile(parsed), temporal: resolveTemporalSettings(env) };
 }
 
 /** The config with every default, for tests: `defaultApiConfig({ HARU_CHAT_HOLD_MS: 100 })`. */

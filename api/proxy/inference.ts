@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestHandler } from 'express';
 import { HaruError } from '../../schemas/errors';
 import type { ApiConfig } from '../config';
-import { sendError, toHaruError } from '../errors';
+import { logRequestError, sendError, toHaruError } from '../errors';
 import type { Logger } from '../../lib/logger';
 import type { ApiMetrics } from '../metrics';
 import { deliver } from './deliver';
@@ -204,12 +204,7 @@ export async function handleInference(
   } catch (err) {
     const error = toHaruError(err);
     outcome = error.code;
-    if (error.code === 'internal_error') {
-      deps.logger.error('proxy request failed', {
-        endpoint,
-        error: err instanceof Error ? err.message : String(err),
-      });
-    }
+    logRequestError(deps.logger, error, err, { endpoint });
     if (!res.headersSent) sendError(res, error);
     else if (res.getHeader('content-type')?.toString().startsWith('text/event-stream')) {
       endSseWithError(res, error.toBody());
