@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { ForwardOutcome } from './forwarder';
 import { clientResponseHeaders } from './headers';
-import { endSseWithError } from './sse';
+import { announceHeldRouting, endSseWithError } from './sse';
 
 type Response = Extract<ForwardOutcome, { kind: 'response' }>;
 
@@ -42,7 +42,7 @@ async function readSome(upstream: Response): Promise<Buffer> {
 /**
  * Writes an upstream response to the client: status and headers (plus `extraHeaders`) unless headers already
  * went out, then the body chunk by chunk as it arrives, waiting for 'drain' (backpressure). If headers
- * already went out as a held SSE stream and the upstream answered an error, the error becomes a final
+ * already went out as a held SSE stream, the routing goes in a comment and the announced trailers; if the upstream answered an error, the error becomes a final
  * `data: {"error": …}` event. A broken upstream mid-body cuts the client connection (the status is gone).
  */
 export async function deliver(
@@ -52,17 +52,20 @@ export async function deliver(
 ): Promise<DeliveryResult> {
   if (!res.headersSent) {
     res.writeHead(upstream.statusCode, clientResponseHeaders(upstream.headers, extraHeaders));
-  } else if (upstream.statusCode >= 400) {
-    const raw = await readSome(upstream).catch(() => Buffer.alloc(0));
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(raw.toString('utf8'));
-    } catch {
-      parsed = { message: raw.toString('utf8'), code: upstream.statusCode };
+  } else {
+    announceHeldRouting(res, extraHeaders);
+    if (upstream.statusCode >= 400) {
+      const raw = await readSome(upstream).catch(() => Buffer.alloc(0));
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(raw.toString('utf8'));
+      } catch {
+        parsed = { message: raw.toString('utf8'), code: upstream.statusCode };
+      }
+      const inner = (parsed as { error?: unknown })?.error ?? parsed;
+      endSseWithError(res, { error: inner });
+      return 'ok';
     }
-    const inner = (parsed as { error?: unknown })?.error ?? parsed;
-    endSseWithError(res, { error: inner });
-    return 'ok';
   }
   try {
     if (upstream.first && !res.write(upstream.first) && !(await drained(res))) {

@@ -13,7 +13,7 @@ import { type HoldQueue, waitForRouteMove } from './hold-queue';
 import { type InferenceBody, readInferenceBody } from './inference-body';
 import { holdReason, type InferenceEndpoint, routeModel, upstreamUrl } from './route-table';
 import type { Routing, RoutingCache } from './routing-cache';
-import { endSseWithError, startSse, writeSseComment } from './sse';
+import { endSseWithError, heldStreamTrailerHeader, startSse, writeSseComment } from './sse';
 
 /** Everything the proxy path needs; built once in createApp. */
 export interface ProxyDeps {
@@ -58,7 +58,7 @@ interface Hold {
   stopPings(): void;
 }
 
-function enterHold(deps: ProxyDeps, res: ServerResponse, body: InferenceBody): Hold | null {
+function enterHold(deps: ProxyDeps, res: ServerResponse, body: InferenceBody, routing: Routing): Hold | null {
   const leaveQueue = deps.holdQueue.tryEnter();
   if (!leaveQueue) {
     deps.metrics.holdOutcomes.inc({ outcome: 'rejected' });
@@ -67,7 +67,8 @@ function enterHold(deps: ProxyDeps, res: ServerResponse, body: InferenceBody): H
   // Headers go out only at the first ping, so a short hold still passes the upstream's own status through.
   const pings = body.stream
     ? setInterval(() => {
-        startSse(res);
+        // The serving domain and revision are known only later: they come as trailers (HELD_STREAM_TRAILERS).
+        startSse(res, { 'x-haru-fleet': routing.snapshot.slug, ...heldStreamTrailerHeader });
         writeSseComment(res, 'haru: holding request while the fleet fails over');
       }, deps.config.HARU_CHAT_HOLD_PING_MS)
     : undefined;
@@ -158,7 +159,7 @@ async function proxyOnce(
         );
       }
       if (!hold) {
-        hold = enterHold(deps, res, body);
+        hold = enterHold(deps, res, body, fresh);
         if (!hold) {
           throw new HaruError('overloaded', `${deps.holdQueue.max} requests are already held for failover`, {
             retryAfterSeconds: Math.max(1, Math.ceil(deps.config.HARU_CHAT_HOLD_MS / 1000)),

@@ -1,3 +1,4 @@
+import http from 'node:http';
 import OpenAI from 'openai';
 import type { FleetSnapshot } from '../../schemas/entities';
 import { call, type Harness, startHarness, twoDomainLayout } from './support/harness';
@@ -91,6 +92,35 @@ describe('requests held during a failover', () => {
       text += decoder.decode(r.value, { stream: true });
     expect(text).toMatch(/^: haru: holding request/);
     expect(text).toContain('"content":"west:"');
+    expect(text.trimEnd().endsWith('data: [DONE]')).toBe(true);
+  });
+
+  it('gives a held stream the fleet in its headers, and the serving domain and revision as trailers and a comment', async () => {
+    const { fleet, commit } = await failingFleet();
+    const before = await held();
+    const answer = new Promise<{ headers: http.IncomingHttpHeaders; trailers: NodeJS.Dict<string>; text: string }>(
+      (resolve, reject) => {
+        const req = http.request(`${h.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-haru-fleet': fleet.slug },
+        });
+        req.on('response', (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => (text += chunk));
+          res.on('end', () => resolve({ headers: res.headers, trailers: res.trailers, text }));
+        });
+        req.on('error', reject);
+        req.end(JSON.stringify({ model, messages: [], stream: true }));
+      },
+    );
+    await waitUntil('the stream to be held', async () => (await held()) > before);
+    const revision = await commit().then(async () => (await h.fleet(fleet.slug)).routeRevision);
+    const { headers, trailers, text } = await answer;
+    expect(headers['x-haru-fleet']).toBe(fleet.slug);
+    expect(headers.trailer).toBe('x-haru-domain, x-haru-route-revision');
+    expect(trailers).toEqual({ 'x-haru-domain': 'west', 'x-haru-route-revision': String(revision) });
+    expect(text).toContain(`: haru: served by domain west at route revision ${revision}`);
     expect(text.trimEnd().endsWith('data: [DONE]')).toBe(true);
   });
 

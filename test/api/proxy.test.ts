@@ -75,6 +75,41 @@ describe('OpenAI-compatible proxy', () => {
     }
   });
 
+  it('drops hop-by-hop headers, cookies and X-Haru-* from the upstream answer; only Haru names the routing', async () => {
+    east.handle((_req, _body, res) => {
+      res.writeHead(200, {
+        'content-type': 'application/json',
+        'set-cookie': ['session=upstream; Path=/'],
+        'x-haru-domain': 'spoofed',
+        'x-haru-route-revision': '999',
+        'x-haru-routing': 'stale',
+        connection: 'x-upstream-hop',
+        'x-upstream-hop': 'drop me',
+        'keep-alive': 'timeout=1',
+        'x-vendor-trace': 'kept',
+      });
+      res.end('{}');
+    });
+    try {
+      const res = await fetch(`${h.url}/v1/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(await fleetHeader()) },
+        body: JSON.stringify({ model, prompt: 'x' }),
+      });
+      expect(res.status).toBe(200);
+      expect(res.headers.getSetCookie()).toEqual([]);
+      expect(res.headers.get('x-haru-domain')).toBe('east');
+      expect(res.headers.get('x-haru-route-revision')).toBe(String((await h.fleet()).routeRevision));
+      expect(res.headers.get('x-haru-routing')).toBeNull();
+      expect(res.headers.get('x-upstream-hop')).toBeNull();
+      expect(res.headers.get('keep-alive')).not.toBe('timeout=1');
+      expect(res.headers.get('x-vendor-trace')).toBe('kept');
+      await res.text();
+    } finally {
+      east.handle(answerAs('east'));
+    }
+  });
+
   it('never forwards the client Authorization header, cookies or X-Haru-* headers upstream', async () => {
     await call(`${h.url}/v1/embeddings`, {
       body: { model, input: 'x' },
