@@ -11,7 +11,8 @@ import { upstreamRequestHeaders } from './headers';
 import type { HealthSignal } from './health-signal';
 import { type HoldQueue, waitForRouteMove } from './hold-queue';
 import { type InferenceBody, readInferenceBody } from './inference-body';
-import { holdReason, type InferenceEndpoint, routeModel, upstreamUrl } from './route-table';
+import { expectedFailoverSeconds } from '../../core/route-eligibility';
+import { holdReason, type InferenceEndpoint, noFailoverReason, routeModel, upstreamUrl } from './route-table';
 import type { Routing, RoutingCache } from './routing-cache';
 import { endSseWithError, heldStreamTrailerHeader, startSse, writeSseComment } from './sse';
 
@@ -150,19 +151,28 @@ async function proxyOnce(
       const fresh = await deps.cache.refresh(fleetRef);
       if (fresh.snapshot.routeRevision !== snapshot.routeRevision) continue;
       const left = deadline - deps.now().getTime();
-      if (!holdReason(fresh.snapshot, body.model, refused)) throw failure;
+      // Retry once a failover could have happened, not after the whole hold budget.
+      const retryAfterSeconds = expectedFailoverSeconds(fresh.snapshot.policy);
+      if (!holdReason(fresh.snapshot, body.model, refused)) {
+        if (failure.status !== 503 && !refused) throw failure;
+        // Nothing will move the route on its own: answer now, saying why.
+        throw new HaruError(failure.code, `${failure.message}; ${noFailoverReason(fresh.snapshot, body.model)}`, {
+          retryAfterSeconds,
+        });
+      }
       if (left <= 0) {
         holdOutcome = 'timeout';
         throw new HaruError(
           failure.code,
           `${failure.message} (held ${deps.config.HARU_CHAT_HOLD_MS} ms, no route move)`,
+          { retryAfterSeconds },
         );
       }
       if (!hold) {
         hold = enterHold(deps, res, body, fresh);
         if (!hold) {
           throw new HaruError('overloaded', `${deps.holdQueue.max} requests are already held for failover`, {
-            retryAfterSeconds: Math.max(1, Math.ceil(deps.config.HARU_CHAT_HOLD_MS / 1000)),
+            retryAfterSeconds,
           });
         }
       }
