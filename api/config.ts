@@ -43,6 +43,11 @@ export const apiConfigSchema = z.object({
   HARU_CHAT_HEADER_TIMEOUT_MS: blankable(positiveMsSchema.default(60_000)),
   /** Longest a request waits for a route move during a failover. */
   HARU_CHAT_HOLD_MS: blankable(positiveMsSchema.default(60_000)),
+  /**
+   * Longest a non-streaming request is held (at most HARU_CHAT_HOLD_MS): it sends nothing while held, so it
+   * stays below the common load-balancer idle timeouts (AWS ALB, nginx: 60 s). Streams are pinged instead.
+   */
+  HARU_CHAT_HOLD_QUIET_MS: blankable(positiveMsSchema.default(45_000)),
   /** Most requests held at once per API process; more answer 429 `overloaded`. */
   HARU_CHAT_HOLD_MAX: blankable(positiveInt.default(1_000)),
   /** Interval of SSE comment pings sent to held streaming requests. */

@@ -29,6 +29,7 @@ export interface ProxyDeps {
     | 'HARU_DEFAULT_FLEET'
     | 'HARU_CHAT_HEADER_TIMEOUT_MS'
     | 'HARU_CHAT_HOLD_MS'
+    | 'HARU_CHAT_HOLD_QUIET_MS'
     | 'HARU_CHAT_HOLD_PING_MS'
     | 'HARU_CHAT_HOLD_RECHECK_MS'
   >;
@@ -103,7 +104,11 @@ async function proxyOnce(
 ): Promise<string> {
   const fleetRef = requestFleet(req, deps.config.HARU_DEFAULT_FLEET);
   const headers = upstreamRequestHeaders(req.headers);
-  const deadline = deps.now().getTime() + deps.config.HARU_CHAT_HOLD_MS;
+  // A held stream is pinged; a non-streaming request sends nothing, so its hold stays under LB idle timeouts.
+  const holdMs = body.stream
+    ? deps.config.HARU_CHAT_HOLD_MS
+    : Math.min(deps.config.HARU_CHAT_HOLD_MS, deps.config.HARU_CHAT_HOLD_QUIET_MS);
+  const deadline = deps.now().getTime() + holdMs;
   let hold: Hold | null = null;
   let holdOutcome: 'moved' | 'timeout' | 'closed' | 'failed' = 'failed';
   try {
@@ -162,11 +167,9 @@ async function proxyOnce(
       }
       if (left <= 0) {
         holdOutcome = 'timeout';
-        throw new HaruError(
-          failure.code,
-          `${failure.message} (held ${deps.config.HARU_CHAT_HOLD_MS} ms, no route move)`,
-          { retryAfterSeconds },
-        );
+        throw new HaruError(failure.code, `${failure.message} (held ${holdMs} ms, no route move)`, {
+          retryAfterSeconds,
+        });
       }
       if (!hold) {
         hold = enterHold(deps, res, body, fresh);

@@ -210,6 +210,31 @@ describe('requests held during a failover', () => {
     }
   });
 
+  it('holds a non-streaming request at most HARU_CHAT_HOLD_QUIET_MS (it sends nothing), a stream for HARU_CHAT_HOLD_MS', async () => {
+    const quiet = await startHarness({
+      config: { HARU_CHAT_HOLD_MS: 60_000, HARU_CHAT_HOLD_QUIET_MS: 1_000, HARU_CHAT_HOLD_PING_MS: 50 },
+    });
+    try {
+      const { fleet, commit } = await failingFleet({ on: quiet });
+      const ask = (stream: boolean) =>
+        fetch(`${quiet.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-haru-fleet': fleet.slug },
+          body: JSON.stringify({ model, messages: [], stream }),
+        });
+      const streamed = await ask(true);
+      const plain = await ask(false);
+      expect(plain.status).toBe(502);
+      expect(((await plain.json()) as { error: { message: string } }).error.message).toMatch(/held 1000 ms/);
+      // The stream, started before the plain request and still held, is served once the route moves.
+      await commit();
+      const text = await streamed.text();
+      expect(text).toContain('"content":"west:"');
+    } finally {
+      await quiet.close();
+    }
+  });
+
   it('answers 429 overloaded with Retry-After when HARU_CHAT_HOLD_MAX requests are already held', async () => {
     const { fleet, commit } = await failingFleet();
     const before = await held();
