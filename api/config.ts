@@ -39,8 +39,13 @@ export const apiConfigSchema = z.object({
   /** Fleet (slug or UUID) for proxy requests without an `X-Haru-Fleet` header. */
   HARU_DEFAULT_FLEET: blankable(z.string().min(1).optional()),
   HARU_CHAT_MAX_BODY_BYTES: blankable(positiveInt.default(32 * MIB)),
-  /** Bounds only the time until the upstream's response headers (504); a quiet stream is never cut. */
+  /** Bounds the time until the upstream's response headers (504). */
   HARU_CHAT_HEADER_TIMEOUT_MS: blankable(positiveMsSchema.default(60_000)),
+  /**
+   * Bounds the time from the upstream's headers to its first body byte (504, or a final SSE error event once
+   * pings started the stream); a stream that sent a byte is never cut.
+   */
+  HARU_CHAT_FIRST_BYTE_TIMEOUT_MS: blankable(positiveMsSchema.default(120_000)),
   /** Longest a request waits for a route move during a failover. */
   HARU_CHAT_HOLD_MS: blankable(positiveMsSchema.default(60_000)),
   /**

@@ -28,6 +28,7 @@ export interface ProxyDeps {
     ApiConfig,
     | 'HARU_DEFAULT_FLEET'
     | 'HARU_CHAT_HEADER_TIMEOUT_MS'
+    | 'HARU_CHAT_FIRST_BYTE_TIMEOUT_MS'
     | 'HARU_CHAT_HOLD_MS'
     | 'HARU_CHAT_HOLD_QUIET_MS'
     | 'HARU_CHAT_HOLD_PING_MS'
@@ -89,6 +90,31 @@ function enterHold(deps: ProxyDeps, res: ServerResponse, body: InferenceBody, ro
 }
 
 /**
+ * Pings a streaming client while an upstream that sent its headers has not sent a body byte (a long prefill,
+ * or a stalled server): the first ping starts the stream with Haru's own SSE headers. `stop` ends the pings.
+ */
+function pingUntilFirstByte(
+  deps: ProxyDeps,
+  res: ServerResponse,
+  body: InferenceBody,
+  routing: Record<string, string>,
+) {
+  let pings: NodeJS.Timeout | undefined;
+  return {
+    onHeaders: body.stream
+      ? (statusCode: number) => {
+          if (statusCode >= 400) return;
+          pings = setInterval(() => {
+            startSse(res, routing);
+            writeSseComment(res, 'haru: waiting for the first token');
+          }, deps.config.HARU_CHAT_HOLD_PING_MS);
+        }
+      : undefined,
+    stop: () => clearInterval(pings),
+  };
+}
+
+/**
  * One proxied request: route from the cache, forward, and on "no active / model not on the active /
  * connection refused before any byte" hold while a route move can come (holdReason), retrying when the
  * route moves or at each recheck tick. Resolves with the outcome label for metrics; throws HaruError.
@@ -120,26 +146,34 @@ async function proxyOnce(
       let failure: HaruError;
       let refused = false;
       if (target.kind === 'ok') {
-        const outcome = await deps.forwarder.send({
-          url: upstreamUrl(target.servingUrl, endpoint),
-          method: 'POST',
-          headers,
-          body: raw,
-          signal,
-          headersTimeoutMs: deps.config.HARU_CHAT_HEADER_TIMEOUT_MS,
-        });
+        const routed = routingHeaders(routing, target.domain.slug);
+        const pinger = pingUntilFirstByte(deps, res, body, routed);
+        const outcome = await deps.forwarder
+          .send({
+            url: upstreamUrl(target.servingUrl, endpoint),
+            method: 'POST',
+            headers,
+            body: raw,
+            signal,
+            headersTimeoutMs: deps.config.HARU_CHAT_HEADER_TIMEOUT_MS,
+            firstByteTimeoutMs: deps.config.HARU_CHAT_FIRST_BYTE_TIMEOUT_MS,
+            onHeaders: pinger.onHeaders,
+          })
+          .finally(pinger.stop);
         if (outcome.kind === 'aborted') return (holdOutcome = 'closed');
         if (outcome.kind === 'timeout') {
           throw new HaruError(
             'upstream_timeout',
-            `domain ${target.domain.slug} sent no response headers within ${deps.config.HARU_CHAT_HEADER_TIMEOUT_MS} ms`,
+            outcome.phase === 'headers'
+              ? `domain ${target.domain.slug} sent no response headers within ${deps.config.HARU_CHAT_HEADER_TIMEOUT_MS} ms`
+              : `domain ${target.domain.slug} sent headers but no body within ${deps.config.HARU_CHAT_FIRST_BYTE_TIMEOUT_MS} ms`,
           );
         }
         if (outcome.kind === 'response') {
           hold?.stopPings();
           holdOutcome = 'moved';
           deps.metrics.proxyTtfb.observe({ endpoint }, outcome.ttfbSeconds);
-          const result = await deliver(res, outcome, routingHeaders(routing, target.domain.slug));
+          const result = await deliver(res, outcome, routed);
           return result === 'ok' ? 'ok' : result;
         }
         refused = true;
