@@ -15,6 +15,7 @@ import { createHoldQueue } from './proxy/hold-queue';
 import type { ProxyDeps } from './proxy/inference';
 import { leanInference } from './proxy/lean';
 import { createRoutingCache, type RoutingCache } from './proxy/routing-cache';
+import { createSleepCheck } from './proxy/sleep-check';
 import type { RouteContext } from './routes/context';
 import { controlRoutes } from './routes/control';
 import { pauseRoutes } from './routes/pause';
@@ -98,6 +99,7 @@ export function createApp(deps: ApiDeps): ApiApp {
       now,
       logger,
     }),
+    sleepCheck: createSleepCheck({ ttlMs: config.HARU_SNAPSHOT_CACHE_TTL_MS, timeoutMs: config.HARU_STORE_TIMEOUT_MS }),
     metrics,
     logger,
     config,

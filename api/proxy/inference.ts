@@ -14,6 +14,7 @@ import { type InferenceBody, readInferenceBody } from './inference-body';
 import { expectedFailoverSeconds } from '../../core/route-eligibility';
 import { holdReason, type InferenceEndpoint, noFailoverReason, routeModel, upstreamUrl } from './route-table';
 import type { Routing, RoutingCache } from './routing-cache';
+import type { SleepCheck } from './sleep-check';
 import { endSseWithError, heldStreamTrailerHeader, startSse, writeSseComment } from './sse';
 
 /** Everything the proxy path needs; built once in createApp. */
@@ -22,6 +23,8 @@ export interface ProxyDeps {
   forwarder: Forwarder;
   holdQueue: HoldQueue;
   healthSignal: HealthSignal;
+  /** Asked before routing on a stale snapshot: a domain that reports asleep gets no request. */
+  sleepCheck: SleepCheck;
   metrics: ApiMetrics;
   logger: Logger;
   config: Pick<
@@ -145,7 +148,14 @@ async function proxyOnce(
       const target = routeModel(snapshot, body.model);
       let failure: HaruError;
       let refused = false;
-      if (target.kind === 'ok') {
+      // A stale route may point at a domain a promotion since put to sleep: confirm it before sending.
+      const staleAsleep = target.kind === 'ok' && routing.stale && (await deps.sleepCheck.isAsleep(target.servingUrl));
+      if (target.kind === 'ok' && staleAsleep) {
+        failure = new HaruError(
+          'domain_unavailable',
+          `routing for fleet ${snapshot.slug} is stale (state store unreachable) and domain ${target.domain.slug} reports model "${body.model}" asleep`,
+        );
+      } else if (target.kind === 'ok') {
         const routed = routingHeaders(routing, target.domain.slug);
         const pinger = pingUntilFirstByte(deps, res, body, routed);
         const outcome = await deps.forwarder
@@ -192,7 +202,8 @@ async function proxyOnce(
       const left = deadline - deps.now().getTime();
       // Retry once a failover could have happened, not after the whole hold budget.
       const retryAfterSeconds = expectedFailoverSeconds(fresh.snapshot.policy);
-      if (!holdReason(fresh.snapshot, body.model, refused)) {
+      // A stale route to a sleeping domain waits for the store (a moved route) rather than failing at once.
+      if (!staleAsleep && !holdReason(fresh.snapshot, body.model, refused)) {
         if (failure.status !== 503 && !refused) throw failure;
         // Nothing will move the route on its own: answer now, saying why.
         throw new HaruError(failure.code, `${failure.message}; ${noFailoverReason(fresh.snapshot, body.model)}`, {
