@@ -4,7 +4,7 @@
  * is eligible. The follower's rendered files are included by nginx as they are.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { followRouteIntent } from '../../deploy/route-intent/nginx';
@@ -12,6 +12,7 @@ import { type Harness, moveRoute, startHarness, twoDomainLayout } from '../api/s
 import { type FakeUpstream, startFakeUpstream } from '../api/support/upstream';
 import { eventually } from '../support/eventually';
 import { freePort } from '../support/ports';
+import { writeNginxMain } from '../support/nginx';
 import { describeWithTools, NGINX } from '../support/tools';
 
 jest.setTimeout(60_000);
@@ -34,24 +35,11 @@ describeWithTools('nginx following route intent', [NGINX], () => {
     h = await startHarness({});
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
-    const temp = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']
-      .map((t) => `${t}_temp_path ${path.join(dir, `${t}-temp`)};`)
-      .join('\n  ');
-    const main = path.join(dir, 'nginx.conf');
-    writeFileSync(
-      main,
-      [
-        'daemon off;',
-        'worker_processes 1;',
-        `pid ${path.join(dir, 'nginx.pid')};`,
-        `error_log ${path.join(dir, 'error.log')} warn;`,
-        'events {}',
-        `http {\n  access_log off;\n  ${temp}\n  include ${path.join(dir, 'upstreams.conf')};\n` +
-          `  server {\n    listen 127.0.0.1:${port};\n    include ${path.join(dir, 'locations.conf')};\n  }\n}`,
-        '',
-      ].join('\n'),
-    );
-    nginxArgs = ['-p', dir, '-e', path.join(dir, 'error.log'), '-c', main];
+    nginxArgs = writeNginxMain(
+      dir,
+      `include ${path.join(dir, 'upstreams.conf')};\n` +
+        `  server {\n    listen 127.0.0.1:${port};\n    include ${path.join(dir, 'locations.conf')};\n  }`,
+    ).args;
   });
   afterAll(async () => {
     if (nginx && nginx.exitCode === null) {
