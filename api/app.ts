@@ -15,6 +15,7 @@ import { createHoldQueue } from './proxy/hold-queue';
 import type { ProxyDeps } from './proxy/inference';
 import { leanInference } from './proxy/lean';
 import { createRoutingCache, type RoutingCache } from './proxy/routing-cache';
+import { createSleepCheck } from './proxy/sleep-check';
 import type { RouteContext } from './routes/context';
 import { controlRoutes } from './routes/control';
 import { pauseRoutes } from './routes/pause';
@@ -52,7 +53,9 @@ export interface ApiApp {
   metrics: ApiMetrics;
   /** Subscribes to `haru_route` so route moves reach this process at once. Throws if the database refuses. */
   start(): Promise<void>;
-  /** Unsubscribes and closes upstream connections; the HTTP server is the caller's to close. */
+  /** Ends long-lived answers (event follows) so a closing HTTP server can finish; idempotent. */
+  endStreams(): void;
+  /** Ends long-lived answers, unsubscribes and closes upstream connections; the HTTP server is the caller's to close. */
   close(): Promise<void>;
 }
 
@@ -84,7 +87,8 @@ export function createApp(deps: ApiDeps): ApiApp {
     logger,
     onRevision: (s) => metrics.routeRevision.set({ fleet: s.slug }, s.routeRevision),
   });
-  const ctx: RouteContext = { ...deps, cache, metrics, now };
+  const shutdown = new AbortController();
+  const ctx: RouteContext = { ...deps, cache, metrics, now, shutdown: shutdown.signal };
   const proxy: ProxyDeps = {
     cache,
     forwarder,
@@ -96,6 +100,7 @@ export function createApp(deps: ApiDeps): ApiApp {
       now,
       logger,
     }),
+    sleepCheck: createSleepCheck({ ttlMs: config.HARU_SNAPSHOT_CACHE_TTL_MS, timeoutMs: config.HARU_STORE_TIMEOUT_MS }),
     metrics,
     logger,
     config,
@@ -142,7 +147,11 @@ export function createApp(deps: ApiDeps): ApiApp {
     async start() {
       unlisten ??= await deps.database.listen(ROUTE_CHANNEL, (payload) => cache.handlePush(payload));
     },
+    endStreams() {
+      shutdown.abort();
+    },
     async close() {
+      shutdown.abort();
       const stop = unlisten;
       unlisten = null;
       await stop?.();

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { secretFromEnv } from '../lib/secret-file';
 import {
   defaultTemporalSettings,
   resolveTemporalSettings,
@@ -6,7 +7,7 @@ import {
   temporalEnvShape,
 } from '../temporal/config';
 import { listenUrlSchema, postgresTlsEnvShape } from '../db/postgres-tls';
-import { blankable, parseEnv, portSchema, positiveMsSchema } from '../schemas/env';
+import { blankable, ConfigError, parseEnv, portSchema, positiveMsSchema } from '../schemas/env';
 
 const MIB = 1024 * 1024;
 const positiveInt = z.coerce.number().int().positive();
@@ -28,15 +29,30 @@ export const apiConfigSchema = z.object({
   /** TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE. */
   ...temporalEnvShape,
   HARU_TASK_QUEUE: blankable(z.string().min(1).default('haru')),
-  /** Bearer token required on every /v1/* route; unset disables auth and forces a loopback bind. */
-  HARU_API_TOKEN: blankable(z.string().min(1).optional()),
+  /**
+   * Bearer token required on every /v1/* route; unset disables auth and forces a loopback bind. Surrounding
+   * whitespace (a secret file's trailing newline) is trimmed: a client never sends it.
+   */
+  HARU_API_TOKEN: blankable(z.string().trim().min(1).optional()),
+  /** A file holding HARU_API_TOKEN (a mounted secret), read once at boot; exclusive with HARU_API_TOKEN. */
+  HARU_API_TOKEN_FILE: blankable(z.string().min(1).optional()),
   /** Fleet (slug or UUID) for proxy requests without an `X-Haru-Fleet` header. */
   HARU_DEFAULT_FLEET: blankable(z.string().min(1).optional()),
   HARU_CHAT_MAX_BODY_BYTES: blankable(positiveInt.default(32 * MIB)),
-  /** Bounds only the time until the upstream's response headers (504); a quiet stream is never cut. */
+  /** Bounds the time until the upstream's response headers (504). */
   HARU_CHAT_HEADER_TIMEOUT_MS: blankable(positiveMsSchema.default(60_000)),
+  /**
+   * Bounds the time from the upstream's headers to its first body byte (504, or a final SSE error event once
+   * pings started the stream); a stream that sent a byte is never cut.
+   */
+  HARU_CHAT_FIRST_BYTE_TIMEOUT_MS: blankable(positiveMsSchema.default(120_000)),
   /** Longest a request waits for a route move during a failover. */
   HARU_CHAT_HOLD_MS: blankable(positiveMsSchema.default(60_000)),
+  /**
+   * Longest a non-streaming request is held (at most HARU_CHAT_HOLD_MS): it sends nothing while held, so it
+   * stays below the common load-balancer idle timeouts (AWS ALB, nginx: 60 s). Streams are pinged instead.
+   */
+  HARU_CHAT_HOLD_QUIET_MS: blankable(positiveMsSchema.default(45_000)),
   /** Most requests held at once per API process; more answer 429 `overloaded`. */
   HARU_CHAT_HOLD_MAX: blankable(positiveInt.default(1_000)),
   /** Interval of SSE comment pings sent to held streaming requests. */
@@ -62,6 +78,8 @@ export const apiConfigSchema = z.object({
   HARU_RECONCILE_WAIT_MS: blankable(z.coerce.number().int().min(0).default(3_000)),
   /** Poll interval of `GET /events?follow=1`. */
   HARU_EVENTS_POLL_MS: blankable(positiveMsSchema.default(500)),
+  /** On SIGTERM, how long requests in flight may finish before their connections are cut (event follows end at once). */
+  HARU_SHUTDOWN_GRACE_MS: blankable(positiveMsSchema.default(10_000)),
   LOG_LEVEL: blankable(z.enum(['debug', 'info', 'warn', 'error']).default('info')),
 });
 /** The API's settings; the Temporal ones resolved with the profile file (`temporal`). */
@@ -69,10 +87,17 @@ export type ApiConfig = Omit<z.infer<typeof apiConfigSchema>, keyof typeof tempo
   temporal: TemporalSettings;
 };
 
+/**
+ * HARU_API_TOKEN, or the trimmed content of HARU_API_TOKEN_FILE (lib/secret-file.ts, the one reader of secret
+ * files). Throws ConfigError when both are set, or the file cannot be read or holds only whitespace.
+ */
+const apiToken = (parsed: z.infer<typeof apiConfigSchema>): string | undefined =>
+  secretFromEnv(parsed, 'HARU_API_TOKEN', { fail: (m) => new ConfigError(`invalid API environment:\n  ${m}`) });
+
 /** Parses the API environment; throws ConfigError naming every bad variable or Temporal setting. */
 export function loadApiConfig(env: NodeJS.ProcessEnv): ApiConfig {
   const parsed = parseEnv(apiConfigSchema, env, 'API');
-  return { ...parsed, temporal: resolveTemporalSettings(env) };
+  return { ...parsed, HARU_API_TOKEN: apiToken(parsed), temporal: resolveTemporalSettings(env) };
 }
 
 /** The config with every default, for tests: `defaultApiConfig({ HARU_CHAT_HOLD_MS: 100 })`. */

@@ -25,3 +25,19 @@ describe('toHaruError', () => {
     });
   });
 });
+
+describe('toHaruError for a database that cannot serve', () => {
+  it.each(['55000', '53300', '25006', '08006', '08001', '57P01', '57P03', '57P04'])(
+    'maps SQLSTATE %s to 503 state_store_unavailable, naming the code',
+    (code) => {
+      const pgError = Object.assign(new Error('refused'), { code });
+      const mapped = toHaruError(new Error('Failed query', { cause: pgError }));
+      expect([mapped.code, mapped.status, mapped.details?.storeCode]).toEqual(['state_store_unavailable', 503, code]);
+      expect(mapped.message).toContain(code);
+    },
+  );
+
+  it.each(['23505', '42P01', '40001'])('keeps SQLSTATE %s (a query that failed) an internal_error', (code) => {
+    expect(toHaruError(Object.assign(new Error('x'), { code })).code).toBe('internal_error');
+  });
+});

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { z } from 'zod';
-import { isStoreUnreachable, StoreError } from '../db/store-error';
+import { StoreError, storeUnreachableCode } from '../db/store-error';
 import type { Logger } from '../lib/logger';
 import { formatZodError } from '../schemas/env';
 import { type ErrorCode, HaruError } from '../schemas/errors';
@@ -40,7 +40,10 @@ export function toHaruError(err: unknown): HaruError {
   if (err instanceof HaruError) return err;
   if (err instanceof StoreError) return new HaruError(storeErrorCode(err), err.message);
   if (err instanceof z.ZodError) return new HaruError('invalid_request', formatZodError(err));
-  if (isStoreUnreachable(err)) return new HaruError('state_store_unavailable', 'the state store is unreachable');
+  const storeCode = storeUnreachableCode(err);
+  if (storeCode !== undefined) {
+    return new HaruError('state_store_unavailable', `the state store is unavailable (${storeCode})`, { storeCode });
+  }
   const e = err as BodyParserError;
   if (e?.type === 'entity.too.large') {
     return new HaruError('payload_too_large', `request body exceeds the limit of ${e.limit ?? '?'} bytes`);
@@ -68,8 +71,30 @@ export function sendError(res: ServerResponse, error: HaruError): void {
 }
 
 /**
- * Answers a request that failed with `err`: logs an `internal_error` (a bug, with its stack), then writes
- * the envelope, or cuts the connection when headers already went out (a stream: the status is gone).
+ * Logs what a failed request needs a human for: an `internal_error` (a bug) with its stack at error level,
+ * a store that cannot serve at warn level with the code that said so (a SQLSTATE such as 53300, or a socket
+ * code). Other errors are the client's or an upstream's and are only counted.
+ */
+export function logRequestError(
+  logger: Logger,
+  error: HaruError,
+  err: unknown,
+  request: Record<string, unknown>,
+): void {
+  if (error.code === 'internal_error') {
+    logger.error('request failed', {
+      ...request,
+      error: err instanceof Error ? err.message : String(err),
+      stack: err instanceof Error ? err.stack : undefined,
+    });
+  } else if (error.code === 'state_store_unavailable' && error.details?.storeCode !== undefined) {
+    logger.warn('state store unavailable', { ...request, code: error.details.storeCode });
+  }
+}
+
+/**
+ * Answers a request that failed with `err`: logs it (`logRequestError`), then writes the envelope, or cuts
+ * the connection when headers already went out (a stream: the status is gone).
  */
 export function failRequest(
   res: ServerResponse,
@@ -78,13 +103,7 @@ export function failRequest(
   request: { method: string; path: string },
 ): void {
   const error = toHaruError(err);
-  if (error.code === 'internal_error') {
-    logger.error('request failed', {
-      ...request,
-      error: err instanceof Error ? err.message : String(err),
-      stack: err instanceof Error ? err.stack : undefined,
-    });
-  }
+  logRequestError(logger, error, err, request);
   if (res.headersSent) res.destroy();
   else sendError(res, error);
 }

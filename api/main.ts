@@ -76,6 +76,9 @@ export async function startApi(env: NodeJS.ProcessEnv = process.env): Promise<Ru
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeIdleConnections();
+          // Followers end now; requests in flight get HARU_SHUTDOWN_GRACE_MS to finish, then are cut.
+          api.endStreams();
+          setTimeout(() => server.closeAllConnections(), config.HARU_SHUTDOWN_GRACE_MS).unref();
         });
         await composed.close();
         await database.close();

@@ -32,7 +32,7 @@ const SQLSTATE_RE = /^[0-9A-Z]{5}$/;
 /** The SQLSTATE of a database error, looking through drizzle's query-error wrapper; undefined for none. */
 export const pgErrorCode = (err: unknown): string | undefined => causeCode(err, (code) => SQLSTATE_RE.test(code));
 
-// postgres.js and socket error codes, and SQLSTATE classes 08 (connection) and 57P (shutdown).
+// postgres.js and socket error codes.
 const STORE_DOWN_CODES = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
@@ -42,11 +42,23 @@ const STORE_DOWN_CODES = new Set([
   'CONNECTION_ENDED',
   'CONNECTION_DESTROYED',
   'CONNECT_TIMEOUT',
-  '57P01',
-  '57P02',
-  '57P03',
 ]);
 
-/** True when `err` says the database could not be reached (as opposed to a query that failed). */
-export const isStoreUnreachable = (err: unknown): boolean =>
-  causeCode(err, (code) => STORE_DOWN_CODES.has(code) || code.startsWith('08')) !== undefined;
+/**
+ * SQLSTATEs that say the database cannot serve now, whatever the query: class 08 (connection exception),
+ * 57P01-57P05 (shutdown, crash, starting up, database dropped, idle session timeout), 53300 (too many
+ * connections), 55000 (object not in prerequisite state: a server or pooler refusing connections), 25006
+ * (read-only transaction: the primary is now a replica after a managed failover).
+ */
+const isUnavailableSqlState = (code: string): boolean =>
+  code.startsWith('08') || /^57P0[1-5]$/.test(code) || code === '53300' || code === '55000' || code === '25006';
+
+/**
+ * The code (SQLSTATE or driver/socket code) that says the database could not be reached or cannot serve,
+ * looking through `cause`; undefined when `err` is a query that failed for its own reasons.
+ */
+export const storeUnreachableCode = (err: unknown): string | undefined =>
+  causeCode(err, (code) => STORE_DOWN_CODES.has(code) || (SQLSTATE_RE.test(code) && isUnavailableSqlState(code)));
+
+/** True when `err` says the database could not be reached or cannot serve now (as opposed to a query that failed). */
+export const isStoreUnreachable = (err: unknown): boolean => storeUnreachableCode(err) !== undefined;

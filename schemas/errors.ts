@@ -12,6 +12,7 @@ export const ERROR_STATUS = {
   operation_conflict: 409,
   model_not_found: 404,
   no_active_domain: 503,
+  domain_unavailable: 503,
   upstream_timeout: 504,
   upstream_unreachable: 502,
   payload_too_large: 413,

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { ForwardOutcome } from './forwarder';
 import { clientResponseHeaders } from './headers';
-import { endSseWithError } from './sse';
+import { announceHeldRouting, endSseWithError } from './sse';
 
 type Response = Extract<ForwardOutcome, { kind: 'response' }>;
 export type { Response as UpstreamResponse };
@@ -40,11 +40,22 @@ export async function readSome(upstream: Response): Promise<Buffer> {
   return Buffer.concat(parts);
 }
 
+/** The `error` object of an upstream error body (vLLM's `{"error": {…}}`), or one built from its text. */
+export async function upstreamError(upstream: Response): Promise<unknown> {
+  const raw = await readSome(upstream).catch(() => Buffer.alloc(0));
+  try {
+    const parsed = JSON.parse(raw.toString('utf8')) as { error?: unknown };
+    return parsed?.error ?? parsed;
+  } catch {
+    return { message: raw.toString('utf8'), code: upstream.statusCode };
+  }
+}
+
 /**
  * Writes an upstream response to the client: status and headers (plus `extraHeaders`) unless headers already
  * went out, then the body chunk by chunk as it arrives, waiting for 'drain' (backpressure). If headers
- * already went out as a held SSE stream and the upstream answered an error, the error becomes a final
- * `data: {"error": …}` event. A broken upstream mid-body cuts the client connection (the status is gone).
+ * already went out as a held SSE stream, the routing goes in a comment and the announced trailers, and an
+ * upstream error becomes a final `data: {"error": …}` event. A broken upstream mid-body cuts the client connection (the status is gone).
  */
 export async function deliver(
   res: ServerResponse,
@@ -53,20 +64,35 @@ export async function deliver(
 ): Promise<DeliveryResult> {
   if (!res.headersSent) {
     res.writeHead(upstream.statusCode, clientResponseHeaders(upstream.headers, extraHeaders));
-  } else if (upstream.statusCode >= 400) {
-    const raw = await readSome(upstream).catch(() => Buffer.alloc(0));
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(raw.toString('utf8'));
-    } catch {
-      parsed = { message: raw.toString('utf8'), code: upstream.statusCode };
+  } else {
+    announceHeldRouting(res, extraHeaders);
+    if (upstream.statusCode >= 400) {
+      endSseWithError(res, { error: await upstreamError(upstream) });
+      return 'ok';
     }
-    const inner = (parsed as { error?: unknown })?.error ?? parsed;
-    endSseWithError(res, { error: inner });
-    return 'ok';
   }
+  const end = await pumpBody(res, upstream, async (chunk) => res.write(chunk) || drained(res));
+  if (end === 'upstream_broken') {
+    res.destroy();
+    return 'upstream_broken';
+  }
+  if (end === 'client_closed') return end;
+  res.end();
+  return 'ok';
+}
+
+/**
+ * Pumps an upstream body through `write` (false: the client went away, after waiting for 'drain') until it
+ * ends; says how it ended. An upstream whose client went away is aborted. Shared by `deliver` and the
+ * migration relay (migration/relay.ts), which writes whole SSE events instead of raw chunks.
+ */
+export async function pumpBody(
+  res: ServerResponse,
+  upstream: Response,
+  write: (chunk: Buffer) => Promise<boolean>,
+): Promise<'ended' | 'client_closed' | 'upstream_broken'> {
   try {
-    if (upstream.first && !res.write(upstream.first) && !(await drained(res))) {
+    if (upstream.first && !(await write(upstream.first))) {
       upstream.abort();
       return 'client_closed';
     }
@@ -75,18 +101,14 @@ export async function deliver(
       try {
         next = await upstream.rest.next();
       } catch {
-        if (res.destroyed) return 'client_closed';
-        res.destroy();
-        return 'upstream_broken';
+        return res.destroyed ? 'client_closed' : 'upstream_broken';
       }
-      if (next.done) break;
-      if (!res.write(next.value) && !(await drained(res))) {
+      if (next.done) return 'ended';
+      if (!(await write(next.value))) {
         upstream.abort();
         return 'client_closed';
       }
     }
-    res.end();
-    return 'ok';
   } finally {
     if (res.destroyed && !res.writableFinished) upstream.abort();
   }

@@ -83,7 +83,10 @@ describe('createForwarder', () => {
     let upstreamClosed!: () => void;
     const closed = new Promise<void>((resolve) => (upstreamClosed = resolve));
     const url = await upstream((req) => req.socket.on('close', upstreamClosed));
-    expect(await forwarder.send(request(url, { headersTimeoutMs: 100 }))).toEqual({ kind: 'timeout' });
+    expect(await forwarder.send(request(url, { headersTimeoutMs: 100 }))).toEqual({
+      kind: 'timeout',
+      phase: 'headers',
+    });
     await closed;
   });
 
@@ -103,6 +106,23 @@ describe('createForwarder', () => {
     sendBody();
     const outcome = expectResponse(await pending);
     expect((await readRest(outcome)).toString()).toBe('data: late\n\n');
+  });
+
+  it('times out when headers came but no body byte within firstByteTimeoutMs, after telling the caller of the headers', async () => {
+    let upstreamClosed!: () => void;
+    const closed = new Promise<void>((resolve) => (upstreamClosed = resolve));
+    const url = await upstream((req, res) => {
+      req.socket.on('close', upstreamClosed);
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.flushHeaders();
+    });
+    const seen: number[] = [];
+    const outcome = await forwarder.send(
+      request(url, { firstByteTimeoutMs: 200, onHeaders: (status) => seen.push(status) }),
+    );
+    expect(outcome).toEqual({ kind: 'timeout', phase: 'first_byte' });
+    expect(seen).toEqual([200]);
+    await closed;
   });
 
   it('reports a refused connection as retryable `refused`', async () => {

@@ -16,8 +16,11 @@ export type ForwardOutcome =
       /** Stops the upstream response (client went away). */
       abort(): void;
     }
-  /** No response headers within the bound; the upstream request was aborted. */
-  | { kind: 'timeout' }
+  /**
+   * No response headers within `headersTimeoutMs` (`headers`), or headers but no body byte within
+   * `firstByteTimeoutMs` (`first_byte`); the upstream request was aborted.
+   */
+  | { kind: 'timeout'; phase: 'headers' | 'first_byte' }
   /** Connection refused or reset before any response byte: nothing reached the client, so it can be retried. */
   | { kind: 'refused'; error: Error }
   /** The client went away first. */
@@ -30,8 +33,12 @@ export interface ForwardRequest {
   body: Buffer | null;
   /** Aborts the upstream request (client disconnect). */
   signal: AbortSignal;
-  /** Bound on the time to the response headers; once they came, nothing is ever cut. */
+  /** Bound on the time to the response headers. */
   headersTimeoutMs: number;
+  /** Bound on the time from the headers to the first body byte (unset: none); once a byte came, nothing is cut. */
+  firstByteTimeoutMs?: number;
+  /** Called when the response headers came, before the first body byte (the caller may ping its client). */
+  onHeaders?: (statusCode: number, headers: IncomingHttpHeaders) => void;
 }
 
 export interface Forwarder {
@@ -60,6 +67,7 @@ export const isConnectionFailure = (err: unknown): boolean =>
 
 /** Why an upstream attempt was aborted by the forwarder itself. */
 class HeadersTimeout extends Error {}
+class FirstByteTimeout extends Error {}
 
 /** An upstream address split once per URL (undici's `request(url)` re-parses it every time). */
 const origins = new Map<string, { origin: string; path: string }>();
@@ -100,11 +108,13 @@ class Exchange implements Dispatcher.DispatchHandler {
   private error: unknown = null;
   private waiter: { resolve: (r: IteratorResult<Buffer>) => void; reject: (err: unknown) => void } | null = null;
   private readonly timer: NodeJS.Timeout;
+  private firstByteTimer: NodeJS.Timeout | undefined;
   private readonly onClientAbort = () => this.abort(new Error('client closed the request'));
 
   constructor(
     private readonly signal: AbortSignal,
     headersTimeoutMs: number,
+    private readonly firstByte: Pick<ForwardRequest, 'firstByteTimeoutMs' | 'onHeaders'> = {},
   ) {
     this.outcome = new Promise<ForwardOutcome>((resolve, reject) => {
       this.settle = resolve;
@@ -122,6 +132,7 @@ class Exchange implements Dispatcher.DispatchHandler {
 
   private cleanup(): void {
     clearTimeout(this.timer);
+    clearTimeout(this.firstByteTimer);
     this.signal.removeEventListener('abort', this.onClientAbort);
   }
 
@@ -137,11 +148,17 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.statusCode = statusCode;
     this.headers = util.parseHeaders(rawHeaders) as IncomingHttpHeaders;
     this.resumeUpstream = resume;
+    const { firstByteTimeoutMs, onHeaders } = this.firstByte;
+    if (firstByteTimeoutMs !== undefined) {
+      this.firstByteTimer = setTimeout(() => this.abort(new FirstByteTimeout()), firstByteTimeoutMs);
+    }
+    onHeaders?.(statusCode, this.headers);
     return true;
   }
 
   onData(chunk: Buffer): boolean {
     if (!this.settled) {
+      clearTimeout(this.firstByteTimer);
       this.respond(chunk);
       return true;
     }
@@ -173,7 +190,8 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (!this.settled) {
       this.settled = true;
       if (this.signal.aborted) return this.settle({ kind: 'aborted' });
-      if (this.reason instanceof HeadersTimeout) return this.settle({ kind: 'timeout' });
+      if (this.reason instanceof HeadersTimeout) return this.settle({ kind: 'timeout', phase: 'headers' });
+      if (this.reason instanceof FirstByteTimeout) return this.settle({ kind: 'timeout', phase: 'first_byte' });
       if (isConnectionFailure(err)) return this.settle({ kind: 'refused', error: err });
       return this.fail(err);
     }
@@ -220,10 +238,10 @@ class Exchange implements Dispatcher.DispatchHandler {
 }
 
 /**
- * The undici forwarder. Its Agent never times out on its own: the only bound is the caller's time to
- * response headers. After the headers it still waits for the first body chunk (without a timer) before
- * the caller writes anything to the client, so a connection reset before any body byte can be retried
- * elsewhere; from then on a quiet stream is never cut (a long prefill before the first token is normal).
+ * The undici forwarder. Its Agent never times out on its own: the bounds are the caller's, on the time to
+ * response headers and from them to the first body byte. It waits for that first body chunk before the
+ * caller writes anything of the upstream's to the client, so a connection reset before any body byte can
+ * be retried elsewhere; from then on a quiet stream is never cut.
  */
 export function createForwarder(opts: { connectTimeoutMs?: number } = {}): Forwarder {
   const agent = new Agent({
@@ -234,7 +252,7 @@ export function createForwarder(opts: { connectTimeoutMs?: number } = {}): Forwa
 
   function send(req: ForwardRequest): Promise<ForwardOutcome> {
     if (req.signal.aborted) return Promise.resolve({ kind: 'aborted' });
-    const exchange = new Exchange(req.signal, req.headersTimeoutMs);
+    const exchange = new Exchange(req.signal, req.headersTimeoutMs, req);
     const { origin, path } = splitUrl(req.url);
     agent.dispatch({ origin, path, method: req.method, headers: req.headers, body: req.body ?? undefined }, exchange);
     return exchange.outcome;

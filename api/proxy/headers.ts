@@ -42,7 +42,13 @@ export function upstreamRequestHeaders(client: IncomingHttpHeaders): Record<stri
   return out;
 }
 
-/** Headers passed back to the client: the upstream's, minus hop-by-hop ones, then `extra` (Haru's own). */
+// Never passed back: an upstream must not set cookies on Haru's origin.
+const NOT_TO_CLIENT = new Set(['set-cookie', 'set-cookie2']);
+
+/**
+ * Headers passed back to the client: the upstream's, minus hop-by-hop ones, cookies and any
+ * `X-Haru-*` (only Haru says which fleet, domain and revision served), then `extra` (Haru's own).
+ */
 export function clientResponseHeaders(
   upstream: IncomingHttpHeaders,
   extra: Record<string, string> = {},
@@ -51,7 +57,8 @@ export function clientResponseHeaders(
   const out: Record<string, string | string[]> = {};
   for (const [name, value] of Object.entries(upstream)) {
     const key = name.toLowerCase();
-    if (value === undefined || HOP_BY_HOP.has(key) || listed.has(key)) continue;
+    if (value === undefined || HOP_BY_HOP.has(key) || NOT_TO_CLIENT.has(key) || listed.has(key)) continue;
+    if (key.startsWith('x-haru-')) continue;
     out[key] = value;
   }
   for (const key in extra) out[key] = extra[key]!;

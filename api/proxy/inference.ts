@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestHandler } from 'express';
 import { HaruError } from '../../schemas/errors';
 import type { ApiConfig } from '../config';
-import { sendError, toHaruError } from '../errors';
+import { logRequestError, sendError, toHaruError } from '../errors';
 import type { Logger } from '../../lib/logger';
 import type { ApiMetrics } from '../metrics';
 import type { Forwarder } from './forwarder';
@@ -10,10 +10,12 @@ import { upstreamRequestHeaders } from './headers';
 import type { HealthSignal } from './health-signal';
 import { type HoldQueue, waitForRouteMove } from './hold-queue';
 import { type InferenceBody, readInferenceBody } from './inference-body';
+import { expectedFailoverSeconds } from '../../core/route-eligibility';
 import { type Attempt, neverSent, proxyWithMigration } from './migration/migrate';
-import { holdReason, type InferenceEndpoint, routeModel, upstreamUrl } from './route-table';
+import { holdReason, type InferenceEndpoint, noFailoverReason, routeModel, upstreamUrl } from './route-table';
 import type { Routing, RoutingCache } from './routing-cache';
-import { endSseWithError, startSse, writeSseComment } from './sse';
+import type { SleepCheck } from './sleep-check';
+import { endSseWithError, heldStreamTrailerHeader, startSse, writeSseComment } from './sse';
 
 /** Everything the proxy path needs; built once in createApp. */
 export interface ProxyDeps {
@@ -21,13 +23,17 @@ export interface ProxyDeps {
   forwarder: Forwarder;
   holdQueue: HoldQueue;
   healthSignal: HealthSignal;
+  /** Asked before routing on a stale snapshot: a domain that reports asleep gets no request. */
+  sleepCheck: SleepCheck;
   metrics: ApiMetrics;
   logger: Logger;
   config: Pick<
     ApiConfig,
     | 'HARU_DEFAULT_FLEET'
     | 'HARU_CHAT_HEADER_TIMEOUT_MS'
+    | 'HARU_CHAT_FIRST_BYTE_TIMEOUT_MS'
     | 'HARU_CHAT_HOLD_MS'
+    | 'HARU_CHAT_HOLD_QUIET_MS'
     | 'HARU_CHAT_HOLD_PING_MS'
     | 'HARU_CHAT_HOLD_RECHECK_MS'
     | 'HARU_MIGRATE_MAX_PER_REQUEST'
@@ -60,7 +66,7 @@ interface Hold {
   stopPings(): void;
 }
 
-function enterHold(deps: ProxyDeps, res: ServerResponse, body: InferenceBody): Hold | null {
+function enterHold(deps: ProxyDeps, res: ServerResponse, body: InferenceBody, routing: Routing): Hold | null {
   const leaveQueue = deps.holdQueue.tryEnter();
   if (!leaveQueue) {
     deps.metrics.holdOutcomes.inc({ outcome: 'rejected' });
@@ -69,7 +75,8 @@ function enterHold(deps: ProxyDeps, res: ServerResponse, body: InferenceBody): H
   // Headers go out only at the first ping, so a short hold still passes the upstream's own status through.
   const pings = body.stream
     ? setInterval(() => {
-        startSse(res);
+        // The serving domain and revision are known only later: they come as trailers (HELD_STREAM_TRAILERS).
+        startSse(res, { 'x-haru-fleet': routing.snapshot.slug, ...heldStreamTrailerHeader });
         writeSseComment(res, 'haru: holding request while the fleet fails over');
       }, deps.config.HARU_CHAT_HOLD_PING_MS)
     : undefined;
@@ -84,6 +91,31 @@ function enterHold(deps: ProxyDeps, res: ServerResponse, body: InferenceBody): H
       leaveQueue();
       deps.metrics.holdOutcomes.inc({ outcome });
     },
+  };
+}
+
+/**
+ * Pings a streaming client while an upstream that sent its headers has not sent a body byte (a long prefill,
+ * or a stalled server): the first ping starts the stream with Haru's own SSE headers. `stop` ends the pings.
+ */
+function pingUntilFirstByte(
+  deps: ProxyDeps,
+  res: ServerResponse,
+  body: InferenceBody,
+  routing: Record<string, string>,
+) {
+  let pings: NodeJS.Timeout | undefined;
+  return {
+    onHeaders: body.stream
+      ? (statusCode: number) => {
+          if (statusCode >= 400) return;
+          pings = setInterval(() => {
+            startSse(res, routing);
+            writeSseComment(res, 'haru: waiting for the first token');
+          }, deps.config.HARU_CHAT_HOLD_PING_MS);
+        }
+      : undefined,
+    stop: () => clearInterval(pings),
   };
 }
 
@@ -104,7 +136,11 @@ async function proxyOnce(
 ): Promise<string> {
   const fleetRef = requestFleet(req, deps.config.HARU_DEFAULT_FLEET);
   const headers = upstreamRequestHeaders(req.headers);
-  const deadline = deps.now().getTime() + deps.config.HARU_CHAT_HOLD_MS;
+  // A held stream is pinged; a non-streaming request sends nothing, so its hold stays under LB idle timeouts.
+  const holdMs = body.stream
+    ? deps.config.HARU_CHAT_HOLD_MS
+    : Math.min(deps.config.HARU_CHAT_HOLD_MS, deps.config.HARU_CHAT_HOLD_QUIET_MS);
+  const deadline = deps.now().getTime() + holdMs;
   let hold: Hold | null = null;
   let holdOutcome: 'moved' | 'timeout' | 'closed' | 'failed' = 'failed';
   try {
@@ -116,22 +152,42 @@ async function proxyOnce(
       let failure: HaruError;
       let refused = false;
       let sent = false;
-      if (target.kind === 'ok') {
-        const outcome = await deps.forwarder.send({
-          url: upstreamUrl(target.servingUrl, endpoint),
-          method: 'POST',
-          headers,
-          body: raw,
-          signal,
-          headersTimeoutMs: deps.config.HARU_CHAT_HEADER_TIMEOUT_MS,
-        });
+      // A stale route may point at a domain a promotion since put to sleep: confirm it before sending.
+      const staleAsleep = target.kind === 'ok' && routing.stale && (await deps.sleepCheck.isAsleep(target.servingUrl));
+      if (target.kind === 'ok' && staleAsleep) {
+        failure = new HaruError(
+          'domain_unavailable',
+          `routing for fleet ${snapshot.slug} is stale (state store unreachable) and domain ${target.domain.slug} reports model "${body.model}" asleep`,
+        );
+      } else if (target.kind === 'ok') {
+        const routed = routingHeaders(routing, target.domain.slug);
+        const pinger = pingUntilFirstByte(deps, res, body, routed);
+        const outcome = await deps.forwarder
+          .send({
+            url: upstreamUrl(target.servingUrl, endpoint),
+            method: 'POST',
+            headers,
+            body: raw,
+            signal,
+            headersTimeoutMs: deps.config.HARU_CHAT_HEADER_TIMEOUT_MS,
+            firstByteTimeoutMs: deps.config.HARU_CHAT_FIRST_BYTE_TIMEOUT_MS,
+            onHeaders: pinger.onHeaders,
+          })
+          .finally(pinger.stop);
         if (outcome.kind === 'aborted') return (holdOutcome = 'closed');
+        // Headers came and then the body stalled: the request reached the model server, so it is not sent again.
+        if (outcome.kind === 'timeout' && outcome.phase !== 'headers') {
+          throw new HaruError(
+            'upstream_timeout',
+            `domain ${target.domain.slug} sent headers but no body within ${deps.config.HARU_CHAT_FIRST_BYTE_TIMEOUT_MS} ms`,
+          );
+        }
         if (outcome.kind === 'response') {
           if (outcome.statusCode >= 200 && outcome.statusCode < 300) deps.healthSignal.served(target.domain.id);
           hold?.stopPings();
           holdOutcome = 'moved';
           deps.metrics.proxyTtfb.observe({ endpoint }, outcome.ttfbSeconds);
-          return attempt.relay(res, outcome, routingHeaders(routing, target.domain.slug));
+          return attempt.relay(res, outcome, routed);
         }
         refused = true;
         deps.healthSignal.report(snapshot.id);
@@ -156,22 +212,30 @@ async function proxyOnce(
       // Decide on a fresh read: the cached snapshot may predate the promotion we would wait for.
       const fresh = await deps.cache.refresh(fleetRef);
       const moved = fresh.snapshot.routeRevision !== snapshot.routeRevision;
-      if (!moved && !holdReason(fresh.snapshot, body.model, refused)) throw failure;
+      // Retry once a failover could have happened, not after the whole hold budget.
+      const retryAfterSeconds = expectedFailoverSeconds(fresh.snapshot.policy);
+      // A stale route to a sleeping domain waits for the store (a moved route) rather than failing at once.
+      if (!moved && !staleAsleep && !holdReason(fresh.snapshot, body.model, refused)) {
+        if (failure.status !== 503 && !refused) throw failure;
+        // Nothing will move the route on its own: answer now, saying why.
+        throw new HaruError(failure.code, `${failure.message}; ${noFailoverReason(fresh.snapshot, body.model)}`, {
+          retryAfterSeconds,
+        });
+      }
       if (sent && !attempt.mayResend()) throw failure;
       if (moved) continue;
       const left = deadline - deps.now().getTime();
       if (left <= 0) {
         holdOutcome = 'timeout';
-        throw new HaruError(
-          failure.code,
-          `${failure.message} (held ${deps.config.HARU_CHAT_HOLD_MS} ms, no route move)`,
-        );
+        throw new HaruError(failure.code, `${failure.message} (held ${holdMs} ms, no route move)`, {
+          retryAfterSeconds,
+        });
       }
       if (!hold) {
-        hold = enterHold(deps, res, body);
+        hold = enterHold(deps, res, body, fresh);
         if (!hold) {
           throw new HaruError('overloaded', `${deps.holdQueue.max} requests are already held for failover`, {
-            retryAfterSeconds: Math.max(1, Math.ceil(deps.config.HARU_CHAT_HOLD_MS / 1000)),
+            retryAfterSeconds,
           });
         }
       }
@@ -216,12 +280,7 @@ export async function handleInference(
   } catch (err) {
     const error = toHaruError(err);
     outcome = error.code;
-    if (error.code === 'internal_error') {
-      deps.logger.error('proxy request failed', {
-        endpoint,
-        error: err instanceof Error ? err.message : String(err),
-      });
-    }
+    logRequestError(deps.logger, error, err, { endpoint });
     if (!res.headersSent) sendError(res, error);
     else if (res.getHeader('content-type')?.toString().startsWith('text/event-stream')) {
       endSseWithError(res, error.toBody());

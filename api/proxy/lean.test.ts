@@ -15,6 +15,7 @@ import { createHoldQueue } from './hold-queue';
 import type { ProxyDeps } from './inference';
 import { leanInference } from './lean';
 import { createRoutingCache } from './routing-cache';
+import { createSleepCheck } from './sleep-check';
 
 const TOKEN = 'lean-token';
 const MAX_BODY_BYTES = 1024;
@@ -84,6 +85,7 @@ beforeAll(async () => {
   const config = defaultApiConfig();
   const now = () => new Date();
   const deps: ProxyDeps = {
+    sleepCheck: createSleepCheck({ ttlMs: 60_000, timeoutMs: 1_000 }),
     cache: createRoutingCache({
       store: {
         fleets: {

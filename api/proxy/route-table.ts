@@ -1,5 +1,6 @@
 import type { DomainSnapshot, FleetSnapshot } from '../../schemas/entities';
 import { HaruError } from '../../schemas/errors';
+import { ineligibility, isDomainServing, isSlotServing } from '../../core/route-eligibility';
 
 /** The proxied OpenAI endpoints. Only these paths are ever built toward an upstream. */
 export const INFERENCE_ENDPOINTS = ['chat/completions', 'completions', 'embeddings'] as const;
@@ -10,11 +11,15 @@ export function activeDomain(snapshot: FleetSnapshot): DomainSnapshot | null {
   return snapshot.domains.find((d) => d.id === snapshot.activeDomainId) ?? null;
 }
 
-/** Model name -> servingUrl for every inference slot of `domain`, in layout order. */
-export function domainModels(domain: DomainSnapshot): Map<string, string> {
+/**
+ * Model name -> servingUrl for every inference slot of `domain`, in layout order; with `eligibleOnly`, only
+ * the models that may take traffic now (the domain ready or degraded, the slot serving).
+ */
+export function domainModels(domain: DomainSnapshot, eligibleOnly = false): Map<string, string> {
   const models = new Map<string, string>();
+  if (eligibleOnly && !isDomainServing(domain)) return models;
   for (const slot of domain.slots) {
-    if (slot.kind !== 'inference') continue;
+    if (slot.kind !== 'inference' || (eligibleOnly && !isSlotServing(slot))) continue;
     for (const m of slot.models) if (!models.has(m.name)) models.set(m.name, m.servingUrl);
   }
   return models;
@@ -24,7 +29,10 @@ export function domainModels(domain: DomainSnapshot): Map<string, string> {
 export type RouteTarget =
   { kind: 'ok'; domain: DomainSnapshot; servingUrl: string } | { kind: 'error'; error: HaruError };
 
-/** Picks the upstream for `model` on the active domain (exact name match). */
+/**
+ * Picks the upstream for `model` on the active domain (exact name match), only where it may take traffic
+ * now: a failed active or a sleeping slot is `domain_unavailable` (503), never sent a request.
+ */
 export function routeModel(snapshot: FleetSnapshot, model: string): RouteTarget {
   const domain = activeDomain(snapshot);
   if (!domain) {
@@ -32,7 +40,11 @@ export function routeModel(snapshot: FleetSnapshot, model: string): RouteTarget 
   }
   const models = domainModels(domain);
   const servingUrl = models.get(model);
-  if (servingUrl) return { kind: 'ok', domain, servingUrl };
+  if (servingUrl) {
+    const why = ineligibility(domain, model);
+    if (!why) return { kind: 'ok', domain, servingUrl };
+    return { kind: 'error', error: new HaruError('domain_unavailable', `fleet ${snapshot.slug}: ${why}`) };
+  }
   const names = [...models.keys()];
   return {
     kind: 'error',
@@ -72,7 +84,7 @@ export type HoldReason = 'promotion_in_flight' | 'auto_failover';
 
 /**
  * Decides whether waiting can help (docs/architecture.md §5.4): a promotion is in flight toward a domain that binds
- * `model`, or auto-failover is on, the active is failing (or just refused us) and a viable standby binds
+ * `model`, or auto-failover is on and not paused, the active is failing (or just refused us) and a viable standby binds
  * `model`. Pure: a function of the snapshot and what the proxy just saw.
  */
 export function holdReason(snapshot: FleetSnapshot, model: string, upstreamRefused: boolean): HoldReason | null {
@@ -81,12 +93,12 @@ export function holdReason(snapshot: FleetSnapshot, model: string, upstreamRefus
   if (op && op.kind === 'promote' && (op.state === 'pending' || op.state === 'running')) {
     if (serves(snapshot.domains.find((d) => d.id === op.targetDomainId))) return 'promotion_in_flight';
   }
-  if (!snapshot.policy.autoFailover) return null;
+  if (!snapshot.policy.autoFailover || snapshot.autoFailoverPause) return null;
   const active = activeDomain(snapshot);
   const activeFailing =
     upstreamRefused ||
     !active ||
-    active.state === 'failed' ||
+    !isDomainServing(active) ||
     active.state === 'degraded' ||
     active.consecutiveFailures > 0;
   if (!activeFailing) return null;
@@ -94,4 +106,12 @@ export function holdReason(snapshot: FleetSnapshot, model: string, upstreamRefus
     (d) => d.id !== snapshot.activeDomainId && (d.state === 'ready' || d.state === 'degraded') && serves(d),
   );
   return viableStandby ? 'auto_failover' : null;
+}
+
+/** Why no automatic failover will move the route for `model` (holdReason said null), for the 503 message. */
+export function noFailoverReason(snapshot: FleetSnapshot, model: string): string {
+  const pause = snapshot.autoFailoverPause;
+  if (pause) return `auto-failover is paused (by ${pause.by}${pause.reason ? `: ${pause.reason}` : ''})`;
+  if (!snapshot.policy.autoFailover) return 'auto-failover is off for this fleet';
+  return `no ready standby serves model "${model}"`;
 }

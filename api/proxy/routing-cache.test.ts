@@ -156,4 +156,31 @@ describe('routing cache', () => {
     await expect(cache.get('f1')).rejects.toMatchObject({ code: 'fleet_not_found' });
     expect(cache.size).toBe(0);
   });
+
+  it('remembers an unknown fleet for missTtlMs: a flood of requests for it makes one store read', async () => {
+    const s = fakeStore([snap(1)]);
+    const cache = createRoutingCache({ store: s.store, ttlMs: 100, maxEntries: 10, storeTimeoutMs: 50, now });
+    const asks = await Promise.allSettled(Array.from({ length: 200 }, () => cache.get('nope')));
+    for (let i = 0; i < 50; i++) await expect(cache.refresh('nope')).rejects.toMatchObject({ code: 'fleet_not_found' });
+    expect(
+      asks.every((a) => a.status === 'rejected' && (a.reason as { code: string }).code === 'fleet_not_found'),
+    ).toBe(true);
+    expect(s.calls.snapshot).toBe(1);
+    // Past the interval the store is asked again, and a fleet created meanwhile is found.
+    s.fleets.push({ ...snap(2), slug: 'nope' });
+    clock += 100;
+    expect((await cache.get('nope')).snapshot.slug).toBe('nope');
+    expect(s.calls.snapshot).toBe(2);
+  });
+
+  it('bounds the unknown names it remembers by maxEntries', async () => {
+    const s = fakeStore([]);
+    const cache = createRoutingCache({ store: s.store, ttlMs: 1_000, maxEntries: 2, storeTimeoutMs: 50, now });
+    for (const ref of ['a', 'b', 'c']) await expect(cache.get(ref)).rejects.toMatchObject({ code: 'fleet_not_found' });
+    expect(s.calls.snapshot).toBe(3);
+    await expect(cache.get('c')).rejects.toMatchObject({ code: 'fleet_not_found' });
+    expect(s.calls.snapshot).toBe(3);
+    await expect(cache.get('a')).rejects.toMatchObject({ code: 'fleet_not_found' }); // evicted: read again
+    expect(s.calls.snapshot).toBe(4);
+  });
 });

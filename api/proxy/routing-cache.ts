@@ -15,8 +15,10 @@ export interface RoutingCacheOptions {
   store: { fleets: Pick<ApiStore['fleets'], 'list' | 'snapshot' | 'routeRevision'> };
   /** An entry younger than this is used without touching the store. */
   ttlMs: number;
-  /** Most fleets cached; the least recently used is evicted first. */
+  /** Most fleets cached (and most unknown names remembered); the least recently used is evicted first. */
   maxEntries: number;
+  /** How long a name the store does not know answers `fleet_not_found` without a store read (default ttlMs). */
+  missTtlMs?: number;
   /** Bound on one store read; past it the last known routing is served (stale). */
   storeTimeoutMs: number;
   now?: () => Date;
@@ -28,7 +30,8 @@ export interface RoutingCacheOptions {
 export interface RoutingCache {
   /**
    * The fleet's routing (slug or UUID). Fresh within the TTL; past it, revalidated with a cheap route
-   * revision read and reloaded only when the revision moved. Throws `fleet_not_found`, or
+   * revision read and reloaded only when the revision moved. Throws `fleet_not_found` (remembered for
+   * `missTtlMs`, so a flood of requests for an unknown fleet makes one store read per interval), or
    * `state_store_unavailable` when the store cannot be read and nothing is cached.
    */
   get(ref: string): Promise<Routing>;
@@ -62,6 +65,21 @@ export function createRoutingCache(opts: RoutingCacheOptions): RoutingCache {
   const entries = new Map<string, Entry>(); // fleetId -> entry, insertion order = recency
   const aliases = new Map<string, string>(); // slug or id -> fleetId
   const inflight = new Map<string, Promise<Routing>>();
+  const misses = new Map<string, number>(); // unknown slug or id -> until when it is known missing
+  const missTtlMs = opts.missTtlMs ?? opts.ttlMs;
+  const rememberMiss = (ref: string) => {
+    misses.delete(ref);
+    if (misses.size >= opts.maxEntries) misses.delete(misses.keys().next().value as string);
+    misses.set(ref, now() + missTtlMs);
+  };
+  const knownMissing = (ref: string): boolean => {
+    const until = misses.get(ref);
+    if (until === undefined) return false;
+    if (now() < until) return true;
+    misses.delete(ref);
+    return false;
+  };
+  const notFound = (ref: string) => new HaruError('fleet_not_found', `fleet ${ref} not found`);
   const listeners = new Set<(fleetId: string, revision: number) => void>();
 
   const touch = (id: string, entry: Entry) => {
@@ -136,8 +154,10 @@ export function createRoutingCache(opts: RoutingCacheOptions): RoutingCache {
       if (!snapshot) {
         if (entry) entries.delete(entry.snapshot.id);
         aliases.delete(ref);
-        throw new HaruError('fleet_not_found', `fleet ${ref} not found`);
+        rememberMiss(ref);
+        throw notFound(ref);
       }
+      misses.delete(ref);
       return { snapshot: store(snapshot, entry).snapshot, stale: false };
     } catch (err) {
       if (err instanceof HaruError && err.code === 'fleet_not_found') throw err;
@@ -166,6 +186,7 @@ export function createRoutingCache(opts: RoutingCacheOptions): RoutingCache {
       return entries.size;
     },
     async get(ref) {
+      if (knownMissing(ref)) throw notFound(ref);
       const entry = lookup(ref);
       if (entry) {
         const t = now();
@@ -177,6 +198,7 @@ export function createRoutingCache(opts: RoutingCacheOptions): RoutingCache {
       return singleFlight(ref, entry, false);
     },
     async refresh(ref) {
+      if (knownMissing(ref)) throw notFound(ref);
       const entry = lookup(ref);
       if (entry && !entry.invalidated && now() < entry.backoffUntil) return { snapshot: entry.snapshot, stale: true };
       return singleFlight(ref, entry, true);
@@ -189,6 +211,7 @@ export function createRoutingCache(opts: RoutingCacheOptions): RoutingCache {
         opts.logger?.warn('ignored malformed route push', { channel: ROUTE_CHANNEL });
         return;
       }
+      misses.delete(parsed.fleetId);
       const entry = entries.get(parsed.fleetId);
       if (entry && parsed.revision <= entry.snapshot.routeRevision) return; // duplicate or out of order
       if (entry) {

@@ -21,6 +21,8 @@ export interface RouteContext {
   logger: Logger;
   metrics: ApiMetrics;
   now: () => Date;
+  /** Aborted when the API shuts down: long-lived answers (event follows) end on it. */
+  shutdown: AbortSignal;
 }
 
 /** Control-plane store calls wait at most this long (they are not on the hot path, so longer than routing reads). */

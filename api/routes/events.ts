@@ -8,16 +8,23 @@ import { controlStoreTimeoutMs, loadFleet, param, parseWith, type RouteContext }
 
 const KEEPALIVE_MS = 15_000;
 
-/** The cursor to start a follow from: `?after=`, else the SSE `Last-Event-ID` a reconnecting client sends. */
+/**
+ * The cursor to start a follow from: the SSE `Last-Event-ID` a reconnecting client sends, else `?after=`.
+ * The header wins: a browser's EventSource reconnects to the same URL (its `after` is the first cursor),
+ * so only the header says what the client already has.
+ */
 function startCursor(req: Request, after: number | undefined): number {
-  if (after !== undefined) return after;
-  const last = Number(req.header('last-event-id'));
-  return Number.isInteger(last) && last >= 0 ? last : 0;
+  const header = req.header('last-event-id');
+  const last = header === undefined || header.trim() === '' ? NaN : Number(header);
+  if (Number.isInteger(last) && last >= 0) return last;
+  return after ?? 0;
 }
 
 /**
- * Streams events as SSE (`id: <cursor>` and `data: <event JSON>` per event) until the client leaves.
- * New events are found by polling the store every HARU_EVENTS_POLL_MS; a store error is logged and retried.
+ * Streams events as SSE (`id: <cursor>` and `data: <event JSON>` per event) until the client leaves or the
+ * API shuts down (`ctx.shutdown`: the stream ends with a comment, so a server draining on SIGTERM is not
+ * held open by followers). New events are found by polling the store every HARU_EVENTS_POLL_MS; a store
+ * error is logged and retried.
  */
 async function follow(
   ctx: RouteContext,
@@ -32,6 +39,15 @@ async function follow(
   res.on('close', () => {
     closed = true;
   });
+  const onShutdown = () => {
+    if (closed) return;
+    closed = true;
+    writeSseComment(res, 'api shutting down');
+    res.end();
+  };
+  ctx.shutdown.addEventListener('abort', onShutdown, { once: true });
+  res.once('close', () => ctx.shutdown.removeEventListener('abort', onShutdown));
+  if (ctx.shutdown.aborted) return onShutdown();
   startSse(res);
   writeSseComment(res, `following events of fleet ${fleet.slug}`);
   let lastWrite = Date.now();
@@ -42,6 +58,7 @@ async function follow(
         controlStoreTimeoutMs(ctx.config),
       );
       for (const event of events) {
+        if (closed) break;
         res.write(`id: ${event.id}\ndata: ${JSON.stringify(event)}\n\n`);
         cursor = event.id;
         lastWrite = Date.now();
@@ -60,9 +77,11 @@ async function follow(
     await new Promise<void>((resolve) => {
       const timer = setTimeout(done, ctx.config.HARU_EVENTS_POLL_MS);
       res.once('close', done);
+      ctx.shutdown.addEventListener('abort', done, { once: true });
       function done() {
         clearTimeout(timer);
         res.off('close', done);
+        ctx.shutdown.removeEventListener('abort', done);
         resolve();
       }
     });

@@ -1,7 +1,8 @@
 import { Router } from 'express';
 import type { RouteIntent } from '../../schemas/route-intent';
 import type { FleetSnapshot } from '../../schemas/entities';
-import { activeDomain, domainModels } from '../proxy/route-table';
+import { routeTargets } from '../../core/route-eligibility';
+import { activeDomain } from '../proxy/route-table';
 import { routingHeaders } from '../proxy/inference';
 import { controlStoreTimeoutMs, loadFleet, param, type RouteContext } from './context';
 import { storeDeadline } from '../timeout';
@@ -11,6 +12,7 @@ export function routeIntent(snapshot: FleetSnapshot, now: Date): RouteIntent {
   const active = activeDomain(snapshot);
   const op = snapshot.inFlightOperation;
   const promoting = !!op && op.kind === 'promote';
+  const targets = routeTargets(snapshot);
   return {
     fleetId: snapshot.id,
     fleetSlug: snapshot.slug,
@@ -24,9 +26,13 @@ export function routeIntent(snapshot: FleetSnapshot, now: Date): RouteIntent {
           servingBaseUrl: active.servingBaseUrl,
         }
       : null,
-    models: active ? [...domainModels(active)].map(([name, servingUrl]) => ({ name, servingUrl })) : [],
+    models: (targets.active?.models ?? [])
+      .filter((m) => m.eligible)
+      .map(({ name, servingUrl }) => ({ name, servingUrl })),
     failover: { inFlight: promoting, operationId: promoting ? op.id : null },
     generatedAt: now.toISOString(),
+    active: targets.active,
+    standbys: targets.standbys,
   };
 }
 

@@ -29,7 +29,8 @@ export function inferenceRoutes(deps: ProxyDeps, maxBodyBytes: number): Router {
     const created = Math.floor(Date.parse(routing.snapshot.createdAt) / 1000) || 0;
     res.set(routingHeaders(routing, active.slug)).json({
       object: 'list',
-      data: [...domainModels(active).keys()].map((id) => ({ id, object: 'model', created, owned_by: 'haru' })),
+      // Only what may take traffic now: a failed active or a sleeping slot lists nothing.
+      data: [...domainModels(active, true).keys()].map((id) => ({ id, object: 'model', created, owned_by: 'haru' })),
     });
   });
   return router;

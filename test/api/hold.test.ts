@@ -1,3 +1,4 @@
+import http from 'node:http';
 import OpenAI from 'openai';
 import type { FleetSnapshot } from '../../schemas/entities';
 import { call, type Harness, startHarness, twoDomainLayout } from './support/harness';
@@ -94,6 +95,35 @@ describe('requests held during a failover', () => {
     expect(text.trimEnd().endsWith('data: [DONE]')).toBe(true);
   });
 
+  it('gives a held stream the fleet in its headers, and the serving domain and revision as trailers and a comment', async () => {
+    const { fleet, commit } = await failingFleet();
+    const before = await held();
+    const answer = new Promise<{ headers: http.IncomingHttpHeaders; trailers: NodeJS.Dict<string>; text: string }>(
+      (resolve, reject) => {
+        const req = http.request(`${h.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-haru-fleet': fleet.slug },
+        });
+        req.on('response', (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => (text += chunk));
+          res.on('end', () => resolve({ headers: res.headers, trailers: res.trailers, text }));
+        });
+        req.on('error', reject);
+        req.end(JSON.stringify({ model, messages: [], stream: true }));
+      },
+    );
+    await waitUntil('the stream to be held', async () => (await held()) > before);
+    const revision = await commit().then(async () => (await h.fleet(fleet.slug)).routeRevision);
+    const { headers, trailers, text } = await answer;
+    expect(headers['x-haru-fleet']).toBe(fleet.slug);
+    expect(headers.trailer).toBe('x-haru-domain, x-haru-route-revision');
+    expect(trailers).toEqual({ 'x-haru-domain': 'west', 'x-haru-route-revision': String(revision) });
+    expect(text).toContain(`: haru: served by domain west at route revision ${revision}`);
+    expect(text.trimEnd().endsWith('data: [DONE]')).toBe(true);
+  });
+
   it('delivers a held stream to the OpenAI SDK, which ignores the pings', async () => {
     const { fleet, commit } = await failingFleet();
     const before = await held();
@@ -177,6 +207,31 @@ describe('requests held during a failover', () => {
       expect(err).toBeInstanceOf(OpenAI.APIError);
     } finally {
       await short.close();
+    }
+  });
+
+  it('holds a non-streaming request at most HARU_CHAT_HOLD_QUIET_MS (it sends nothing), a stream for HARU_CHAT_HOLD_MS', async () => {
+    const quiet = await startHarness({
+      config: { HARU_CHAT_HOLD_MS: 60_000, HARU_CHAT_HOLD_QUIET_MS: 1_000, HARU_CHAT_HOLD_PING_MS: 50 },
+    });
+    try {
+      const { fleet, commit } = await failingFleet({ on: quiet });
+      const ask = (stream: boolean) =>
+        fetch(`${quiet.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-haru-fleet': fleet.slug },
+          body: JSON.stringify({ model, messages: [], stream }),
+        });
+      const streamed = await ask(true);
+      const plain = await ask(false);
+      expect(plain.status).toBe(502);
+      expect(((await plain.json()) as { error: { message: string } }).error.message).toMatch(/held 1000 ms/);
+      // The stream, started before the plain request and still held, is served once the route moves.
+      await commit();
+      const text = await streamed.text();
+      expect(text).toContain('"content":"west:"');
+    } finally {
+      await quiet.close();
     }
   });
 

@@ -17,7 +17,12 @@ describe('OpenAI-compatible proxy', () => {
     west = await startFakeUpstream('west');
     h = await startHarness({
       layouts: [twoDomainLayout({ eastUrl: east.url, westUrl: west.url, models: [model, 'other-model'] })],
-      config: { HARU_CHAT_HEADER_TIMEOUT_MS: 300, HARU_CHAT_MAX_BODY_BYTES: 4_096 },
+      config: {
+        HARU_CHAT_HEADER_TIMEOUT_MS: 300,
+        HARU_CHAT_FIRST_BYTE_TIMEOUT_MS: 1_000,
+        HARU_CHAT_HOLD_PING_MS: 100,
+        HARU_CHAT_MAX_BODY_BYTES: 4_096,
+      },
     });
     const fleet = await h.fleet();
     openai = new OpenAI({
@@ -70,6 +75,41 @@ describe('OpenAI-compatible proxy', () => {
       expect(res.headers.get('x-haru-route-revision')).toBe(String((await h.fleet()).routeRevision));
       expect(await res.text()).toBe(body);
       expect(east.seen[0]?.path).toBe('/v1/completions');
+    } finally {
+      east.handle(answerAs('east'));
+    }
+  });
+
+  it('drops hop-by-hop headers, cookies and X-Haru-* from the upstream answer; only Haru names the routing', async () => {
+    east.handle((_req, _body, res) => {
+      res.writeHead(200, {
+        'content-type': 'application/json',
+        'set-cookie': ['session=upstream; Path=/'],
+        'x-haru-domain': 'spoofed',
+        'x-haru-route-revision': '999',
+        'x-haru-routing': 'stale',
+        connection: 'x-upstream-hop',
+        'x-upstream-hop': 'drop me',
+        'keep-alive': 'timeout=1',
+        'x-vendor-trace': 'kept',
+      });
+      res.end('{}');
+    });
+    try {
+      const res = await fetch(`${h.url}/v1/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(await fleetHeader()) },
+        body: JSON.stringify({ model, prompt: 'x' }),
+      });
+      expect(res.status).toBe(200);
+      expect(res.headers.getSetCookie()).toEqual([]);
+      expect(res.headers.get('x-haru-domain')).toBe('east');
+      expect(res.headers.get('x-haru-route-revision')).toBe(String((await h.fleet()).routeRevision));
+      expect(res.headers.get('x-haru-routing')).toBeNull();
+      expect(res.headers.get('x-upstream-hop')).toBeNull();
+      expect(res.headers.get('keep-alive')).not.toBe('timeout=1');
+      expect(res.headers.get('x-vendor-trace')).toBe('kept');
+      await res.text();
     } finally {
       east.handle(answerAs('east'));
     }
@@ -196,6 +236,41 @@ describe('OpenAI-compatible proxy', () => {
       for await (const chunk of stream) parts.push(chunk.choices[0]?.delta.content ?? '');
       expect(parts).toEqual(['before', 'after']);
       expect(east.seen[0]?.finished).toBe(true);
+    } finally {
+      east.handle(answerAs('east'));
+    }
+  });
+
+  it('pings a stream whose upstream sent headers and stalls, then ends it with an upstream_timeout event', async () => {
+    let upstreamClosed!: () => void;
+    const closed = new Promise<void>((resolve) => (upstreamClosed = resolve));
+    east.handle((req, _body, res) => {
+      req.socket.on('close', upstreamClosed);
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.flushHeaders();
+    });
+    try {
+      const res = await fetch(`${h.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(await fleetHeader()) },
+        body: JSON.stringify({ model, messages: [], stream: true }),
+      });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('x-haru-domain')).toBe('east');
+      const text = await res.text();
+      expect(text).toMatch(/^: haru: waiting for the first token/);
+      const last = text.trim().split('\n\n').at(-1)!;
+      expect(JSON.parse(last.replace(/^data: /, ''))).toEqual({
+        error: { code: 'upstream_timeout', message: 'domain east sent headers but no body within 1000 ms' },
+      });
+      await closed;
+      // Without pings (not a stream) the same stall is a plain 504.
+      const plain = await call(`${h.url}/v1/completions`, {
+        body: { model, prompt: 'x' },
+        headers: await fleetHeader(),
+      });
+      expect(plain.status).toBe(504);
+      expect(plain.body.error.code).toBe('upstream_timeout');
     } finally {
       east.handle(answerAs('east'));
     }

@@ -6,7 +6,7 @@ import { createDatabase } from '../../db/client';
 import { createStore } from '../../db/store';
 import { call, type Harness, moveRoute, startHarness, twoDomainLayout } from './support/harness';
 import { startTcpProxy, type TcpProxy } from './support/tcp-proxy';
-import { type FakeUpstream, startFakeUpstream } from './support/upstream';
+import { answerAs, type FakeUpstream, startFakeUpstream } from './support/upstream';
 import { waitUntil } from './support/wait';
 
 const model = 'test-model';
@@ -136,6 +136,39 @@ describe('routing cache', () => {
         return r.status === 200 && r.headers.get('x-haru-routing') === null ? r : null;
       });
       expect(servedBy(back)).toBe('east');
+    });
+
+    it('holds a request whose stale route points at a domain now asleep, and serves it once the store shows the move', async () => {
+      let eastAsleep = false;
+      east.handle(answerAs('east', { asleep: () => eastAsleep }));
+      try {
+        const fleet = await h.seed(twoDomainLayout({ eastUrl: east.url, westUrl: west.url }));
+        expect(servedBy(await ask(h.url, fleet.slug))).toBe('east');
+        relay.blackhole();
+        await waitUntil('a stale-routed answer', async () => {
+          const r = await ask(h.url, fleet.slug);
+          return r.headers.get('x-haru-routing') === 'stale' ? r : null;
+        });
+        // Unseen by this replica: the route moves to west and east is put to sleep.
+        await moveRoute(h.db.store, fleet, 'west');
+        eastAsleep = true;
+        east.seen.length = 0;
+        const held = await h.api.metrics.heldRequests.get();
+        const before = held.values[0]?.value ?? 0;
+        const pending = ask(h.url, fleet.slug);
+        await waitUntil(
+          'the request to be held',
+          async () => ((await h.api.metrics.heldRequests.get()).values[0]?.value ?? 0) > before,
+        );
+        relay.restore();
+        const answer = await pending;
+        expect(answer.status).toBe(200);
+        expect(servedBy(answer)).toBe('west');
+        expect(east.seen.filter((s) => s.path === '/v1/chat/completions')).toHaveLength(0);
+      } finally {
+        relay.restore();
+        east.handle(answerAs('east'));
+      }
     });
   });
 });

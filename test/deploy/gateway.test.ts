@@ -15,6 +15,7 @@ import { fleetLayoutSchema } from '../../schemas/layout';
 import { type SimDomain, startSimDomain } from '../../sim/domain';
 import { eventually } from '../support/eventually';
 import { freePort } from '../support/ports';
+import { writeNginxMain } from '../support/nginx';
 import { describeWithTools, NGINX, OPENSSL } from '../support/tools';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -107,25 +108,9 @@ describeWithTools('nginx gateway of a static GPU host', [NGINX, OPENSSL], () => 
     site = swap(site, '/etc/haru/nginx/models.map', mapFile);
     writeFileSync(path.join(dir, 'site.conf'), site);
     // nginx's own main file, with every path it writes under the temp dir: no root needed.
-    const temp = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']
-      .map((t) => `${t}_temp_path ${path.join(dir, `${t}-temp`)};`)
-      .join('\n  ');
-    const main = path.join(dir, 'nginx.conf');
-    writeFileSync(
-      main,
-      [
-        'daemon off;',
-        'worker_processes 1;',
-        `pid ${path.join(dir, 'nginx.pid')};`,
-        `error_log ${path.join(dir, 'error.log')} warn;`,
-        'events {}',
-        `http {\n  access_log off;\n  ${temp}\n  include ${path.join(dir, 'site.conf')};\n}`,
-        '',
-      ].join('\n'),
-    );
-    const errorLog = path.join(dir, 'error.log');
-    execFileSync('nginx', ['-t', '-q', '-p', dir, '-e', errorLog, '-c', main], { stdio: 'pipe' });
-    nginx = spawn('nginx', ['-p', dir, '-e', errorLog, '-c', main], { stdio: 'ignore' });
+    const { args } = writeNginxMain(dir, `include ${path.join(dir, 'site.conf')};`);
+    execFileSync('nginx', ['-t', '-q', ...args], { stdio: 'pipe' });
+    nginx = spawn('nginx', args, { stdio: 'ignore' });
     nginxExited = new Promise((resolve) => nginx!.once('exit', resolve));
 
     caPem = readFileSync(certs.ca);

@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
-import { deliver, type DeliveryResult, drained, readSome, type UpstreamResponse } from '../deliver';
+import { deliver, type DeliveryResult, drained, pumpBody, upstreamError, type UpstreamResponse } from '../deliver';
 import { clientResponseHeaders } from '../headers';
+import { announceHeldRouting } from '../sse';
 import { SseFramer, spliceEvent, type Transcript } from './sse-splice';
 
 /** How a response is written to the client; `deliver` unless the stream may have to continue elsewhere. */
@@ -15,17 +16,6 @@ export type RelayResult = DeliveryResult | 'rejected';
 
 const isEventStream = (headers: IncomingHttpHeaders) =>
   String(headers['content-type'] ?? '').startsWith('text/event-stream');
-
-/** The `error` object of an upstream error body (vLLM's `{"error": {…}}`), or one built from its text. */
-async function upstreamError(upstream: UpstreamResponse): Promise<unknown> {
-  const raw = await readSome(upstream).catch(() => Buffer.alloc(0));
-  try {
-    const parsed = JSON.parse(raw.toString('utf8')) as { error?: unknown };
-    return parsed?.error ?? parsed;
-  } catch {
-    return { message: raw.toString('utf8'), code: upstream.statusCode };
-  }
-}
 
 /**
  * Relays a streamed completion event by event through `t` (sse-splice.ts), so that what reached the client
@@ -45,6 +35,8 @@ export async function relaySpliced(
     return 'rejected';
   }
   if (!res.headersSent) res.writeHead(upstream.statusCode, clientResponseHeaders(upstream.headers, extraHeaders));
+  // A held stream (or a continuation) names the domain now serving it, as `deliver` does.
+  else announceHeldRouting(res, extraHeaders);
   const framer = new SseFramer();
   const relay = async (chunk: Buffer): Promise<boolean> => {
     let out = '';
@@ -54,28 +46,9 @@ export async function relaySpliced(
     }
     return out === '' || res.write(out) || drained(res);
   };
-  try {
-    if (upstream.first && !(await relay(upstream.first))) {
-      upstream.abort();
-      return 'client_closed';
-    }
-    for (;;) {
-      let next: IteratorResult<Buffer>;
-      try {
-        next = await upstream.rest.next();
-      } catch {
-        return res.destroyed ? 'client_closed' : 'upstream_broken';
-      }
-      if (next.done) break;
-      if (!(await relay(next.value))) {
-        upstream.abort();
-        return 'client_closed';
-      }
-    }
-    if (!t.done) return 'upstream_broken';
-    res.end();
-    return 'ok';
-  } finally {
-    if (res.destroyed && !res.writableFinished) upstream.abort();
-  }
+  const end = await pumpBody(res, upstream, relay);
+  if (end === 'client_closed') return end;
+  if (end === 'upstream_broken' || !t.done) return 'upstream_broken';
+  res.end();
+  return 'ok';
 }

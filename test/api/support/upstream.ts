@@ -49,10 +49,18 @@ export const chatChunk = (model: string, content: string) =>
     choices: [{ index: 0, delta: { content }, finish_reason: null }],
   })}\n\n`;
 
-/** Default behaviour: answers like vLLM, naming itself in the content so tests see who served. */
+/**
+ * Default behaviour: answers like vLLM, naming itself in the content so tests see who served, and reports
+ * itself awake on `GET /is_sleeping` (vLLM's sleep-mode endpoint, vllm/entrypoints/openai/api_server.py).
+ */
 export const answerAs =
-  (name: string): UpstreamHandler =>
-  (_req, body, res) => {
+  (name: string, opts: { asleep?: () => boolean } = {}): UpstreamHandler =>
+  (req, body, res) => {
+    if (req.method === 'GET' && req.url === '/is_sleeping') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ is_sleeping: opts.asleep?.() ?? false }));
+      return;
+    }
     const json = JSON.parse(body.toString('utf8')) as { model: string; stream?: boolean };
     if (json.stream) {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -95,7 +103,9 @@ export async function startFakeUpstream(name: string, port = 0): Promise<FakeUps
         changed();
       });
       changed();
-      Promise.resolve(handler(req, record.body, res)).catch(() => res.destroy());
+      Promise.resolve()
+        .then(() => handler(req, record.body, res))
+        .catch(() => res.destroy());
     });
   });
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
