@@ -198,9 +198,15 @@ export const supervisorStatusSchema = z.object({
 export type SupervisorStatus = z.infer<typeof supervisorStatusSchema>;
 
 export const gpuProcessMemorySchema = z.object({
+  /** In the supervisor's PID namespace, unless `foreign`. */
   pid: z.number().int(),
   /** null when the driver does not say (the process is listed, its memory is not). */
   usedMiB: z.number().nullable(),
+  /**
+   * The pid is another PID namespace's, as the driver printed it (a supervisor in a container): it names no
+   * process the supervisor knows, so it proves nothing about the trainer or the vLLM servers. Absent: false.
+   */
+  foreign: z.boolean().optional(),
 });
 
 /** A vLLM server configured on a GPU: its processes, what they hold there, what a wake needs free. */
@@ -225,6 +231,15 @@ export const GPU_MEMORY_SOURCES = ['device', 'processes', 'mig'] as const;
  * the GPU fell off the bus, or the driver gave an unknown error.
  */
 export const GPU_MEMORY_ERRORS = ['permission', 'lost', 'unknown'] as const;
+/**
+ * Whose pids the per-process figures carry. The NVIDIA driver knows no PID namespaces: it always gives the
+ * host's pids (github.com/NVIDIA/nvidia-docker/issues/1483). `own`: the supervisor is in the host's PID
+ * namespace (or the tool's pids are its own); `mapped`: translated into the supervisor's namespace through
+ * `NSpid` of the host's /proc (proc(5)), processes of other namespaces marked `foreign`; `unmapped`: the
+ * supervisor is in a container without the host's /proc, every process is `foreign`.
+ */
+export const GPU_PID_SPACES = ['own', 'mapped', 'unmapped'] as const;
+export type GpuPidSpace = (typeof GPU_PID_SPACES)[number];
 export const gpuMemoryErrorSchema = z.object({ kind: z.enum(GPU_MEMORY_ERRORS), message: z.string() });
 export type GpuMemoryError = z.infer<typeof gpuMemoryErrorSchema>;
 
@@ -236,6 +251,8 @@ export const gpuMemorySchema = z.object({
   /** null when the device does not report totals; usage then comes from per-process figures. */
   totalMiB: z.number().nullable(),
   processes: z.array(gpuProcessMemorySchema),
+  /** Absent: `own`. */
+  pidSpace: z.enum(GPU_PID_SPACES).optional(),
   source: z.enum(GPU_MEMORY_SOURCES).default('device'),
   /** The MIG instance the figures are of (source `mig`). */
   migDevice: z.string().nullable().default(null),
