@@ -74,6 +74,7 @@ export async function startSupervisor(
     binary: settings.HARU_GPU_SMI,
     timeoutMs: settings.HARU_GPU_SMI_TIMEOUT_MS,
     mig: migSlots,
+    hostProc: settings.HARU_HOST_PROC,
   });
   await gpu.checkConfig();
   const vllm = createVllmClient({
