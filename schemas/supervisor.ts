@@ -49,6 +49,14 @@ export const supervisorTrainingSlotSchema = z.strictObject({
   mig: migDeviceSchema.optional(),
   command: z.array(z.string().min(1)).min(1),
   checkpointDir: z.string().min(1),
+  /**
+   * The user the trainer runs as (a name from the host's passwd), so it can read neither the supervisor's
+   * memory and environment nor its token file. Needs a supervisor running as root; checked at start.
+   */
+  runAs: z
+    .string()
+    .regex(/^[a-z_][a-z0-9_.-]*\$?$/i, 'must be a user name')
+    .optional(),
   env: z
     .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name'), z.string())
     .optional(),
@@ -187,6 +195,11 @@ export const trainingRunStatusSchema = z.object({
   stopDeadline: z.string().nullable().optional(),
   /** Set once a crashed run has been restarted or is due to be; null otherwise. */
   restart: trainingRestartSchema.nullable().optional(),
+  /**
+   * What finds the run's processes: its cgroup (`detail`: the cgroup's path; a trainer that leaves its process
+   * group is still found), or its process group (`detail`: why no cgroup could be had).
+   */
+  tracking: z.object({ kind: z.enum(['cgroup', 'process-group']), detail: z.string() }).optional(),
 });
 export type TrainingRunStatus = z.infer<typeof trainingRunStatusSchema>;
 

@@ -1,5 +1,8 @@
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { ConfigError } from '../schemas/env';
-import { loadSupervisorConfig, loadSupervisorEnv, resolveListenHost } from './config';
+import { loadSupervisorConfig, loadSupervisorEnv, resolveListenHost, resolveSupervisorToken } from './config';
 
 const valid = {
   inference: [{ gpuIndex: 0, models: [{ name: 'small-a', port: 8001 }], sleepLevel: 1 }],
@@ -82,6 +85,39 @@ describe('supervisor config', () => {
     expect(resolveListenHost({ HARU_SUPERVISOR_TOKEN: undefined, HARU_SUPERVISOR_HOST: '::1' })).toBe('::1');
     expect(() => resolveListenHost({ HARU_SUPERVISOR_TOKEN: undefined, HARU_SUPERVISOR_HOST: '0.0.0.0' })).toThrow(
       ConfigError,
+    );
+  });
+});
+
+describe('supervisor token file', () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'haru-token-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const file = (name: string, content: string, mode: number) => {
+    const p = path.join(dir, name);
+    writeFileSync(p, content);
+    chmodSync(p, mode);
+    return p;
+  };
+
+  it('reads the token from HARU_SUPERVISOR_TOKEN_FILE, trimmed', () => {
+    expect(resolveSupervisorToken({ HARU_SUPERVISOR_TOKEN_FILE: file('t', '  s3cret\n', 0o600) })).toBe('s3cret');
+    expect(resolveSupervisorToken({ HARU_SUPERVISOR_TOKEN: 'inline' })).toBe('inline');
+    expect(resolveSupervisorToken({})).toBeUndefined();
+  });
+
+  it('refuses both at once, an empty or unreadable file, and one others may read', () => {
+    const ok = file('ok', 'x', 0o600);
+    expect(() => resolveSupervisorToken({ HARU_SUPERVISOR_TOKEN: 'a', HARU_SUPERVISOR_TOKEN_FILE: ok })).toThrow(
+      /HARU_SUPERVISOR_TOKEN and HARU_SUPERVISOR_TOKEN_FILE exclude each other/,
+    );
+    expect(() => resolveSupervisorToken({ HARU_SUPERVISOR_TOKEN_FILE: file('e', ' \n', 0o600) })).toThrow(
+      /HARU_SUPERVISOR_TOKEN_FILE: .* is empty/,
+    );
+    expect(() => resolveSupervisorToken({ HARU_SUPERVISOR_TOKEN_FILE: path.join(dir, 'missing') })).toThrow(
+      /HARU_SUPERVISOR_TOKEN_FILE: cannot read .*missing \(ENOENT\)/,
+    );
+    expect(() => resolveSupervisorToken({ HARU_SUPERVISOR_TOKEN_FILE: file('w', 'x', 0o644) })).toThrow(
+      /HARU_SUPERVISOR_TOKEN_FILE: .* is readable by others \(mode 0644\); chmod 600 it/,
     );
   });
 });

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { blankable, ConfigError, formatZodError, portSchema, positiveMsSchema } from '../schemas/env';
 import { type SupervisorConfig, supervisorConfigSchema } from '../schemas/supervisor';
 import type { MigSlot } from './gpu';
+import { readSecretFile } from './secret-file';
 
 /** GPU vendors with a memory adapter (supervisor/gpu/). */
 export const GPU_VENDORS = ['nvidia', 'amd'] as const;
@@ -12,6 +13,11 @@ export const supervisorEnvSchema = z.object({
   HARU_SUPERVISOR_CONFIG: blankable(z.string({ error: 'is required (inline JSON or a file path)' })),
   /** Bearer token for /v1/*. Unset: a loud warning, and the supervisor listens on 127.0.0.1 only. */
   HARU_SUPERVISOR_TOKEN: blankable(z.string().optional()),
+  /**
+   * A file holding the token instead (trimmed; mode 600): a token in the environment stays readable in
+   * /proc/<pid>/environ for the process's whole life, by anything running as the same user.
+   */
+  HARU_SUPERVISOR_TOKEN_FILE: blankable(z.string().optional()),
   PORT: blankable(portSchema.default(8701)),
   /** Listen address. Default 0.0.0.0 with a token, 127.0.0.1 without (a non-loopback host then is refused). */
   HARU_SUPERVISOR_HOST: blankable(z.string().optional()),
@@ -105,4 +111,21 @@ export function resolveListenHost(env: Pick<SupervisorEnv, 'HARU_SUPERVISOR_TOKE
     );
   }
   return host ?? '127.0.0.1';
+}
+
+/**
+ * The bearer token: HARU_SUPERVISOR_TOKEN, or the trimmed content of HARU_SUPERVISOR_TOKEN_FILE (not both; an
+ * empty file, or one that group or others may read, is refused). Undefined when neither is set.
+ */
+export function resolveSupervisorToken(
+  env: Pick<SupervisorEnv, 'HARU_SUPERVISOR_TOKEN' | 'HARU_SUPERVISOR_TOKEN_FILE'>,
+): string | undefined {
+  const file = env.HARU_SUPERVISOR_TOKEN_FILE;
+  if (!file) return env.HARU_SUPERVISOR_TOKEN;
+  if (env.HARU_SUPERVISOR_TOKEN) {
+    throw new ConfigError('HARU_SUPERVISOR_TOKEN and HARU_SUPERVISOR_TOKEN_FILE exclude each other: set one');
+  }
+  const token = readSecretFile('HARU_SUPERVISOR_TOKEN_FILE', file).toString('utf8').trim();
+  if (!token) throw new ConfigError(`HARU_SUPERVISOR_TOKEN_FILE: ${file} is empty`);
+  return token;
 }

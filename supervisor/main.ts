@@ -9,13 +9,21 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { ConfigError } from '../schemas/env';
 import { createApp } from './app';
-import { loadSupervisorConfig, loadSupervisorEnv, migSlotsOf, resolveListenHost } from './config';
+import {
+  loadSupervisorConfig,
+  loadSupervisorEnv,
+  migSlotsOf,
+  resolveListenHost,
+  resolveSupervisorToken,
+} from './config';
 import { createGpuReader, execFileTool } from './gpu';
 import { createInferenceController } from './inference';
 import { createJsonLogger, type Logger } from '../lib/logger';
 import { createListenerTable } from './listeners';
 import { createSupervisorMetrics } from './metrics';
+import { detectTracking } from './cgroup';
 import { createProcessTable } from './process-group';
+import { resolveRunAs } from './run-as';
 import { loadSupervisorTls } from './tls';
 import { createTrainingManager, type TrainingManager } from './training';
 import { createVllmClient } from './vllm';
@@ -47,7 +55,8 @@ export async function startSupervisor(
     cwd?: string;
   } = {},
 ): Promise<RunningSupervisor> {
-  const settings = loadSupervisorEnv(env);
+  const parsed = loadSupervisorEnv(env);
+  const settings = { ...parsed, HARU_SUPERVISOR_TOKEN: resolveSupervisorToken(parsed) };
   const config = loadSupervisorConfig(settings.HARU_SUPERVISOR_CONFIG, (file) => readFileSync(file, 'utf8'));
   const host = resolveListenHost(settings);
   const tls = loadSupervisorTls(settings);
@@ -81,7 +90,16 @@ export async function startSupervisor(
     timeoutMs: settings.HARU_VLLM_TIMEOUT_MS,
     wakeTimeoutMs: settings.HARU_VLLM_WAKE_TIMEOUT_MS,
   });
+  const runAs = resolveRunAs(config, { uid: process.getuid?.() ?? null });
+  const tracking = detectTracking();
+  if (tracking.kind === 'process-group' && config.training.length) {
+    logger.warn('training tracked by process group only: a trainer that leaves its group is not found', {
+      reason: tracking.reason,
+    });
+  }
   const training = createTrainingManager({
+    tracking,
+    runAs,
     slots: config.training,
     baseEnv: env,
     cwd: opts.cwd ?? process.cwd(),

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type {
@@ -10,14 +10,28 @@ import type {
 } from '../schemas/supervisor';
 import { NoSlotError } from './errors';
 import type { Logger } from '../lib/logger';
+import {
+  cgroupPids,
+  createRunCgroup,
+  enterCgroupCommand,
+  removeCgroup,
+  signalCgroup,
+  type TrainingTracking,
+} from './cgroup';
 import { type ProcessTable, signalGroup, signalProcess } from './process-group';
+import { type RunAsUser, runAsCommand } from './run-as';
 import { DEFAULT_RESTART_POLICY, nextRestart, type RestartPolicy } from './restart-backoff';
 import { createKeyedSerializer } from './serial';
 
 type TrainingSlot = SupervisorConfig['training'][number];
 
 /** Supervisor variables that never reach a training process. */
-export const SUPERVISOR_SECRET_ENV = ['HARU_SUPERVISOR_TOKEN', 'HARU_SUPERVISOR_CONFIG'] as const;
+export const SUPERVISOR_SECRET_ENV = [
+  'HARU_SUPERVISOR_TOKEN',
+  'HARU_SUPERVISOR_TOKEN_PREVIOUS',
+  'HARU_SUPERVISOR_TOKEN_FILE',
+  'HARU_SUPERVISOR_CONFIG',
+] as const;
 
 /** Written in the checkpoint dir while a run is alive, so a restarted supervisor adopts the run. */
 export const RUN_FILE = '.haru-training-run.json';
@@ -35,8 +49,10 @@ export function buildTrainingEnv(
   base: NodeJS.ProcessEnv,
   slot: TrainingSlot,
   checkpointDir: string,
+  user?: RunAsUser,
 ): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...base, ...slot.env };
+  const own = user ? { HOME: user.home, USER: user.name, LOGNAME: user.name } : {};
+  const env: NodeJS.ProcessEnv = { ...base, ...own, ...slot.env };
   for (const key of SUPERVISOR_SECRET_ENV) delete env[key];
   env.HARU_CHECKPOINT_DIR = checkpointDir;
   env.HARU_GPU_INDEX = String(slot.gpuIndex);
@@ -66,6 +82,10 @@ export interface TrainingManagerDeps {
   host?: HostIdentity;
   /** How a run that crashes while wanted is restarted (default DEFAULT_RESTART_POLICY). */
   restart?: RestartPolicy;
+  /** Cgroups or process groups (see detectTracking; default process groups). */
+  tracking?: TrainingTracking;
+  /** The user each slot's trainer runs as, by GPU (see resolveRunAs). */
+  runAs?: ReadonlyMap<number, RunAsUser>;
 }
 
 /** Restart bookkeeping of one slot. */
@@ -79,6 +99,8 @@ interface Restarts {
 interface Run {
   slot: TrainingSlot;
   pgid: number;
+  /** The run's own cgroup, where one could be made: every process the trainer starts stays in it. */
+  cgroup: string | null;
   /** The leader's kernel start time (tells a recycled pid apart). */
   startTime: string | null;
   child: ChildProcess | null;
@@ -96,6 +118,7 @@ interface Run {
 
 interface RunFile {
   pgid: number;
+  cgroup?: string | null;
   startTime: string | null;
   startedAt: string;
   /** The host that wrote it: a checkpoint dir on shared storage is never adopted by another host. */
@@ -139,9 +162,11 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
   const lastExits = new Map<number, TrainingExit>();
   const restartPolicy = deps.restart ?? DEFAULT_RESTART_POLICY;
   const host = deps.host ?? currentHost();
+  const tracking: TrainingTracking = deps.tracking ?? { kind: 'process-group', reason: 'cgroup tracking not set up' };
   const writeRunFile = (run: Run) => {
     const record: RunFile = {
       pgid: run.pgid,
+      cgroup: run.cgroup,
       startTime: run.startTime,
       startedAt: run.startedAt.toISOString(),
       hostname: host.hostname,
@@ -169,6 +194,7 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
   function newRun(
     slot: TrainingSlot,
     pgid: number,
+    cgroup: string | null,
     startTime: string | null,
     child: ChildProcess | null,
     startedAt: Date,
@@ -178,6 +204,7 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
     const run: Run = {
       slot,
       pgid,
+      cgroup,
       startTime,
       child,
       startedAt,
@@ -200,6 +227,7 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
     if (run.pollTimer) clearInterval(run.pollTimer);
     runs.delete(run.slot.gpuIndex);
     rmSync(runFile(run.slot), { force: true });
+    if (run.cgroup) removeCgroup(run.cgroup);
     const exit: TrainingExit = {
       code: run.leaderExit?.code ?? null,
       signal: run.leaderExit?.signal ?? null,
@@ -251,10 +279,27 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
     logger.warn('training crashed: restarting after backoff', { gpuIndex, attempt: attempts, delayMs, exit });
   }
 
-  /** Finishes the run as soon as its group has no live member. */
+  /**
+   * The run's live processes, leader first: its process group and, with a cgroup, everything in the cgroup
+   * (a process that left the group by setsid or a double fork is still there).
+   */
+  function members(run: Run): number[] {
+    const pids = processTable.groupPids(run.pgid);
+    if (!run.cgroup) return pids;
+    const extra = cgroupPids(run.cgroup).filter((p) => !pids.includes(p) && processTable.isLive(p));
+    return [...pids, ...extra.sort((a, b) => a - b)];
+  }
+
+  /** `signal` to every process of the run: its group, and its cgroup when it has one. */
+  function signalAll(run: Run, signal: NodeJS.Signals): void {
+    signalGroup(run.pgid, signal);
+    if (run.cgroup) signalCgroup(run.cgroup, signal);
+  }
+
+  /** Finishes the run as soon as it has no live process. */
   function watchGroup(run: Run): void {
     const check = () => {
-      if (processTable.groupPids(run.pgid).length > 0) return;
+      if (members(run).length > 0) return;
       if (run.state === 'running') run.endedOnItsOwn = true; // an adopted run: no exit event to tell
       finish(run);
     };
@@ -264,7 +309,7 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
 
   function killNow(run: Run): void {
     logger.warn('training killed after grace', { gpuIndex: run.slot.gpuIndex, pgid: run.pgid });
-    signalGroup(run.pgid, 'SIGKILL');
+    signalAll(run, 'SIGKILL');
   }
 
   /** Moves the SIGKILL deadline to now + graceMs when that is earlier than the current one. */
@@ -288,7 +333,7 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
       const leaderAlive = processTable.groupPids(run.pgid)[0] === run.pgid;
       logger.info('training stopping', { gpuIndex: run.slot.gpuIndex, pgid: run.pgid, graceMs, reason });
       if (leaderAlive) signalProcess(run.pgid, 'SIGTERM');
-      else signalGroup(run.pgid, 'SIGTERM');
+      else signalAll(run, 'SIGTERM');
     }
     tighten(run, graceMs);
   }
@@ -297,10 +342,10 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
     run.leaderExit = { code, signal };
     if (run.state === 'running') run.endedOnItsOwn = true;
     // Members left behind (dataloaders, launched workers) may still hold VRAM: they get the orphan grace.
-    if (run.state === 'running' && processTable.groupPids(run.pgid).length > 0) {
+    if (run.state === 'running' && members(run).length > 0) {
       beginStop(run, deps.orphanGraceMs, 'leader exited');
     } else if (run.state === 'stopping') {
-      signalGroup(run.pgid, 'SIGTERM'); // the leader had its turn: now the rest of the group
+      signalAll(run, 'SIGTERM'); // the leader had its turn: now the rest of the run
     }
     watchGroup(run);
   }
@@ -311,10 +356,14 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
     if (existing) throw new Error(`training on GPU ${slot.gpuIndex} is still stopping`);
     const dir = checkpointDir(slot);
     mkdirSync(dir, { recursive: true });
-    const [file, ...args] = slot.command;
+    const user = deps.runAs?.get(slot.gpuIndex);
+    if (user) chownSync(dir, user.uid, user.gid); // its checkpoints are its own; the run file stays ours
+    const cgroup = runCgroup(slot);
+    const command = user ? runAsCommand(user, slot.command) : slot.command;
+    const [file, ...args] = cgroup ? enterCgroupCommand(cgroup, command) : command;
     const child = spawn(file!, args, {
       cwd: deps.cwd,
-      env: buildTrainingEnv(deps.baseEnv, slot, dir),
+      env: buildTrainingEnv(deps.baseEnv, slot, dir, user),
       detached: true, // own session and process group: the whole tree is signalled as one
       stdio: ['ignore', deps.output ?? 'ignore', deps.output ?? 'ignore'],
     });
@@ -328,17 +377,46 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
       child.once('error', reject);
     });
     const pid = child.pid!;
-    const run = newRun(slot, pid, processTable.startTime(pid), child, deps.now());
+    const run = newRun(slot, pid, cgroup, processTable.startTime(pid), child, deps.now());
     pending.run = run;
     writeRunFile(run);
     logger.info('training started', { gpuIndex: slot.gpuIndex, pgid: pid, command: slot.command[0] });
     if (pending.exit) onLeaderExit(run, ...pending.exit);
   }
 
+  /** A new cgroup for a run of `slot`, or null (process-group tracking, or the cgroup could not be made). */
+  function runCgroup(slot: TrainingSlot): string | null {
+    if (tracking.kind !== 'cgroup') return null;
+    try {
+      return createRunCgroup(tracking.parent, `haru-training-gpu${slot.gpuIndex}-${deps.now().getTime()}`);
+    } catch (err) {
+      logger.warn('training cgroup not created: tracking by process group', {
+        gpuIndex: slot.gpuIndex,
+        error: errorMessage(err),
+      });
+      return null;
+    }
+  }
+
+  /** What finds a run's processes (an idle slot: what its next run gets). */
+  function trackingOf(run: Run | undefined): TrainingRunStatus['tracking'] {
+    if (run?.cgroup) return { kind: 'cgroup', detail: run.cgroup };
+    if (tracking.kind === 'process-group') return { kind: 'process-group', detail: tracking.reason };
+    return run
+      ? { kind: 'process-group', detail: 'its cgroup could not be created' }
+      : { kind: 'cgroup', detail: tracking.parent };
+  }
+
   /** Adopts a run left by a previous supervisor process when its group is still alive. */
   function adopt(slot: TrainingSlot): void {
     let record: RunFile;
     try {
+      // A trainer running as another user owns its checkpoint dir: a run file not written by us is not adopted
+      // (it could name any process group for us to signal).
+      if (process.getuid && statSync(runFile(slot)).uid !== process.getuid()) {
+        logger.warn('training run file not written by the supervisor ignored', { gpuIndex: slot.gpuIndex });
+        return;
+      }
       record = JSON.parse(readFileSync(runFile(slot), 'utf8')) as RunFile;
     } catch {
       return;
@@ -352,7 +430,7 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
       rmSync(runFile(slot), { force: true }); // written before a reboot: its pids are someone else's now
       return;
     }
-    const pids = processTable.groupPids(record.pgid);
+    const pids = [...processTable.groupPids(record.pgid), ...(record.cgroup ? cgroupPids(record.cgroup) : [])];
     const leaderRecycled =
       pids.includes(record.pgid) &&
       record.startTime !== null &&
@@ -361,7 +439,7 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
       rmSync(runFile(slot), { force: true });
       return;
     }
-    const run = newRun(slot, record.pgid, record.startTime, null, new Date(record.startedAt));
+    const run = newRun(slot, record.pgid, record.cgroup ?? null, record.startTime, null, new Date(record.startedAt));
     if (record.stopDeadline) {
       // It was being stopped when the previous supervisor died: it was asked its SIGTERM, keep its deadline.
       run.state = 'stopping';
@@ -439,7 +517,8 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
             : null,
           gpuIndex: slot.gpuIndex,
           state: run?.state ?? 'idle',
-          pids: run ? processTable.groupPids(run.pgid) : [],
+          pids: run ? members(run) : [],
+          tracking: trackingOf(run),
           startedAt: run?.startedAt.toISOString() ?? null,
           lastExit: lastExits.get(slot.gpuIndex) ?? null,
         };

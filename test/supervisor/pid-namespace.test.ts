@@ -9,14 +9,22 @@ import { mkdirSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 import { judgeGpu } from '../../core/gpu-release';
 import { gpuMemoryReportSchema, supervisorStatusSchema } from '../../schemas/supervisor';
-import { writeInventory } from '../../sim/gpu-state';
+import { isAlive, writeInventory } from '../../sim/gpu-state';
+import { removeCgroup } from '../../supervisor/cgroup';
 import { parseNsPid } from '../../supervisor/gpu/pid-namespace';
+import { RUN_FILE } from '../../supervisor/training';
 import { FAKE_NVIDIA_SMI, REPO_ROOT, tempDirs, TRAINER, waitFor } from './support';
 
 const dirs = tempDirs();
 const children: ChildProcess[] = [];
-afterEach(() => {
+/** Host pids of the namespaces' trainers: the namespace is gone once they are. */
+const trainers: number[] = [];
+const runCgroups: string[] = [];
+afterEach(async () => {
   for (const child of children.splice(0)) child.kill('SIGKILL'); // --kill-child: the namespace dies with it
+  const pids = trainers.splice(0);
+  await waitFor('the namespaces gone', () => pids.every((pid) => !isAlive(pid)));
+  for (const dir of runCgroups.splice(0)) removeCgroup(dir); // the killed supervisor left them, emptied
   dirs.cleanup();
 });
 
@@ -140,7 +148,13 @@ async function startInNamespace(opts: { mapped: boolean }) {
     const gpu = report.gpus.find((g) => g.index === 1)!;
     return gpu.processes.length > 0 && gpu;
   });
-  return { trainerPid, memory, hostPid: hostPidOf(trainerPid, namespaceOf(child.pid!)) };
+  const { cgroup } = JSON.parse(readFileSync(path.join(config.training[0]!.checkpointDir, RUN_FILE), 'utf8')) as {
+    cgroup: string | null;
+  };
+  if (cgroup) runCgroups.push(cgroup);
+  const hostPid = hostPidOf(trainerPid, namespaceOf(child.pid!));
+  if (hostPid) trainers.push(hostPid);
+  return { trainerPid, memory, hostPid };
 }
 
 /** The PID namespace `unshare --fork` (pid `unsharePid`) made: that of its child, the namespace's first process. */
