@@ -437,6 +437,7 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
       processTable.startTime(record.pgid) !== record.startTime;
     if (pids.length === 0 || leaderRecycled) {
       rmSync(runFile(slot), { force: true });
+      if (record.cgroup) removeCgroup(record.cgroup); // the run died with the previous supervisor: its emptied cgroup
       return;
     }
     const run = newRun(slot, record.pgid, record.cgroup ?? null, record.startTime, null, new Date(record.startedAt));
