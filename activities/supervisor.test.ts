@@ -135,25 +135,6 @@ describe('verifyGpuReleased', () => {
     });
   });
 
-  it("does not count the sleeping vLLMs' own residue, however many share the GPU", async () => {
-    const { host, acts, env } = setup();
-    // Three sleeping servers keep 3 GB each (CUDA context and graph pools): 11% of the GPU, all theirs.
-    const models = [1, 2, 3].map((n) => ({ name: `m${n}`, pids: [100 + n], residueMiB: 3_000, wakeNeedMiB: 21_000 }));
-    host.gpus[0] = gpuMemory({
-      index: 0,
-      usedMiB: 9_004,
-      totalMiB: 81_559,
-      processes: models.map((m) => ({ pid: m.pids[0]!, usedMiB: 3_000 })),
-      models,
-    });
-    const result = (await env.run(acts.verifyGpuReleased, {
-      domainId: IDS.b,
-      trainerPids: [4242],
-      maxUsedRatio: 0.1,
-    })) as Awaited<ReturnType<typeof acts.verifyGpuReleased>>;
-    expect(result.gpus[0]).toMatchObject({ otherMiB: 4, freeMiB: 72_555, wakeNeedMiB: 63_000 });
-  });
-
   it('keeps waiting while the models would not fit on wake, naming the figures and the processes', async () => {
     const { host, acts, env, heartbeats } = setup();
     host.gpus[0] = gpuMemory({
@@ -177,40 +158,9 @@ describe('verifyGpuReleased', () => {
     ).rejects.toBeInstanceOf(CancelledFailure);
     expect(heartbeats).toContainEqual(
       expect.objectContaining({
-        waitingFor:
-          'GPU 0: 69500 MiB free, the models need 72000 MiB to wake (llama 72000) (held by pid 7 7500 MiB)'.replace(
-            '69500',
-            '69500',
-          ),
+        waitingFor: 'GPU 0: 69500 MiB free, the models need 72000 MiB to wake (llama 72000) (held by pid 7 7500 MiB)',
       }),
     );
-  });
-
-  it('checks only the trainer pids where the device reports no total, and says so', async () => {
-    const { host, acts, env } = setup();
-    host.gpus[0] = gpuMemory({
-      index: 0,
-      usedMiB: 50_000,
-      totalMiB: null,
-      processes: [{ pid: 1, usedMiB: 50_000 }],
-      source: 'processes',
-    });
-    const result = (await env.run(acts.verifyGpuReleased, {
-      domainId: IDS.b,
-      trainerPids: [4242],
-      maxUsedRatio: 0.1,
-    })) as Awaited<ReturnType<typeof acts.verifyGpuReleased>>;
-    expect(result.gpus).toEqual([
-      {
-        index: 0,
-        usedMiB: 50_000,
-        totalMiB: null,
-        otherMiB: 50_000,
-        freeMiB: null,
-        wakeNeedMiB: 0,
-        proof: 'per-process figures: trainer pids only (no total, wake fit not checked)',
-      },
-    ]);
   });
 
   it.each(['permission', 'lost'] as const)(

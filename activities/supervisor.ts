@@ -13,6 +13,7 @@ import {
   type ReportedCheck,
   storeFingerprints,
 } from './wake-fingerprint';
+import { judgeGpu, type VerifiedGpu } from '../core/gpu-release';
 import { DEFAULT_POLL_INTERVAL_MS, DEFAULT_TRAINING_SETTLE_MS, type ActivityDeps } from './deps';
 import {
   actionOptions,
@@ -59,94 +60,6 @@ function trainingRuns(status: SupervisorStatus, gpus: readonly number[]) {
     if (!run) throw invalidTarget(`training slot on GPU ${gpu} of the layout is not configured on the supervisor`);
     return run;
   });
-}
-
-/** What verifyGpuReleased saw on one training GPU (results recorded before the wake-fit rule carry only the first three). */
-export interface VerifiedGpu {
-  index: number;
-  usedMiB: number;
-  totalMiB: number | null;
-  /** Held by processes other than this GPU's own vLLM servers; null when not known. */
-  otherMiB?: number | null;
-  freeMiB?: number | null;
-  /** What this GPU's vLLM servers need free to wake; null when not known. */
-  wakeNeedMiB?: number | null;
-  /** The figures the verdict rests on. */
-  proof?: string;
-}
-
-const mib = (n: number | null) => (n === null ? 'an unreported amount of' : String(n));
-
-/**
- * The verdict on one training GPU (see verifyGpuReleased). Throws non-retryable InvalidTarget where waiting
- * cannot help: no privilege to read the GPU, or a GPU off the bus.
- */
-export function judgeGpu(
-  gpu: GpuMemory,
-  trainerPids: readonly number[],
-  maxUsedRatio: number,
-): { seen: VerifiedGpu; problems: string[] } {
-  const { index } = gpu;
-  if (gpu.error && gpu.error.kind !== 'unknown') throw invalidTarget(gpu.error.message);
-  const unknown: VerifiedGpu = {
-    index,
-    usedMiB: 0,
-    totalMiB: gpu.totalMiB,
-    otherMiB: null,
-    freeMiB: null,
-    wakeNeedMiB: null,
-    proof: 'none',
-  };
-  if (gpu.error || gpu.usedMiB === null) {
-    return { seen: unknown, problems: [gpu.error?.message ?? `GPU ${index}: memory not reported`] };
-  }
-  const problems: string[] = [];
-  for (const p of gpu.processes) {
-    if (trainerPids.includes(p.pid) && p.usedMiB !== 0) {
-      problems.push(`GPU ${index}: trainer pid ${p.pid} still holds ${mib(p.usedMiB)} MiB`);
-    }
-  }
-  const ownPids = new Set(gpu.models.flatMap((m) => m.pids));
-  const residues = gpu.models.map((m) => m.residueMiB);
-  const ownMiB = residues.reduce<number>((n, r) => n + (r ?? 0), 0);
-  const others = gpu.processes.filter((p) => !ownPids.has(p.pid));
-  const otherMiB = gpu.source === 'processes' ? others.reduce((n, p) => n + (p.usedMiB ?? 0), 0) : gpu.usedMiB - ownMiB;
-  const needs = gpu.models.map((m) => m.wakeNeedMiB);
-  const wakeNeedMiB = needs.includes(null) ? null : needs.reduce<number>((n, x) => n + (x ?? 0), 0);
-  const freeMiB = gpu.totalMiB === null ? null : gpu.totalMiB - gpu.usedMiB;
-  const figures =
-    gpu.source === 'mig'
-      ? `MIG instance ${gpu.migDevice}`
-      : gpu.source === 'processes'
-        ? 'per-process figures'
-        : 'device totals';
-  const residueNote = residues.includes(null) ? ', vLLM residue not reported (counted as other)' : '';
-  const proof =
-    gpu.totalMiB === null
-      ? `${figures}: trainer pids only (no total, wake fit not checked)`
-      : `${figures}${residueNote}`;
-  const holders = () => {
-    const listed = others.map((p) => `pid ${p.pid} ${mib(p.usedMiB)} MiB`);
-    return listed.length ? ` (held by ${listed.join(', ')})` : ' (no other process listed)';
-  };
-  if (gpu.totalMiB !== null) {
-    const tolerance = Math.floor(maxUsedRatio * gpu.totalMiB);
-    if (otherMiB > tolerance) {
-      problems.push(
-        `GPU ${index}: ${otherMiB} MiB held besides its vLLM servers (max ${tolerance} MiB, ${maxUsedRatio * 100}% of ${gpu.totalMiB})${holders()}`,
-      );
-    }
-    if (wakeNeedMiB !== null && freeMiB !== null && freeMiB < wakeNeedMiB) {
-      const each = gpu.models.map((m) => `${m.name} ${m.wakeNeedMiB}`).join(', ');
-      problems.push(
-        `GPU ${index}: ${freeMiB} MiB free, the models need ${wakeNeedMiB} MiB to wake (${each})${holders()}`,
-      );
-    }
-  }
-  return {
-    seen: { index, usedMiB: gpu.usedMiB, totalMiB: gpu.totalMiB, otherMiB, freeMiB, wakeNeedMiB, proof },
-    problems,
-  };
 }
 
 /**
@@ -228,6 +141,7 @@ export function createSupervisorActivities(deps: ActivityDeps) {
           const gpu = memory.gpus.find((g) => g.index === index);
           if (!gpu) throw invalidTarget(`GPU ${index} of the layout is not reported by the supervisor`);
           const verdict = judgeGpu(gpu, input.trainerPids, input.maxUsedRatio);
+          if (verdict.fatal) throw invalidTarget(verdict.fatal);
           problems.push(...verdict.problems);
           return verdict.seen;
         });

@@ -66,6 +66,14 @@ export const supervisorTrainingSlotSchema = z.strictObject({
   mig: migDeviceSchema.optional(),
   command: z.array(z.string().min(1)).min(1),
   checkpointDir: z.string().min(1),
+  /**
+   * The user the trainer runs as (a name from the host's passwd), so it can read neither the supervisor's
+   * memory and environment nor its token file. Needs a supervisor running as root; checked at start.
+   */
+  runAs: z
+    .string()
+    .regex(/^[a-z_][a-z0-9_.-]*\$?$/i, 'must be a user name')
+    .optional(),
   env: z
     .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name'), z.string())
     .optional(),
@@ -256,6 +264,11 @@ export const trainingRunStatusSchema = z.object({
   stopDeadline: z.string().nullable().optional(),
   /** Set once a crashed run has been restarted or is due to be; null otherwise. */
   restart: trainingRestartSchema.nullable().optional(),
+  /**
+   * What finds the run's processes: its cgroup (`detail`: the cgroup's path; a trainer that leaves its process
+   * group is still found), or its process group (`detail`: why no cgroup could be had).
+   */
+  tracking: z.object({ kind: z.enum(['cgroup', 'process-group']), detail: z.string() }).optional(),
 });
 export type TrainingRunStatus = z.infer<typeof trainingRunStatusSchema>;
 
@@ -267,9 +280,15 @@ export const supervisorStatusSchema = z.object({
 export type SupervisorStatus = z.infer<typeof supervisorStatusSchema>;
 
 export const gpuProcessMemorySchema = z.object({
+  /** In the supervisor's PID namespace, unless `foreign`. */
   pid: z.number().int(),
   /** null when the driver does not say (the process is listed, its memory is not). */
   usedMiB: z.number().nullable(),
+  /**
+   * The pid is another PID namespace's, as the driver printed it (a supervisor in a container): it names no
+   * process the supervisor knows, so it proves nothing about the trainer or the vLLM servers. Absent: false.
+   */
+  foreign: z.boolean().optional(),
 });
 
 /** A vLLM server configured on a GPU: its processes, what they hold there, what a wake needs free. */
@@ -294,6 +313,15 @@ export const GPU_MEMORY_SOURCES = ['device', 'processes', 'mig'] as const;
  * the GPU fell off the bus, or the driver gave an unknown error.
  */
 export const GPU_MEMORY_ERRORS = ['permission', 'lost', 'unknown'] as const;
+/**
+ * Whose pids the per-process figures carry. The NVIDIA driver knows no PID namespaces: it always gives the
+ * host's pids (github.com/NVIDIA/nvidia-docker/issues/1483). `own`: the supervisor is in the host's PID
+ * namespace (or the tool's pids are its own); `mapped`: translated into the supervisor's namespace through
+ * `NSpid` of the host's /proc (proc(5)), processes of other namespaces marked `foreign`; `unmapped`: the
+ * supervisor is in a container without the host's /proc, every process is `foreign`.
+ */
+export const GPU_PID_SPACES = ['own', 'mapped', 'unmapped'] as const;
+export type GpuPidSpace = (typeof GPU_PID_SPACES)[number];
 export const gpuMemoryErrorSchema = z.object({ kind: z.enum(GPU_MEMORY_ERRORS), message: z.string() });
 export type GpuMemoryError = z.infer<typeof gpuMemoryErrorSchema>;
 
@@ -305,6 +333,8 @@ export const gpuMemorySchema = z.object({
   /** null when the device does not report totals; usage then comes from per-process figures. */
   totalMiB: z.number().nullable(),
   processes: z.array(gpuProcessMemorySchema),
+  /** Absent: `own`. */
+  pidSpace: z.enum(GPU_PID_SPACES).optional(),
   source: z.enum(GPU_MEMORY_SOURCES).default('device'),
   /** The MIG instance the figures are of (source `mig`). */
   migDevice: z.string().nullable().default(null),

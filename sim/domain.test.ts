@@ -9,7 +9,7 @@ import path from 'node:path';
 import { fleetLayoutSchema, type FleetLayout } from '../schemas/layout';
 import { gpuMemoryReportSchema, supervisorStatusSchema } from '../schemas/supervisor';
 import { freePort } from '../test/support/ports';
-import { judgeGpu } from '../activities/supervisor';
+import { judgeGpu } from '../core/gpu-release';
 import { waitFor } from '../test/supervisor/support';
 import { startSimDomain, type SimDomain } from './domain';
 import { SIM_RESIDUE_MIB } from './domain-plan';

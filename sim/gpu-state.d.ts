@@ -46,6 +46,11 @@ export interface SimGpuInventory {
   /** Memory the driver itself reports as used on every GPU (real idle GPUs show a few MiB). */
   baselineMiB: number;
   fault: SmiFault;
+  /**
+   * The host's /proc as the simulated container sees it: nvidia-smi then prints every process under its host
+   * pid, as the NVIDIA driver (which knows no PID namespaces) does in a container.
+   */
+  hostProc?: string;
 }
 
 export interface SimGpuHolder {

@@ -24,6 +24,11 @@
  *                                                          CUDA_VISIBLE_DEVICES (an index, a GPU-/MIG- UUID),
  *                                                          else GPU 0
  *   --crash-after-ms N   HARU_SIM_TRAINER_CRASH_AFTER_MS   crash (exit 1, no final checkpoint) N ms after starting
+ *   --escape             HARU_SIM_TRAINER_ESCAPE=1         start a worker that leaves the process group as a daemon
+ *                                                          does (setsid, then a second fork whose parent exits,
+ *                                                          like `docker run -d` or a Ray worker) and holds
+ *                                                          --vram-mib on the GPU until it gets SIGTERM; its pid
+ *                                                          goes to escaped.pid. Only a cgroup still finds it.
  * Every event is appended as a JSON line to `$HARU_CHECKPOINT_DIR/trainer.log`.
  */
 const fs = require('node:fs');
@@ -110,6 +115,23 @@ if (spawnChild) {
     'setInterval(() => {}, 1000);';
   const child = spawn(process.execPath, ['-e', script], { stdio: 'ignore' });
   log('child started', { childPid: child.pid });
+}
+
+if (isTrue(option('--escape', 'HARU_SIM_TRAINER_ESCAPE', '0'))) {
+  // The first child calls setsid (spawn's `detached`), forks the worker again detached and exits at once, so
+  // the worker is in no process group or session of ours and its parent is gone (daemon(3)'s double fork).
+  const worker =
+    `const s = require(${JSON.stringify(require.resolve('./gpu-state.js'))});` +
+    `const dir = ${JSON.stringify(gpuStateDir || '')};` +
+    `const held = ${JSON.stringify(held)};` +
+    `if (dir) s.setHolding(dir, { ...held, usedMiB: ${vramMiB}, label: 'python3' });` +
+    `require('fs').writeFileSync(${JSON.stringify(path.join(checkpointDir, 'escaped.pid'))}, String(process.pid));` +
+    'setInterval(() => {}, 1000);';
+  const first =
+    `require('child_process').spawn(process.execPath, ['-e', ${JSON.stringify(worker)}], ` +
+    `{ detached: true, stdio: 'ignore' }).unref();`;
+  spawn(process.execPath, ['-e', first], { detached: true, stdio: 'ignore' }).unref();
+  log('escaped worker started', {});
 }
 
 // DataLoader-like workers: default SIGTERM handling (they die), and they leave when the leader goes.

@@ -32,6 +32,11 @@ export const supervisorEnvSchema = z.object({
   HARU_GPU_VENDOR: blankable(z.enum(GPU_VENDORS).default('nvidia')),
   /** The vendor tool to run instead of `nvidia-smi` / `rocm-smi` (the simulator's, a wrapper, a full path). */
   HARU_GPU_SMI: blankable(z.string().optional()),
+  /**
+   * Where the host's /proc is mounted in the supervisor's container (`-v /proc:/host/proc:ro`): the vendor tool
+   * prints host pids, mapped through it into the container's (NSpid). Unset in a container: no pid is matched.
+   */
+  HARU_HOST_PROC: blankable(z.string().optional()),
   HARU_GPU_SMI_TIMEOUT_MS: blankable(positiveMsSchema.default(10_000)),
   /** Timeout of short vLLM calls (is_sleeping, metrics, reset_prefix_cache). */
   HARU_VLLM_TIMEOUT_MS: blankable(positiveMsSchema.default(5_000)),

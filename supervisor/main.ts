@@ -21,8 +21,10 @@ import { createGpuReader, execFileTool } from './gpu';
 import { createJsonLogger, type Logger } from '../lib/logger';
 import { createListenerTable } from './listeners';
 import { createSupervisorMetrics } from './metrics';
+import { detectTracking } from './cgroup';
 import { createProcessTable } from './process-group';
 import { createObservedInference } from './status-view';
+import { resolveRunAs } from './run-as';
 import { loadSupervisorTls } from './tls';
 import { createTrainingManager, type TrainingManager } from './training';
 import { createVllmClient } from './vllm';
@@ -81,6 +83,7 @@ export async function startSupervisor(
     binary: settings.HARU_GPU_SMI,
     timeoutMs: settings.HARU_GPU_SMI_TIMEOUT_MS,
     mig: migSlots,
+    hostProc: settings.HARU_HOST_PROC,
   });
   await gpu.checkConfig();
   const vllm = createVllmClient({
@@ -90,7 +93,16 @@ export async function startSupervisor(
   });
   const trainingEnv = { ...env };
   for (const name of apiKeyEnvNames(config)) delete trainingEnv[name];
+  const runAs = resolveRunAs(config, { uid: process.getuid?.() ?? null });
+  const tracking = detectTracking();
+  if (tracking.kind === 'process-group' && config.training.length) {
+    logger.warn('training tracked by process group only: a trainer that leaves its group is not found', {
+      reason: tracking.reason,
+    });
+  }
   const training = createTrainingManager({
+    tracking,
+    runAs,
     slots: config.training,
     baseEnv: trainingEnv,
     cwd: opts.cwd ?? process.cwd(),

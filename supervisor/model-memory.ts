@@ -24,9 +24,9 @@ export function withModelMemory(
     const slot = config.inference.find((s) => s.gpuIndex === gpu.index);
     const models = (slot?.models ?? []).map((model): GpuModelMemory => {
       const pids = listeners.servingPids(model.port).filter((pid) => !trainerPids.has(pid));
-      const held = gpu.processes.filter((p) => pids.includes(p.pid));
-      // Hidden per-process figures (MIG unprivileged, containers): the residue is not known.
-      const known = gpu.source !== 'mig' || gpu.processes.length > 0;
+      const held = gpu.processes.filter((p) => !p.foreign && pids.includes(p.pid));
+      // Hidden per-process figures (MIG unprivileged, host pids in a container): the residue is not known.
+      const known = (gpu.source !== 'mig' || gpu.processes.length > 0) && gpu.pidSpace !== 'unmapped';
       const residueMiB =
         known && held.every((p) => p.usedMiB !== null) ? held.reduce((n, p) => n + (p.usedMiB ?? 0), 0) : null;
       const share = model.gpuMemoryUtilization ?? VLLM_DEFAULT_GPU_MEMORY_UTILIZATION;

@@ -7,6 +7,8 @@ export interface ProcessTable {
   groupPids(pgid: number): number[];
   /** The kernel's start time of `pid` (tells a recycled pid apart); null when unknown or gone. */
   startTime(pid: number): string | null;
+  /** True while `pid` exists and is no zombie. */
+  isLive(pid: number): boolean;
 }
 
 interface ProcStat {
@@ -61,6 +63,10 @@ export function createProcessTable(): ProcessTable {
         return leaderFirst(pids, pgid);
       },
       startTime: (pid) => readProcStat(pid)?.startTime ?? null,
+      isLive: (pid) => {
+        const stat = readProcStat(pid);
+        return stat !== null && !isGone(stat.state);
+      },
     };
   }
   const ps = (): { pid: number; pgid: number; stat: string; lstart: string }[] =>
@@ -83,6 +89,7 @@ export function createProcessTable(): ProcessTable {
         pgid,
       ),
     startTime: (pid) => ps().find((p) => p.pid === pid)?.lstart ?? null,
+    isLive: (pid) => ps().some((p) => p.pid === pid && !isGone(p.stat)),
   };
 }
 

@@ -2,9 +2,9 @@
  * The supervisor's HTTPS settings: a certificate and key (HARU_SUPERVISOR_TLS_CERT_FILE, …_KEY_FILE) and,
  * for mTLS, the CA whose client certificates it accepts (HARU_SUPERVISOR_TLS_CLIENT_CA_FILE).
  */
-import { readFileSync, statSync } from 'node:fs';
 import type { ServerOptions } from 'node:https';
 import { ConfigError } from '../schemas/env';
+import { readConfigFile as read, readSecretFile } from './secret-file';
 
 /** The variables read here (validated as optional strings by the supervisor's env schema). */
 export interface SupervisorTlsEnv {
@@ -12,14 +12,6 @@ export interface SupervisorTlsEnv {
   HARU_SUPERVISOR_TLS_KEY_FILE?: string;
   HARU_SUPERVISOR_TLS_CLIENT_CA_FILE?: string;
 }
-
-const read = (variable: string, file: string): Buffer => {
-  try {
-    return readFileSync(file);
-  } catch (err) {
-    throw new ConfigError(`${variable}: cannot read ${file} (${(err as NodeJS.ErrnoException).code})`);
-  }
-};
 
 /**
  * The `https.createServer` options, or undefined for plain HTTP (neither file set). A certificate without
@@ -37,13 +29,7 @@ export function loadSupervisorTls(env: SupervisorTlsEnv): ServerOptions | undefi
   if (!certFile || !keyFile) {
     throw new ConfigError('HARU_SUPERVISOR_TLS_CERT_FILE and HARU_SUPERVISOR_TLS_KEY_FILE go together: set both');
   }
-  const key = read('HARU_SUPERVISOR_TLS_KEY_FILE', keyFile);
-  const mode = statSync(keyFile).mode & 0o777;
-  if (mode & 0o077) {
-    throw new ConfigError(
-      `HARU_SUPERVISOR_TLS_KEY_FILE: ${keyFile} is readable by others (mode ${mode.toString(8).padStart(4, '0')}); chmod 600 it`,
-    );
-  }
+  const key = readSecretFile('HARU_SUPERVISOR_TLS_KEY_FILE', keyFile);
   return {
     cert: read('HARU_SUPERVISOR_TLS_CERT_FILE', certFile),
     key,

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type {
@@ -10,7 +10,16 @@ import type {
 } from '../schemas/supervisor';
 import { NoSlotError } from './errors';
 import type { Logger } from '../lib/logger';
+import {
+  cgroupPids,
+  createRunCgroup,
+  enterCgroupCommand,
+  removeCgroup,
+  signalCgroup,
+  type TrainingTracking,
+} from './cgroup';
 import { type ProcessTable, signalGroup, signalProcess } from './process-group';
+import { type RunAsUser, runAsCommand } from './run-as';
 import { DEFAULT_RESTART_POLICY, nextRestart, type RestartPolicy } from './restart-backoff';
 import { createKeyedSerializer } from './serial';
 
@@ -41,8 +50,10 @@ export function buildTrainingEnv(
   base: NodeJS.ProcessEnv,
   slot: TrainingSlot,
   checkpointDir: string,
+  user?: RunAsUser,
 ): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...base, ...slot.env };
+  const own = user ? { HOME: user.home, USER: user.name, LOGNAME: user.name } : {};
+  const env: NodeJS.ProcessEnv = { ...base, ...own, ...slot.env };
   for (const key of SUPERVISOR_SECRET_ENV) delete env[key];
   env.HARU_CHECKPOINT_DIR = checkpointDir;
   env.HARU_GPU_INDEX = String(slot.gpuIndex);
@@ -72,6 +83,10 @@ export interface TrainingManagerDeps {
   host?: HostIdentity;
   /** How a run that crashes while wanted is restarted (default DEFAULT_RESTART_POLICY). */
   restart?: RestartPolicy;
+  /** Cgroups or process groups (see detectTracking; default process groups). */
+  tracking?: TrainingTracking;
+  /** The user each slot's trainer runs as, by GPU (see resolveRunAs). */
+  runAs?: ReadonlyMap<number, RunAsUser>;
 }
 
 /** Restart bookkeeping of one slot. */
@@ -85,6 +100,8 @@ interface Restarts {
 interface Run {
   slot: TrainingSlot;
   pgid: number;
+  /** The run's own cgroup, where one could be made: every process the trainer starts stays in it. */
+  cgroup: string | null;
   /** The leader's kernel start time (tells a recycled pid apart). */
   startTime: string | null;
   child: ChildProcess | null;
@@ -102,6 +119,7 @@ interface Run {
 
 interface RunFile {
   pgid: number;
+  cgroup?: string | null;
   startTime: string | null;
   startedAt: string;
   /** The host that wrote it: a checkpoint dir on shared storage is never adopted by another host. */
@@ -145,9 +163,11 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
   const lastExits = new Map<number, TrainingExit>();
   const restartPolicy = deps.restart ?? DEFAULT_RESTART_POLICY;
   const host = deps.host ?? currentHost();
+  const tracking: TrainingTracking = deps.tracking ?? { kind: 'process-group', reason: 'cgroup tracking not set up' };
   const writeRunFile = (run: Run) => {
     const record: RunFile = {
       pgid: run.pgid,
+      cgroup: run.cgroup,
       startTime: run.startTime,
       startedAt: run.startedAt.toISOString(),
       hostname: host.hostname,
@@ -175,6 +195,7 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
   function newRun(
     slot: TrainingSlot,
     pgid: number,
+    cgroup: string | null,
     startTime: string | null,
     child: ChildProcess | null,
     startedAt: Date,
@@ -184,6 +205,7 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
     const run: Run = {
       slot,
       pgid,
+      cgroup,
       startTime,
       child,
       startedAt,
@@ -206,6 +228,7 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
     if (run.pollTimer) clearInterval(run.pollTimer);
     runs.delete(run.slot.gpuIndex);
     rmSync(runFile(run.slot), { force: true });
+    if (run.cgroup) removeCgroup(run.cgroup);
     const exit: TrainingExit = {
       code: run.leaderExit?.code ?? null,
       signal: run.leaderExit?.signal ?? null,
@@ -257,10 +280,27 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
     logger.warn('training crashed: restarting after backoff', { gpuIndex, attempt: attempts, delayMs, exit });
   }
 
-  /** Finishes the run as soon as its group has no live member. */
+  /**
+   * The run's live processes, leader first: its process group and, with a cgroup, everything in the cgroup
+   * (a process that left the group by setsid or a double fork is still there).
+   */
+  function members(run: Run): number[] {
+    const pids = processTable.groupPids(run.pgid);
+    if (!run.cgroup) return pids;
+    const extra = cgroupPids(run.cgroup).filter((p) => !pids.includes(p) && processTable.isLive(p));
+    return [...pids, ...extra.sort((a, b) => a - b)];
+  }
+
+  /** `signal` to every process of the run: its group, and its cgroup when it has one. */
+  function signalAll(run: Run, signal: NodeJS.Signals): void {
+    signalGroup(run.pgid, signal);
+    if (run.cgroup) signalCgroup(run.cgroup, signal);
+  }
+
+  /** Finishes the run as soon as it has no live process. */
   function watchGroup(run: Run): void {
     const check = () => {
-      if (processTable.groupPids(run.pgid).length > 0) return;
+      if (members(run).length > 0) return;
       if (run.state === 'running') run.endedOnItsOwn = true; // an adopted run: no exit event to tell
       finish(run);
     };
@@ -270,7 +310,7 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
 
   function killNow(run: Run): void {
     logger.warn('training killed after grace', { gpuIndex: run.slot.gpuIndex, pgid: run.pgid });
-    signalGroup(run.pgid, 'SIGKILL');
+    signalAll(run, 'SIGKILL');
   }
 
   /** Moves the SIGKILL deadline to now + graceMs when that is earlier than the current one. */
@@ -294,7 +334,7 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
       const leaderAlive = processTable.groupPids(run.pgid)[0] === run.pgid;
       logger.info('training stopping', { gpuIndex: run.slot.gpuIndex, pgid: run.pgid, graceMs, reason });
       if (leaderAlive) signalProcess(run.pgid, 'SIGTERM');
-      else signalGroup(run.pgid, 'SIGTERM');
+      else signalAll(run, 'SIGTERM');
     }
     tighten(run, graceMs);
   }
@@ -303,10 +343,10 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
     run.leaderExit = { code, signal };
     if (run.state === 'running') run.endedOnItsOwn = true;
     // Members left behind (dataloaders, launched workers) may still hold VRAM: they get the orphan grace.
-    if (run.state === 'running' && processTable.groupPids(run.pgid).length > 0) {
+    if (run.state === 'running' && members(run).length > 0) {
       beginStop(run, deps.orphanGraceMs, 'leader exited');
     } else if (run.state === 'stopping') {
-      signalGroup(run.pgid, 'SIGTERM'); // the leader had its turn: now the rest of the group
+      signalAll(run, 'SIGTERM'); // the leader had its turn: now the rest of the run
     }
     watchGroup(run);
   }
@@ -317,10 +357,14 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
     if (existing) throw new Error(`training on GPU ${slot.gpuIndex} is still stopping`);
     const dir = checkpointDir(slot);
     mkdirSync(dir, { recursive: true });
-    const [file, ...args] = slot.command;
+    const user = deps.runAs?.get(slot.gpuIndex);
+    if (user) chownSync(dir, user.uid, user.gid); // its checkpoints are its own; the run file stays ours
+    const cgroup = runCgroup(slot);
+    const command = user ? runAsCommand(user, slot.command) : slot.command;
+    const [file, ...args] = cgroup ? enterCgroupCommand(cgroup, command) : command;
     const child = spawn(file!, args, {
       cwd: deps.cwd,
-      env: buildTrainingEnv(deps.baseEnv, slot, dir),
+      env: buildTrainingEnv(deps.baseEnv, slot, dir, user),
       detached: true, // own session and process group: the whole tree is signalled as one
       stdio: ['ignore', deps.output ?? 'ignore', deps.output ?? 'ignore'],
     });
@@ -334,17 +378,46 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
       child.once('error', reject);
     });
     const pid = child.pid!;
-    const run = newRun(slot, pid, processTable.startTime(pid), child, deps.now());
+    const run = newRun(slot, pid, cgroup, processTable.startTime(pid), child, deps.now());
     pending.run = run;
     writeRunFile(run);
     logger.info('training started', { gpuIndex: slot.gpuIndex, pgid: pid, command: slot.command[0] });
     if (pending.exit) onLeaderExit(run, ...pending.exit);
   }
 
+  /** A new cgroup for a run of `slot`, or null (process-group tracking, or the cgroup could not be made). */
+  function runCgroup(slot: TrainingSlot): string | null {
+    if (tracking.kind !== 'cgroup') return null;
+    try {
+      return createRunCgroup(tracking.parent, `haru-training-gpu${slot.gpuIndex}-${deps.now().getTime()}`);
+    } catch (err) {
+      logger.warn('training cgroup not created: tracking by process group', {
+        gpuIndex: slot.gpuIndex,
+        error: errorMessage(err),
+      });
+      return null;
+    }
+  }
+
+  /** What finds a run's processes (an idle slot: what its next run gets). */
+  function trackingOf(run: Run | undefined): TrainingRunStatus['tracking'] {
+    if (run?.cgroup) return { kind: 'cgroup', detail: run.cgroup };
+    if (tracking.kind === 'process-group') return { kind: 'process-group', detail: tracking.reason };
+    return run
+      ? { kind: 'process-group', detail: 'its cgroup could not be created' }
+      : { kind: 'cgroup', detail: tracking.parent };
+  }
+
   /** Adopts a run left by a previous supervisor process when its group is still alive. */
   function adopt(slot: TrainingSlot): void {
     let record: RunFile;
     try {
+      // A trainer running as another user owns its checkpoint dir: a run file not written by us is not adopted
+      // (it could name any process group for us to signal).
+      if (process.getuid && statSync(runFile(slot)).uid !== process.getuid()) {
+        logger.warn('training run file not written by the supervisor ignored', { gpuIndex: slot.gpuIndex });
+        return;
+      }
       record = JSON.parse(readFileSync(runFile(slot), 'utf8')) as RunFile;
     } catch {
       return;
@@ -358,16 +431,17 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
       rmSync(runFile(slot), { force: true }); // written before a reboot: its pids are someone else's now
       return;
     }
-    const pids = processTable.groupPids(record.pgid);
+    const pids = [...processTable.groupPids(record.pgid), ...(record.cgroup ? cgroupPids(record.cgroup) : [])];
     const leaderRecycled =
       pids.includes(record.pgid) &&
       record.startTime !== null &&
       processTable.startTime(record.pgid) !== record.startTime;
     if (pids.length === 0 || leaderRecycled) {
       rmSync(runFile(slot), { force: true });
+      if (record.cgroup) removeCgroup(record.cgroup); // the run died with the previous supervisor: its emptied cgroup
       return;
     }
-    const run = newRun(slot, record.pgid, record.startTime, null, new Date(record.startedAt));
+    const run = newRun(slot, record.pgid, record.cgroup ?? null, record.startTime, null, new Date(record.startedAt));
     if (record.stopDeadline) {
       // It was being stopped when the previous supervisor died: it was asked its SIGTERM, keep its deadline.
       run.state = 'stopping';
@@ -445,7 +519,8 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
             : null,
           gpuIndex: slot.gpuIndex,
           state: run?.state ?? 'idle',
-          pids: run ? processTable.groupPids(run.pgid) : [],
+          pids: run ? members(run) : [],
+          tracking: trackingOf(run),
           startedAt: run?.startedAt.toISOString() ?? null,
           lastExit: lastExits.get(slot.gpuIndex) ?? null,
         };

@@ -1,5 +1,7 @@
+import { ConfigError } from '../../schemas/env';
 import { createAmdReader } from './amd';
 import { createNvidiaReader, type MigSlot } from './nvidia';
+import { createPidTranslator, inPidSpace } from './pid-namespace';
 import { singleFlight } from './single-flight';
 import type { Exec, GpuMemoryReader } from './types';
 
@@ -9,7 +11,8 @@ export type { MigSlot } from './nvidia';
 
 /**
  * The GPU memory adapter for `vendor`, one read at a time (see singleFlight); `binary` replaces the vendor
- * tool (HARU_GPU_SMI).
+ * tool (HARU_GPU_SMI). Its per-process pids are put into the supervisor's PID namespace (see
+ * createPidTranslator; `hostProc` is HARU_HOST_PROC).
  */
 export function createGpuReader(opts: {
   vendor: 'nvidia' | 'amd';
@@ -17,7 +20,22 @@ export function createGpuReader(opts: {
   binary?: string;
   timeoutMs: number;
   mig?: readonly MigSlot[];
+  hostProc?: string;
+  /** This namespace's /proc (tests). */
+  proc?: string;
 }): GpuMemoryReader {
   const reader = opts.vendor === 'amd' ? createAmdReader(opts) : createNvidiaReader(opts);
-  return singleFlight(reader);
+  const translator = createPidTranslator({ proc: opts.proc, hostProc: opts.hostProc });
+  return singleFlight({
+    vendor: reader.vendor,
+    async checkConfig() {
+      try {
+        translator();
+      } catch (err) {
+        throw new ConfigError((err as Error).message);
+      }
+      await reader.checkConfig();
+    },
+    read: async () => inPidSpace(await reader.read(), translator()),
+  });
 }

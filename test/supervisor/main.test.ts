@@ -3,7 +3,7 @@
  * every training run before it exits.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -131,6 +131,39 @@ describe('supervisor process', () => {
     });
     expect(await sup.exited).toEqual({ code: 2, signal: null });
     expect(sup.stderr()).toContain(`training[0].mig: ${missing} is not a MIG device of this host`);
+  });
+
+  it('takes its token from HARU_SUPERVISOR_TOKEN_FILE, so a trainer finds it nowhere in its environ', async () => {
+    const dir = dirs.make();
+    const token = 'tok-from-file-9f2c';
+    const tokenFile = path.join(dir, 'token');
+    writeFileSync(tokenFile, `${token}\n`, { mode: 0o600 });
+    const ckpt = path.join(dir, 'ckpt');
+    // The trainer reads its parent's (the supervisor's) environment, as any same-user process can.
+    const script = 'tr "\\0" "\\n" < /proc/$PPID/environ > "$HARU_CHECKPOINT_DIR/parent.env"; exec sleep 60';
+    const config = { training: [{ gpuIndex: 0, command: ['/bin/sh', '-c', script], checkpointDir: ckpt }] };
+    const sup = spawnSupervisor({
+      HARU_SUPERVISOR_CONFIG: JSON.stringify(config),
+      PORT: '0',
+      HARU_SUPERVISOR_TOKEN_FILE: tokenFile,
+      HARU_SUPERVISOR_HOST: '127.0.0.1',
+    });
+    const port = await waitFor('the supervisor to listen', () => /"port":(\d+)/.exec(sup.stdout())?.[1]);
+    const url = `http://127.0.0.1:${port}/v1/training/start`;
+    expect((await fetch(url, { method: 'POST' })).status).toBe(401);
+    const start = await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
+    expect(start.status).toBe(200);
+    const parentEnv = await waitFor('the trainer to read it', () => {
+      try {
+        return readFileSync(path.join(ckpt, 'parent.env'), 'utf8');
+      } catch {
+        return false;
+      }
+    });
+    expect(parentEnv).toContain(`HARU_SUPERVISOR_TOKEN_FILE=${tokenFile}`); // it could read the environ
+    expect(parentEnv).not.toContain(token);
+    sup.child.kill('SIGTERM');
+    expect(await sup.exited).toEqual({ code: 0, signal: null });
   });
 
   it('stops every training run within the shutdown grace on SIGTERM, then exits 0', async () => {

@@ -6,6 +6,7 @@ import path from 'node:path';
 export const REPO_ROOT = path.resolve(__dirname, '../..');
 export const TRAINER = path.join(REPO_ROOT, 'sim/trainer.js');
 export const FAKE_NVIDIA_SMI = path.join(REPO_ROOT, 'sim/bin/nvidia-smi');
+export const FAKE_ROCM_SMI = path.join(REPO_ROOT, 'sim/bin/rocm-smi');
 
 import { eventually, type Truthy } from '../support/eventually';
 

@@ -3,14 +3,16 @@
  * group, SIGTERM then SIGKILL, checkpoints on disk.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { SupervisorConfig } from '../../schemas/supervisor';
 import { isAlive, listLiveHolders, writeInventory } from '../../sim/gpu-state';
 import { NoSlotError } from '../../supervisor/errors';
 import { createJsonLogger, type Logger, silentLogger } from '../../lib/logger';
+import { detectTracking, type TrainingTracking } from '../../supervisor/cgroup';
 import { createProcessTable } from '../../supervisor/process-group';
+import { lookUpUser, type RunAsUser } from '../../supervisor/run-as';
 import type { RestartPolicy } from '../../supervisor/restart-backoff';
 import {
   createTrainingManager,
@@ -36,7 +38,14 @@ const MIG = 'MIG-c6d4f1ef-42e4-5de3-91c7-45d71c87eb3f';
 
 function setup(
   slot: Partial<Slot> & Pick<Slot, 'command'>,
-  opts: { orphanGraceMs?: number; env?: NodeJS.ProcessEnv; restart?: RestartPolicy; logger?: Logger } = {},
+  opts: {
+    orphanGraceMs?: number;
+    env?: NodeJS.ProcessEnv;
+    restart?: RestartPolicy;
+    logger?: Logger;
+    tracking?: TrainingTracking;
+    runAs?: Map<number, RunAsUser>;
+  } = {},
 ) {
   const checkpointDir = path.join(dirs.make(), 'ckpt');
   const full: Slot = { gpuIndex: 1, checkpointDir, ...slot };
@@ -49,6 +58,8 @@ function setup(
     logger: opts.logger ?? silentLogger,
     orphanGraceMs: opts.orphanGraceMs ?? 10_000,
     restart: opts.restart,
+    tracking: opts.tracking,
+    runAs: opts.runAs,
     pollMs: 20,
   });
   managers.push(manager);
@@ -425,5 +436,101 @@ describe('training runs', () => {
     expect(rebooted.status()[0]).toMatchObject({ state: 'idle', pids: [] });
     expect(existsSync(file)).toBe(false);
     expect(isAlive(pid)).toBe(true); // not ours to touch: the first manager still runs it
+  });
+});
+
+const escapedPid = (dir: string) =>
+  existsSync(path.join(dir, 'escaped.pid')) && Number(readFileSync(path.join(dir, 'escaped.pid'), 'utf8'));
+
+const cgroups = detectTracking();
+if (cgroups.kind !== 'cgroup') console.warn(`skipping cgroup tracking tests: ${cgroups.reason}`);
+const describeCgroup = cgroups.kind === 'cgroup' ? describe : describe.skip;
+
+describeCgroup('training tracked by a cgroup', () => {
+  it('finds and stops a worker that left the process group (setsid, double fork)', async () => {
+    const { manager, checkpointDir, gpuIndex } = setup({ command: trainer('--escape') }, { tracking: cgroups });
+    const leader = await startTraining(manager, gpuIndex, checkpointDir);
+    const escaped = await waitFor('the escaped worker', () => escapedPid(checkpointDir));
+    const stat = readFileSync(`/proc/${escaped}/stat`, 'utf8');
+    expect(Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2])).not.toBe(leader); // not in the group
+    const [run] = manager.status();
+    expect(run!.pids).toEqual([leader, ...run!.pids.slice(1)]);
+    expect(run!.pids).toContain(escaped);
+    expect(run!.tracking).toEqual({ kind: 'cgroup', detail: expect.stringContaining(`haru-training-gpu${gpuIndex}-`) });
+    const cgroup = run!.tracking!.detail;
+    manager.stop({ gpuIndex, graceMs: 10_000 });
+    await manager.idle(gpuIndex);
+    expect(isAlive(escaped)).toBe(false);
+    expect(existsSync(cgroup)).toBe(false); // removed once empty
+    expect(manager.status()[0]).toMatchObject({ state: 'idle', pids: [] });
+  });
+
+  it('SIGKILLs the whole cgroup at the deadline, escaped workers included', async () => {
+    const { manager, checkpointDir, gpuIndex } = setup(
+      { command: trainer('--escape', '--ignore-sigterm') },
+      { tracking: cgroups },
+    );
+    await startTraining(manager, gpuIndex, checkpointDir);
+    const escaped = await waitFor('the escaped worker', () => escapedPid(checkpointDir));
+    manager.stop({ gpuIndex, graceMs: 300 });
+    await manager.idle(gpuIndex);
+    expect(isAlive(escaped)).toBe(false);
+    expect(manager.status()[0]!.lastExit).toMatchObject({ signal: 'SIGKILL' });
+  });
+});
+
+describe('training tracked by its process group (no cgroup to be had)', () => {
+  const escapedPids: number[] = [];
+  afterAll(() => escapedPids.forEach((pid) => isAlive(pid) && process.kill(pid, 'SIGKILL')));
+
+  it('says so in status, with the reason, and still stops the group', async () => {
+    const reason = 'cannot create a cgroup under its own /sys/fs/cgroup/x (EACCES)';
+    const { manager, checkpointDir, gpuIndex } = setup(
+      { command: trainer('--escape') },
+      { tracking: { kind: 'process-group', reason } },
+    );
+    const leader = await startTraining(manager, gpuIndex, checkpointDir);
+    const escaped = await waitFor('the escaped worker', () => escapedPid(checkpointDir));
+    escapedPids.push(escaped);
+    const [run] = manager.status();
+    expect(run!.tracking).toEqual({ kind: 'process-group', detail: reason });
+    expect(run!.pids).toEqual([leader]); // what the fallback cannot see
+    manager.stop({ gpuIndex, graceMs: 10_000 });
+    await manager.idle(gpuIndex);
+    expect(isAlive(leader)).toBe(false);
+    expect(trainerEvents(checkpointDir).map((e) => e.event)).toContain('final checkpoint');
+    expect(isAlive(escaped)).toBe(true); // the limitation a cgroup removes
+  });
+});
+
+const nobody = lookUpUser('nobody');
+const runAsUnavailable =
+  process.getuid?.() !== 0 ? 'the supervisor is not root' : !nobody ? 'the host has no user nobody' : null;
+if (runAsUnavailable) console.warn(`skipping runAs tests: ${runAsUnavailable}`);
+
+(runAsUnavailable ? describe.skip : describe)('a trainer run as another user (runAs)', () => {
+  it('runs as that user with its own checkpoint dir and cannot read the supervisor’s environment', async () => {
+    const script =
+      'id -u > "$HARU_CHECKPOINT_DIR/uid"; echo "$HOME" > "$HARU_CHECKPOINT_DIR/home";' +
+      ' cat /proc/$PPID/environ > /dev/null 2> "$HARU_CHECKPOINT_DIR/denied"; exec sleep 60';
+    const { manager, checkpointDir, gpuIndex } = setup(
+      { command: ['/bin/sh', '-c', script], runAs: 'nobody' },
+      { runAs: new Map([[1, nobody!]]), tracking: cgroups.kind === 'cgroup' ? cgroups : undefined },
+    );
+    chmodSync(path.dirname(checkpointDir), 0o755); // the temp dir is root's 0700: let the user reach its dir
+    await manager.start({ gpuIndex });
+    const denied = await waitFor('the trainer to try', () => {
+      const text =
+        existsSync(path.join(checkpointDir, 'denied')) && readFileSync(path.join(checkpointDir, 'denied'), 'utf8');
+      return text && text.trim() ? text : false;
+    });
+    expect(denied).toMatch(/Permission denied/);
+    expect(readFileSync(path.join(checkpointDir, 'uid'), 'utf8').trim()).toBe(String(nobody!.uid));
+    expect(readFileSync(path.join(checkpointDir, 'home'), 'utf8').trim()).toBe(nobody!.home);
+    const [run] = manager.status();
+    expect(readFileSync(`/proc/${run!.pids[0]}/status`, 'utf8')).toMatch(new RegExp(`^Uid:\\s+${nobody!.uid}\\s`, 'm'));
+    manager.stop({ gpuIndex, graceMs: 5_000 });
+    await manager.idle(gpuIndex);
+    expect(manager.status()[0]!.lastExit).toMatchObject({ signal: 'SIGTERM' });
   });
 });
