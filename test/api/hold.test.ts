@@ -98,6 +98,9 @@ describe('requests held during a failover', () => {
   it('gives a held stream the fleet in its headers, and the serving domain and revision as trailers and a comment', async () => {
     const { fleet, commit } = await failingFleet();
     const before = await held();
+    // The hold's first ping sends the headers; the route moves only after it, so the trailers are Haru's.
+    let gotHeaders!: () => void;
+    const headersSent = new Promise<void>((resolve) => (gotHeaders = resolve));
     const answer = new Promise<{ headers: http.IncomingHttpHeaders; trailers: NodeJS.Dict<string>; text: string }>(
       (resolve, reject) => {
         const req = http.request(`${h.url}/v1/chat/completions`, {
@@ -105,6 +108,7 @@ describe('requests held during a failover', () => {
           headers: { 'content-type': 'application/json', 'x-haru-fleet': fleet.slug },
         });
         req.on('response', (res) => {
+          gotHeaders();
           let text = '';
           res.setEncoding('utf8');
           res.on('data', (chunk: string) => (text += chunk));
@@ -115,6 +119,7 @@ describe('requests held during a failover', () => {
       },
     );
     await waitUntil('the stream to be held', async () => (await held()) > before);
+    await headersSent;
     const revision = await commit().then(async () => (await h.fleet(fleet.slug)).routeRevision);
     const { headers, trailers, text } = await answer;
     expect(headers['x-haru-fleet']).toBe(fleet.slug);

@@ -15,6 +15,9 @@ const ask = (url: string, fleet: string) =>
 const servedBy = (res: { body: { choices?: { message: { content: string } }[] } }) =>
   res.body.choices?.[0]?.message.content.split(':')[0];
 
+/** The outage tests' snapshot (and sleep-answer) cache TTL. */
+const SNAPSHOT_TTL_MS = 50;
+
 describe('routing cache', () => {
   let east: FakeUpstream;
   let west: FakeUpstream;
@@ -98,7 +101,7 @@ describe('routing cache', () => {
       relay = await startTcpProxy(pg.hostname, Number(pg.port || 5432));
       h = await startHarness({
         viaPort: relay.port,
-        config: { HARU_SNAPSHOT_CACHE_TTL_MS: 50, HARU_STORE_TIMEOUT_MS: 200 },
+        config: { HARU_SNAPSHOT_CACHE_TTL_MS: SNAPSHOT_TTL_MS, HARU_STORE_TIMEOUT_MS: 200 },
       });
     });
     afterAll(async () => {
@@ -152,6 +155,9 @@ describe('routing cache', () => {
         // Unseen by this replica: the route moves to west and east is put to sleep.
         await moveRoute(h.db.store, fleet, 'west');
         eastAsleep = true;
+        // The proxy keeps a server's sleep answer one snapshot TTL: the awake one the stale answer above read
+        // must have expired (time is the condition here).
+        await new Promise((resolve) => setTimeout(resolve, 2 * SNAPSHOT_TTL_MS));
         east.seen.length = 0;
         const held = await h.api.metrics.heldRequests.get();
         const before = held.values[0]?.value ?? 0;
