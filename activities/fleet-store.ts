@@ -22,6 +22,9 @@ export interface BeginOperationResult {
   routeRevision: number | null;
   /** The active domain when the operation was created (the one to demote after a promotion). */
   fromDomainId: string | null;
+  /** The fleet's slug and the from domain's (search attributes of the old active's demotion); absent in older histories. */
+  fleetSlug?: string;
+  fromDomainSlug?: string | null;
   policy: FleetPolicy;
   target: DomainSummary;
 }
@@ -126,6 +129,8 @@ export function createFleetStoreActivities(deps: ActivityDeps) {
         isRoutingCommitted: op.routingCommitted,
         routeRevision: op.routeRevision,
         fromDomainId: op.fromDomainId,
+        fleetSlug: snapshot.slug,
+        fromDomainSlug: snapshot.domains.find((d) => d.id === op.fromDomainId)?.slug ?? null,
         policy: snapshot.policy,
       };
       if (!target) {

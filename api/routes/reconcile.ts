@@ -33,7 +33,7 @@ function polledSince(before: FleetSnapshot, after: FleetSnapshot, since: number)
  */
 export async function reconcile(ctx: RouteContext, fleet: FleetSnapshot): Promise<ReconcileResponse> {
   const signalledAt = ctx.now();
-  await ctx.orchestrator.checkNow(fleet.id);
+  await ctx.orchestrator.checkNow(fleet.id, fleet.slug);
   const deadline = signalledAt.getTime() + ctx.config.HARU_RECONCILE_WAIT_MS;
   let latest = fleet;
   let fresh = polledSince(fleet, latest, signalledAt.getTime());
