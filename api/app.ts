@@ -24,6 +24,8 @@ import { healthRoutes } from './routes/health';
 import { inferenceBodyReader, inferenceRoutes } from './routes/inference';
 import { operationRoutes } from './routes/operations';
 import { type ProvisioningStarter, provisioningRoutes } from './routes/provisioning';
+import { type HostReader, statusRoutes } from './routes/status';
+import { createSupervisorClient } from '../activities/supervisor-client';
 import type { ApiDatabase, ApiStore } from './store';
 
 /** Control bodies are small JSON documents (docs/architecture.md §5.3). */
@@ -41,6 +43,8 @@ export interface ApiDeps {
   forwarder?: Forwarder;
   /** Starts provisioning workflows; without it the provision/teardown routes answer 503. */
   provisioning?: ProvisioningStarter;
+  /** Reads supervisors for the domain status route; by default a client with HARU_SUPERVISOR_TOKEN and TLS. */
+  hosts?: HostReader;
 }
 
 export interface ApiApp {
@@ -128,6 +132,12 @@ export function createApp(deps: ApiDeps): ApiApp {
   app.use(pauseRoutes(ctx));
   app.use(operationRoutes(ctx));
   app.use(eventRoutes(ctx));
+  app.use(
+    statusRoutes(
+      ctx,
+      deps.hosts ?? createSupervisorClient({ token: config.HARU_SUPERVISOR_TOKEN, tls: config.supervisorTls }),
+    ),
+  );
   app.use(provisioningRoutes(ctx, deps.provisioning));
   app.use(notFoundHandler);
   app.use(errorMiddleware(logger));

@@ -1,5 +1,10 @@
 import { z } from 'zod';
 import {
+  loadSupervisorClientTls,
+  supervisorClientEnvShape,
+  type SupervisorClientTls,
+} from '../activities/supervisor-tls';
+import {
   defaultTemporalSettings,
   resolveTemporalSettings,
   type TemporalSettings,
@@ -55,17 +60,21 @@ export const apiConfigSchema = z.object({
   HARU_RECONCILE_WAIT_MS: blankable(z.coerce.number().int().min(0).default(3_000)),
   /** Poll interval of `GET /events?follow=1`. */
   HARU_EVENTS_POLL_MS: blankable(positiveMsSchema.default(500)),
+  /** How `GET …/domains/:domain/status` reads supervisors: the worker's variables (token, CA, client certificate). */
+  ...supervisorClientEnvShape,
   LOG_LEVEL: blankable(z.enum(['debug', 'info', 'warn', 'error']).default('info')),
 });
 /** The API's settings; the Temporal ones resolved with the profile file (`temporal`). */
 export type ApiConfig = Omit<z.infer<typeof apiConfigSchema>, keyof typeof temporalEnvShape> & {
   temporal: TemporalSettings;
+  /** Read from HARU_SUPERVISOR_CA_FILE and the client certificate files; undefined when none is set. */
+  supervisorTls?: SupervisorClientTls;
 };
 
 /** Parses the API environment; throws ConfigError naming every bad variable or Temporal setting. */
 export function loadApiConfig(env: NodeJS.ProcessEnv): ApiConfig {
   const parsed = parseEnv(apiConfigSchema, env, 'API');
-  return { ...parsed, temporal: resolveTemporalSettings(env) };
+  return { ...parsed, temporal: resolveTemporalSettings(env), supervisorTls: loadSupervisorClientTls(parsed) };
 }
 
 /** The config with every default, for tests: `defaultApiConfig({ HARU_CHAT_HOLD_MS: 100 })`. */

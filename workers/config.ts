@@ -1,6 +1,10 @@
 import { z } from 'zod';
 import { resolveTemporalSettings, type TemporalSettings, temporalEnvShape } from '../temporal/config';
-import { loadSupervisorClientTls, type SupervisorClientTls } from '../activities/supervisor-tls';
+import {
+  loadSupervisorClientTls,
+  supervisorClientEnvShape,
+  type SupervisorClientTls,
+} from '../activities/supervisor-tls';
 import { postgresTlsEnvShape } from '../db/postgres-tls';
 import { blankable, parseEnv, portSchema } from '../schemas/env';
 import { DEFAULT_MAX_CONCURRENT_ACTIVITIES, DEFAULT_MONITOR_KEEP_INTERVAL_MS } from './limits';
@@ -17,13 +21,8 @@ export const workerConfigSchema = z.object({
   HARU_STATE_DIR: blankable(z.string().min(1).default('.haru')),
   /** libpq's PGSSLROOTCERT, PGSSLCERT, PGSSLKEY for a DATABASE_URL with sslmode. */
   ...postgresTlsEnvShape,
-  /** Bearer token sent to every supervisor; unset sends none (supervisors then listen on loopback only). */
-  HARU_SUPERVISOR_TOKEN: blankable(z.string().min(1).optional()),
-  /** CA that https:// supervisors are verified against (default: the system CAs). */
-  HARU_SUPERVISOR_CA_FILE: blankable(z.string().min(1).optional()),
-  /** Client certificate and key presented to supervisors that require mTLS (both or neither). */
-  HARU_SUPERVISOR_CLIENT_CERT_FILE: blankable(z.string().min(1).optional()),
-  HARU_SUPERVISOR_CLIENT_KEY_FILE: blankable(z.string().min(1).optional()),
+  /** HARU_SUPERVISOR_TOKEN, HARU_SUPERVISOR_CA_FILE, HARU_SUPERVISOR_CLIENT_CERT_FILE/KEY_FILE. */
+  ...supervisorClientEnvShape,
   /** Prometheus metrics (`GET /metrics`); 0 picks a free port. */
   HARU_WORKER_METRICS_PORT: blankable(portSchema.default(9464)),
   HARU_WORKER_METRICS_HOST: blankable(z.string().min(1).default('0.0.0.0')),

@@ -28,6 +28,7 @@ import {
   type FleetMonitorInput,
 } from './definitions';
 import { summarizeHealth } from '../core/fleet-health';
+import { MONITOR_CHECKPOINT_MS } from '../core/monitor-look';
 import {
   coolingDownIds,
   decideMonitorAction,
@@ -47,8 +48,6 @@ import {
 import { continuityAfterWatch, type WatchContinuity } from '../core/watch-window';
 import { startAbandonedChild } from './start-child';
 import { operationStart, provisionStart, type StartSlugs, slugsOf, teardownStart } from './start-options';
-
-const DEFAULT_CHECKPOINT_MS = 60_000;
 
 /** Patch id of the pause stored on the fleet (`setAutoFailoverPause`) rather than kept in workflow state. */
 export const DURABLE_PAUSE_PATCH = 'monitor-durable-pause';
@@ -73,7 +72,7 @@ export const REPLACE_FAILED_STANDBY_PATCH = 'monitor-replace-failed-standby';
  */
 export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<void> {
   const { fleetId } = input;
-  const checkpointMs = input.checkpointMs ?? DEFAULT_CHECKPOINT_MS;
+  const checkpointMs = input.checkpointMs ?? MONITOR_CHECKPOINT_MS;
   let isPaused = input.isAutoFailoverPaused ?? false;
   let recentPromotions = input.recentPromotions ?? [];
   let replacements: ReplacementState = input.replacements ?? emptyReplacementState();
