@@ -116,7 +116,13 @@ describe('watchFleet', () => {
       store: tdb.store,
       supervisor: routedClient({ [east.supervisorUrl]: a, [west.supervisorUrl]: b }),
       now: () => new Date(),
-      metrics: { domainPolled: (l) => polled.push(`${l.domain}:${l.outcome}`), routingCommit: () => undefined },
+      metrics: {
+        domainPolled: (l) => polled.push(`${l.domain}:${l.outcome}`),
+        routingCommit: () => undefined,
+        operationFinished: () => undefined,
+        stepSucceeded: () => undefined,
+        hostObserved: () => undefined,
+      },
     });
     const env = quietEnvironment({ attempt: 1 });
     const heartbeats: unknown[] = [];

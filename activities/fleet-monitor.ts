@@ -71,6 +71,7 @@ export function createFleetMonitorActivities(deps: ActivityDeps) {
         timeoutMs,
       });
       deps.metrics?.domainPolled({ fleet: snapshot.slug, domain: domain.slug, outcome: 'ok' });
+      deps.metrics?.hostObserved({ fleet: snapshot.slug, domain: domain.slug }, status);
       return { domain, at, status };
     } catch (err) {
       if (Context.current().cancellationSignal.aborted) throw err;

@@ -7,6 +7,7 @@ import { HaruError } from '../schemas/errors';
 import type { ApiConfig } from './config';
 import { errorMiddleware, notFoundHandler } from './errors';
 import { type ApiMetrics, createApiMetrics, observeRequest } from './metrics';
+import { registerFleetMetrics } from './fleet-metrics';
 import { buildOpenApiDocument } from './openapi';
 import type { Orchestrator } from './orchestrator';
 import { createForwarder, type Forwarder } from './proxy/forwarder';
@@ -60,11 +61,18 @@ export interface ApiApp {
   close(): Promise<void>;
 }
 
-/** Counts every Express request by the route pattern it matched (`unmatched` when none did). */
-function requestMetrics(metrics: ApiMetrics): RequestHandler {
+/** Counts and logs every Express request by the route pattern it matched (`unmatched` when none did). */
+function requestMetrics(metrics: ApiMetrics, logger: Logger): RequestHandler {
   return (req, res, next) => {
-    observeRequest(metrics, req.method, res, () =>
-      req.route ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched',
+    observeRequest(
+      metrics,
+      req.method,
+      res,
+      () => (req.route ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched'),
+      {
+        logger,
+        params: () => req.params as { fleet?: string; domain?: string },
+      },
     );
     next();
   };
@@ -88,6 +96,9 @@ export function createApp(deps: ApiDeps): ApiApp {
     logger,
     onRevision: (s) => metrics.routeRevision.set({ fleet: s.slug }, s.routeRevision),
   });
+  // Once per registry: a test may build several apps on one.
+  if (!metrics.registry.getSingleMetric('haru_domain_state'))
+    registerFleetMetrics(metrics.registry, () => deps.store.fleets.list(), logger);
   const ctx: RouteContext = { ...deps, cache, metrics, now };
   const proxy: ProxyDeps = {
     cache,
@@ -116,7 +127,7 @@ export function createApp(deps: ApiDeps): ApiApp {
   const handle: RequestListener = (req, res) => {
     if (!lean(req, res)) app(req, res);
   };
-  app.use(requestMetrics(metrics));
+  app.use(requestMetrics(metrics, logger));
   app.use(healthRoutes(ctx));
   app.get('/openapi.json', (_req, res) => {
     res.json(openapi);

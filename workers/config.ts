@@ -26,6 +26,8 @@ export const workerConfigSchema = z.object({
   /** Prometheus metrics (`GET /metrics`); 0 picks a free port. */
   HARU_WORKER_METRICS_PORT: blankable(portSchema.default(9464)),
   HARU_WORKER_METRICS_HOST: blankable(z.string().min(1).default('0.0.0.0')),
+  /** The Temporal SDK runtime's own Prometheus endpoint (`temporal_*` worker metrics) on HARU_WORKER_METRICS_HOST; 0 turns it off. */
+  HARU_WORKER_SDK_METRICS_PORT: blankable(portSchema.default(9465)),
   /** A prebuilt workflow bundle (from `bundleWorkflowCode`); unset bundles workflows/ at start (a few seconds). */
   HARU_WORKFLOW_BUNDLE: blankable(z.string().min(1).optional()),
   /** The SkyPilot CLI used to provision skypilot/skyserve domains (a name on PATH or a path). */

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { noteAccess } from '../metrics';
 import type { RequestHandler } from 'express';
 import { HaruError } from '../../schemas/errors';
 import type { ApiConfig } from '../config';
@@ -112,6 +113,7 @@ async function proxyOnce(
       const target = routeModel(snapshot, body.model);
       let failure: HaruError;
       let refused = false;
+      noteAccess(res, { fleet: snapshot.slug, ...(target.kind === 'ok' ? { domain: target.domain.slug } : {}) });
       if (target.kind === 'ok') {
         const outcome = await deps.forwarder.send({
           url: upstreamUrl(target.servingUrl, endpoint),

@@ -2,7 +2,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type ApiApp, createApp } from '../../../api/app';
 import { type ApiConfig, defaultApiConfig } from '../../../api/config';
-import { silentLogger } from '../../../lib/logger';
+import { type Logger, silentLogger } from '../../../lib/logger';
+import type { WorkerMetrics } from '../../../workers/metrics';
 import { ensureMonitor } from '../../../workers/start';
 import { healthQuery, monitorWorkflowId } from '../../../workflows/definitions';
 import { type SimFleet, type SimFleetOptions, startSimFleet } from '../../workflows/support/sim-fleet';
@@ -24,11 +25,16 @@ export interface LiveFleet {
 /** Starts it and waits until the monitor has looked at the fleet once. */
 export async function startLiveFleet(
   server: TestClients & Pick<TestServer, 'connection'>,
-  opts: SimFleetOptions & { config?: Partial<ApiConfig> } = {},
+  opts: SimFleetOptions & { config?: Partial<ApiConfig>; logger?: Logger; workerMetrics?: WorkerMetrics } = {},
 ): Promise<LiveFleet> {
   const fleet = await startSimFleet(opts);
   const taskQueue = uniqueTaskQueue('live');
-  const worker = await startTestWorker(server.connection, fleet.db.store, taskQueue);
+  const worker = await startTestWorker(
+    server.connection,
+    fleet.db.store,
+    taskQueue,
+    opts.workerMetrics ? { metrics: opts.workerMetrics } : {},
+  );
   const slug = fleet.layout.fleet.slug;
   await ensureMonitor(server.client, fleet.fleetId, taskQueue, slug);
   const monitor = server.client.workflow.getHandle(monitorWorkflowId(fleet.fleetId));
@@ -41,7 +47,7 @@ export async function startLiveFleet(
     database: fleet.db.database,
     orchestrator: server.orchestrator(taskQueue),
     config,
-    logger: silentLogger,
+    logger: opts.logger ?? silentLogger,
   });
   await api.start();
   const httpServer = http.createServer(api.handle);
