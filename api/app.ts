@@ -26,6 +26,7 @@ import { inferenceBodyReader, inferenceRoutes } from './routes/inference';
 import { operationRoutes } from './routes/operations';
 import { type ProvisioningStarter, provisioningRoutes } from './routes/provisioning';
 import { type HostReader, statusRoutes } from './routes/status';
+import { uiRoutes } from './routes/ui';
 import { createSupervisorClient } from '../activities/supervisor-client';
 import type { ApiDatabase, ApiStore } from './store';
 
@@ -135,6 +136,7 @@ export function createApp(deps: ApiDeps): ApiApp {
   app.get('/metrics', async (_req, res) => {
     res.set('content-type', metrics.registry.contentType).send(await metrics.registry.metrics());
   });
+  app.use(uiRoutes());
   app.use('/v1', auth);
   app.use(inferenceRoutes(proxy, config.HARU_CHAT_MAX_BODY_BYTES));
   app.use('/v1/fleets', express.json({ limit: CONTROL_BODY_LIMIT_BYTES, type: () => true, strict: true }));

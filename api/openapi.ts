@@ -25,6 +25,7 @@ import type { RouteDoc } from './route-doc';
 import { PAUSE_ROUTE_DOCS } from './routes/pause';
 import { PROVISIONING_ROUTE_DOCS } from './routes/provisioning';
 import { STATUS_ROUTE_DOCS } from './routes/status';
+import { UI_ROUTE_DOCS } from './routes/ui';
 import { fleetSnapshotSchema, operationSchema } from '../schemas/entities';
 
 const error = (description: string) => ({ description, schema: errorBodySchema });
@@ -274,6 +275,7 @@ export const ROUTE_DOCS: RouteDoc[] = [
   ...PROVISIONING_ROUTE_DOCS,
   ...PAUSE_ROUTE_DOCS,
   ...STATUS_ROUTE_DOCS,
+  ...UI_ROUTE_DOCS,
 ];
 
 const jsonSchema = (schema: z.ZodType, io: 'input' | 'output') => {
