@@ -1,3 +1,4 @@
+/* global document, localStorage, location, fetch, TextDecoderStream, URLSearchParams, setInterval, setTimeout */
 // The fleet page: plain JavaScript, no build step. Reads the same /v1 routes as the CLI, with the API token
 // given once as `#token=…` (kept in this browser's localStorage) and the fleet as `?fleet=`.
 'use strict';
