@@ -24,8 +24,8 @@ export function monitorLook(checkedAt: string | null, now: Date, staleAfterMs: n
   return { checkedAt, ageMs, isStale: ageMs === null || ageMs > staleAfterMs, staleAfterMs };
 }
 
-/** A stored domain's last poll with its age as of `now` (only the health fields of a larger row). Pure. */
-export const polledDomain = (d: StoredDomainHealth, now: Date): PolledDomain => ({
+/** The health fields of a stored domain (a larger row, such as a snapshot's domain). Pure. */
+export const storedHealth = (d: StoredDomainHealth): StoredDomainHealth => ({
   id: d.id,
   slug: d.slug,
   state: d.state,
@@ -33,6 +33,11 @@ export const polledDomain = (d: StoredDomainHealth, now: Date): PolledDomain => 
   lastSeenAt: d.lastSeenAt,
   consecutiveFailures: d.consecutiveFailures,
   lastError: d.lastError,
+});
+
+/** A stored domain's last poll with its age as of `now`. Pure. */
+export const polledDomain = (d: StoredDomainHealth, now: Date): PolledDomain => ({
+  ...storedHealth(d),
   lastSeenAgeMs: ageOf(d.lastSeenAt, now),
 });
 
