@@ -1,3 +1,4 @@
+import type { SupervisorStatus } from '../schemas/supervisor';
 import type { Store } from '../db/store';
 import type { SkyCli } from '../drivers/sky';
 import type { SupervisorTarget } from './supervisor-access';
@@ -10,6 +11,12 @@ export interface ActivityMetrics {
   domainPolled(labels: { fleet: string; domain: string; outcome: 'ok' | 'error' }): void;
   /** A routing pointer move (or a lost CAS). */
   routingCommit(labels: { fleet: string; outcome: 'committed' | 'already_committed' | 'conflict' }): void;
+  /** An operation ended (`fleet` the slug), after `seconds` from its start. */
+  operationFinished(labels: { fleet: string; kind: string; outcome: string }, seconds: number): void;
+  /** A step activity succeeded, `seconds` after its first attempt was scheduled. */
+  stepSucceeded(labels: { fleet: string; step: string }, seconds: number): void;
+  /** What a successful poll showed of the host: each model's state and each training run's. */
+  hostObserved(labels: { fleet: string; domain: string }, status: SupervisorStatus): void;
 }
 
 /** Everything activities touch, injected by the worker (or by a test). */

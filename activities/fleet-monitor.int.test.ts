@@ -119,7 +119,13 @@ describe('watchFleet', () => {
       supervisor: routedClient({ [east.supervisorUrl]: a, [west.supervisorUrl]: b }),
       now: () => new Date(),
       proofOfLife,
-      metrics: { domainPolled: (l) => polled.push(`${l.domain}:${l.outcome}`), routingCommit: () => undefined },
+      metrics: {
+        domainPolled: (l) => polled.push(`${l.domain}:${l.outcome}`),
+        routingCommit: () => undefined,
+        operationFinished: () => undefined,
+        stepSucceeded: () => undefined,
+        hostObserved: () => undefined,
+      },
     });
     const env = quietEnvironment({ attempt: 1 });
     const heartbeats: unknown[] = [];

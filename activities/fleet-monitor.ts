@@ -98,7 +98,10 @@ export function createFleetMonitorActivities(deps: ActivityDeps) {
     const outcomeLabel = verdict.isFailed ? 'error' : 'ok';
     deps.metrics?.domainPolled({ fleet: snapshot.slug, domain: domain.slug, outcome: outcomeLabel });
     if (verdict.isFailed) return { domain, at, error: verdict.message ?? verdict.evidence };
-    if (outcome.kind === 'answered') return { domain, at, status: outcome.status };
+    if (outcome.kind === 'answered') {
+      deps.metrics?.hostObserved({ fleet: snapshot.slug, domain: domain.slug }, outcome.status);
+      return { domain, at, status: outcome.status };
+    }
     return { domain, at, proofOfLife: true };
   }
 

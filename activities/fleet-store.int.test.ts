@@ -17,7 +17,13 @@ beforeAll(async () => {
     store: tdb.store,
     supervisor: new FakeHost().client,
     now: () => new Date(),
-    metrics: { domainPolled: () => undefined, routingCommit: (l) => commits.push(l.outcome) },
+    metrics: {
+      domainPolled: () => undefined,
+      routingCommit: (l) => commits.push(l.outcome),
+      operationFinished: () => undefined,
+      stepSucceeded: () => undefined,
+      hostObserved: () => undefined,
+    },
   });
 });
 afterAll(() => tdb?.drop());

@@ -22,6 +22,9 @@ export interface BeginOperationResult {
   routeRevision: number | null;
   /** The active domain when the operation was created (the one to demote after a promotion). */
   fromDomainId: string | null;
+  /** The fleet's slug and the from domain's (search attributes of the old active's demotion); absent in older histories. */
+  fleetSlug?: string;
+  fromDomainSlug?: string | null;
   policy: FleetPolicy;
   target: DomainSummary;
 }
@@ -97,6 +100,19 @@ const summarize = (snapshot: FleetSnapshot, domainId: string): DomainSummary | n
 export function createFleetStoreActivities(deps: ActivityDeps) {
   const { store } = deps;
 
+  // Slugs never change: metrics label fleets by slug without a read per observation.
+  const slugs = new Map<string, string>();
+  async function fleetSlug(fleetId: string): Promise<string> {
+    const known = slugs.get(fleetId);
+    if (known) return known;
+    const slug = (await store.fleets.snapshot(fleetId))?.slug ?? fleetId;
+    slugs.set(fleetId, slug);
+    return slug;
+  }
+  /** Observes a metric labelled with the fleet's slug; a failed slug read never fails the activity. */
+  const observe = (fleetId: string, fn: (fleet: string) => void): Promise<void> =>
+    deps.metrics ? fleetSlug(fleetId).then(fn, () => fn(fleetId)) : Promise.resolve();
+
   async function loadSnapshot(fleetId: string): Promise<FleetSnapshot> {
     const snapshot = await store.fleets.snapshot(fleetId);
     if (!snapshot) throw invalidTarget(`fleet ${fleetId} does not exist`, { fleetId });
@@ -126,6 +142,8 @@ export function createFleetStoreActivities(deps: ActivityDeps) {
         isRoutingCommitted: op.routingCommitted,
         routeRevision: op.routeRevision,
         fromDomainId: op.fromDomainId,
+        fleetSlug: snapshot.slug,
+        fromDomainSlug: snapshot.domains.find((d) => d.id === op.fromDomainId)?.slug ?? null,
         policy: snapshot.policy,
       };
       if (!target) {
@@ -180,6 +198,12 @@ export function createFleetStoreActivities(deps: ActivityDeps) {
           );
         }
       }
+      const durationMs = input.data?.durationMs;
+      if (input.status === 'succeeded' && typeof durationMs === 'number') {
+        await observe(input.fleetId, (fleet) =>
+          deps.metrics?.stepSucceeded({ fleet, step: input.step }, durationMs / 1000),
+        );
+      }
       if (input.appendEvent === false) return;
       await store.events.append({
         fleetId: input.fleetId,
@@ -206,7 +230,7 @@ export function createFleetStoreActivities(deps: ActivityDeps) {
       } catch (err) {
         throw storeFailure(err, { ...input });
       }
-      deps.metrics?.routingCommit({ fleet: input.fleetId, outcome: result.outcome });
+      await observe(input.fleetId, (fleet) => deps.metrics?.routingCommit({ fleet, outcome: result.outcome }));
       if (result.outcome === 'conflict') {
         await store.events.append({
           fleetId: input.fleetId,
@@ -274,6 +298,10 @@ export function createFleetStoreActivities(deps: ActivityDeps) {
         const current = await store.operations.get(input.operationId);
         return { state: current?.state ?? input.outcome };
       }
+      const seconds = op.startedAt && op.finishedAt ? (Date.parse(op.finishedAt) - Date.parse(op.startedAt)) / 1000 : 0;
+      await observe(input.fleetId, (fleet) =>
+        deps.metrics?.operationFinished({ fleet, kind: op.kind, outcome: op.state }, seconds),
+      );
       await store.events.append({
         fleetId: input.fleetId,
         operationId: input.operationId,

@@ -66,7 +66,10 @@ it('records started before the work and succeeded with the description after it,
   expect(ran).toEqual(['wakeModels']); // the operation's current step was set before the work ran
   expect(await stepEvents(fleetId)).toEqual([
     { message: 'wakeModels started', data: { step: 'wakeModels', status: 'started' } },
-    { message: 'models awake: llama', data: { step: 'wakeModels', status: 'succeeded', attempt: 1 } },
+    {
+      message: 'models awake: llama',
+      data: { step: 'wakeModels', status: 'succeeded', attempt: 1, durationMs: expect.any(Number) },
+    },
   ]);
 });
 

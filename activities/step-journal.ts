@@ -47,7 +47,11 @@ export function withJournal<I extends object, R>(
       ...journal,
       status: 'succeeded',
       message: describe(result),
-      data: typeof reported === 'number' ? { attempt: reported } : {},
+      data: {
+        ...(typeof reported === 'number' ? { attempt: reported } : {}),
+        // All attempts: from the first one's scheduling to now.
+        durationMs: Math.max(0, Date.now() - Context.current().info.scheduledTimestampMs),
+      },
     }).catch((err: unknown) =>
       log.warn('step succeeded but its event was not recorded', {
         ...journal,

@@ -1,5 +1,22 @@
 import { readFileSync } from 'node:fs';
-import { ConfigError } from '../schemas/env';
+import { z } from 'zod';
+import { blankable, ConfigError } from '../schemas/env';
+
+/** The variables that say how supervisors are reached, read by the worker and the API alike. */
+export const supervisorClientEnvShape = {
+  /**
+   * Bearer token of every supervisor whose domain names no token source of its own (`supervisor.tokenEnv`,
+   * `tokenFile`); inline or read from HARU_SUPERVISOR_TOKEN_FILE (trimmed, by `secretFromEnv`). Unset sends
+   * none (supervisors then listen on loopback only).
+   */
+  HARU_SUPERVISOR_TOKEN: blankable(z.string().trim().min(1).optional()),
+  HARU_SUPERVISOR_TOKEN_FILE: blankable(z.string().min(1).optional()),
+  /** CA that https:// supervisors are verified against (default: the system CAs). */
+  HARU_SUPERVISOR_CA_FILE: blankable(z.string().min(1).optional()),
+  /** Client certificate and key presented to supervisors that require mTLS (both or neither). */
+  HARU_SUPERVISOR_CLIENT_CERT_FILE: blankable(z.string().min(1).optional()),
+  HARU_SUPERVISOR_CLIENT_KEY_FILE: blankable(z.string().min(1).optional()),
+};
 
 /** How the worker reaches supervisors over HTTPS: the CA it trusts, the client certificate it presents. */
 export interface SupervisorClientTls {

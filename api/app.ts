@@ -7,6 +7,7 @@ import { HaruError } from '../schemas/errors';
 import type { ApiConfig } from './config';
 import { errorMiddleware, notFoundHandler } from './errors';
 import { type ApiMetrics, createApiMetrics, observeRequest } from './metrics';
+import { registerFleetMetrics } from './fleet-metrics';
 import { buildOpenApiDocument } from './openapi';
 import type { Orchestrator } from './orchestrator';
 import { createForwarder, type Forwarder } from './proxy/forwarder';
@@ -25,6 +26,9 @@ import { healthRoutes } from './routes/health';
 import { inferenceBodyReader, inferenceRoutes } from './routes/inference';
 import { operationRoutes } from './routes/operations';
 import { type ProvisioningStarter, provisioningRoutes } from './routes/provisioning';
+import { type HostReader, statusRoutes } from './routes/status';
+import { uiRoutes } from './routes/ui';
+import { createSupervisorClient } from '../activities/supervisor-client';
 import type { ApiDatabase, ApiStore } from './store';
 
 /** Control bodies are small JSON documents (docs/architecture.md §5.3). */
@@ -42,6 +46,8 @@ export interface ApiDeps {
   forwarder?: Forwarder;
   /** Starts provisioning workflows; without it the provision/teardown routes answer 503. */
   provisioning?: ProvisioningStarter;
+  /** Reads supervisors for the domain status route; by default a client with HARU_SUPERVISOR_TOKEN and TLS. */
+  hosts?: HostReader;
 }
 
 export interface ApiApp {
@@ -59,11 +65,18 @@ export interface ApiApp {
   close(): Promise<void>;
 }
 
-/** Counts every Express request by the route pattern it matched (`unmatched` when none did). */
-function requestMetrics(metrics: ApiMetrics): RequestHandler {
+/** Counts and logs every Express request by the route pattern it matched (`unmatched` when none did). */
+function requestMetrics(metrics: ApiMetrics, logger: Logger): RequestHandler {
   return (req, res, next) => {
-    observeRequest(metrics, req.method, res, () =>
-      req.route ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched',
+    observeRequest(
+      metrics,
+      req.method,
+      res,
+      () => (req.route ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched'),
+      {
+        logger,
+        params: () => req.params as { fleet?: string; domain?: string },
+      },
     );
     next();
   };
@@ -88,6 +101,9 @@ export function createApp(deps: ApiDeps): ApiApp {
     onRevision: (s) => metrics.routeRevision.set({ fleet: s.slug }, s.routeRevision),
   });
   const shutdown = new AbortController();
+  // Once per registry: a test may build several apps on one.
+  if (!metrics.registry.getSingleMetric('haru_domain_state'))
+    registerFleetMetrics(metrics.registry, () => deps.store.fleets.list(), logger);
   const ctx: RouteContext = { ...deps, cache, metrics, now, shutdown: shutdown.signal };
   const proxy: ProxyDeps = {
     cache,
@@ -118,7 +134,7 @@ export function createApp(deps: ApiDeps): ApiApp {
   const handle: RequestListener = (req, res) => {
     if (!lean(req, res)) app(req, res);
   };
-  app.use(requestMetrics(metrics));
+  app.use(requestMetrics(metrics, logger));
   app.use(healthRoutes(ctx));
   app.get('/openapi.json', (_req, res) => {
     res.json(openapi);
@@ -126,6 +142,7 @@ export function createApp(deps: ApiDeps): ApiApp {
   app.get('/metrics', async (_req, res) => {
     res.set('content-type', metrics.registry.contentType).send(await metrics.registry.metrics());
   });
+  app.use(uiRoutes());
   app.use('/v1', auth);
   app.use(inferenceRoutes(proxy, config.HARU_CHAT_MAX_BODY_BYTES));
   app.use('/v1/fleets', express.json({ limit: CONTROL_BODY_LIMIT_BYTES, type: () => true, strict: true }));
@@ -134,6 +151,12 @@ export function createApp(deps: ApiDeps): ApiApp {
   app.use(pauseRoutes(ctx));
   app.use(operationRoutes(ctx));
   app.use(eventRoutes(ctx));
+  app.use(
+    statusRoutes(
+      ctx,
+      deps.hosts ?? createSupervisorClient({ token: config.HARU_SUPERVISOR_TOKEN, tls: config.supervisorTls }),
+    ),
+  );
   app.use(provisioningRoutes(ctx, deps.provisioning));
   app.use(notFoundHandler);
   app.use(errorMiddleware(logger));

@@ -1,6 +1,11 @@
 import { z } from 'zod';
 import { secretFromEnv } from '../lib/secret-file';
 import {
+  loadSupervisorClientTls,
+  supervisorClientEnvShape,
+  type SupervisorClientTls,
+} from '../activities/supervisor-tls';
+import {
   defaultTemporalSettings,
   resolveTemporalSettings,
   type TemporalSettings,
@@ -80,11 +85,15 @@ export const apiConfigSchema = z.object({
   HARU_EVENTS_POLL_MS: blankable(positiveMsSchema.default(500)),
   /** On SIGTERM, how long requests in flight may finish before their connections are cut (event follows end at once). */
   HARU_SHUTDOWN_GRACE_MS: blankable(positiveMsSchema.default(10_000)),
+  /** How `GET …/domains/:domain/status` reads supervisors: the worker's variables (token, CA, client certificate). */
+  ...supervisorClientEnvShape,
   LOG_LEVEL: blankable(z.enum(['debug', 'info', 'warn', 'error']).default('info')),
 });
 /** The API's settings; the Temporal ones resolved with the profile file (`temporal`). */
 export type ApiConfig = Omit<z.infer<typeof apiConfigSchema>, keyof typeof temporalEnvShape> & {
   temporal: TemporalSettings;
+  /** Read from HARU_SUPERVISOR_CA_FILE and the client certificate files; undefined when none is set. */
+  supervisorTls?: SupervisorClientTls;
 };
 
 /**
@@ -97,7 +106,15 @@ const apiToken = (parsed: z.infer<typeof apiConfigSchema>): string | undefined =
 /** Parses the API environment; throws ConfigError naming every bad variable or Temporal setting. */
 export function loadApiConfig(env: NodeJS.ProcessEnv): ApiConfig {
   const parsed = parseEnv(apiConfigSchema, env, 'API');
-  return { ...parsed, HARU_API_TOKEN: apiToken(parsed), temporal: resolveTemporalSettings(env) };
+  return {
+    ...parsed,
+    HARU_API_TOKEN: apiToken(parsed),
+    HARU_SUPERVISOR_TOKEN: secretFromEnv(parsed, 'HARU_SUPERVISOR_TOKEN', {
+      fail: (m) => new ConfigError(`invalid API environment:\n  ${m}`),
+    }),
+    temporal: resolveTemporalSettings(env),
+    supervisorTls: loadSupervisorClientTls(parsed),
+  };
 }
 
 /** The config with every default, for tests: `defaultApiConfig({ HARU_CHAT_HOLD_MS: 100 })`. */

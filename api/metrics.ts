@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Logger } from '../lib/logger';
 
 /** The API's Prometheus metrics, on a registry of their own so several apps can live in one process. */
 export interface ApiMetrics {
@@ -98,16 +99,48 @@ export function createApiMetrics(opts: { withDefaults?: boolean } = {}): ApiMetr
   };
 }
 
+const accessNotes = new WeakMap<ServerResponse, { fleet?: string; domain?: string }>();
+
+/** Names the fleet and domain that served `res` in its access log line (the proxy knows them once it routed). */
+export function noteAccess(res: ServerResponse, note: { fleet: string; domain?: string }): void {
+  accessNotes.set(res, note);
+}
+
+/** Where the access log goes, and the fleet and domain a request named in its path (when it did). */
+export interface AccessLog {
+  logger: Logger;
+  params?: () => { fleet?: string; domain?: string };
+}
+
 /**
  * Counts one request and its duration when its response closes: `route` is asked then (the matched
  * pattern, never the raw URL: fleet names would explode the labels), and a response that closed before
- * it finished counts as `client_closed`.
+ * it finished counts as `client_closed`. With `access`, also writes one `request` line: method, route,
+ * status, duration, and the fleet and domain (as `noteAccess` named them, else the path's).
  */
-export function observeRequest(metrics: ApiMetrics, method: string, res: ServerResponse, route: () => string): void {
+export function observeRequest(
+  metrics: ApiMetrics,
+  method: string,
+  res: ServerResponse,
+  route: () => string,
+  access?: AccessLog,
+): void {
   const started = process.hrtime.bigint();
   res.on('close', () => {
     const status = res.writableFinished || res.headersSent ? String(res.statusCode) : 'client_closed';
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     metrics.httpRequests.inc({ route: route(), method, status });
-    metrics.httpDuration.observe({ route: route(), method }, Number(process.hrtime.bigint() - started) / 1e9);
+    metrics.httpDuration.observe({ route: route(), method }, seconds);
+    if (!access) return;
+    const params = access.params?.() ?? {};
+    const note = accessNotes.get(res) ?? {};
+    access.logger.info('request', {
+      method,
+      route: route(),
+      status,
+      durationMs: Math.round(seconds * 1e4) / 10,
+      fleet: note.fleet ?? params.fleet ?? null,
+      domain: note.domain ?? params.domain ?? null,
+    });
   });
 }

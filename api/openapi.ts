@@ -24,6 +24,8 @@ import { routeIntentSchema } from '../schemas/route-intent';
 import type { RouteDoc } from './route-doc';
 import { PAUSE_ROUTE_DOCS } from './routes/pause';
 import { PROVISIONING_ROUTE_DOCS } from './routes/provisioning';
+import { STATUS_ROUTE_DOCS } from './routes/status';
+import { UI_ROUTE_DOCS } from './routes/ui';
 import { fleetSnapshotSchema, operationSchema } from '../schemas/entities';
 
 const error = (description: string) => ({ description, schema: errorBodySchema });
@@ -272,6 +274,8 @@ export const ROUTE_DOCS: RouteDoc[] = [
   },
   ...PROVISIONING_ROUTE_DOCS,
   ...PAUSE_ROUTE_DOCS,
+  ...STATUS_ROUTE_DOCS,
+  ...UI_ROUTE_DOCS,
 ];
 
 const jsonSchema = (schema: z.ZodType, io: 'input' | 'output') => {

@@ -7,7 +7,7 @@ import { HaruError } from '../schemas/errors';
 import { type FleetHealth, fleetHealthSchema } from '../schemas/health';
 import { monitorWorkflowId } from '../core/workflow-ids';
 import { abortSignal, checkNowSignal, healthQuery, progressQuery } from '../workflows/definitions';
-import { monitorStart, operationStart } from '../workflows/start-options';
+import { monitorStart, operationStart, type StartSlugs } from '../workflows/start-options';
 
 /**
  * What the API asks of Temporal. Every method is bounded by a deadline; an unreachable or timed-out
@@ -18,9 +18,9 @@ export interface Orchestrator {
    * Starts the operation's workflow (id = operation.workflowId, workflows/start-options.ts). Starting it
    * again is harmless and never runs it twice: `already_started` while it runs and after it closed.
    */
-  startOperation(operation: Operation): Promise<'started' | 'already_started'>;
-  /** Sends `checkNow` to the fleet monitor, starting the monitor if none runs. */
-  checkNow(fleetId: string): Promise<void>;
+  startOperation(operation: Operation, slugs?: StartSlugs): Promise<'started' | 'already_started'>;
+  /** Sends `checkNow` to the fleet monitor, starting the monitor (tagged with `fleetSlug`) if none runs. */
+  checkNow(fleetId: string, fleetSlug?: string): Promise<void>;
   /** The monitor's `health` query; null when it does not answer within the deadline (or has not polled yet). */
   monitorHealth(fleetId: string): Promise<FleetHealth | null>;
   /** The workflow's `progress` query; null when the workflow does not exist or does not answer in time. */
@@ -82,8 +82,8 @@ export function createTemporalOrchestrator(opts: TemporalOrchestratorOptions): O
   const queryTimeoutMs = opts.queryTimeoutMs ?? Math.min(opts.timeoutMs, 2_000);
 
   return {
-    async startOperation(operation) {
-      const { workflowType, options } = operationStart(operation);
+    async startOperation(operation, slugs) {
+      const { workflowType, options } = operationStart(operation, undefined, slugs);
       try {
         await bounded(() => client.workflow.start(workflowType, { ...options, taskQueue }));
         return 'started';
@@ -93,8 +93,8 @@ export function createTemporalOrchestrator(opts: TemporalOrchestratorOptions): O
       }
     },
 
-    async checkNow(fleetId) {
-      const { workflowType, options } = monitorStart(fleetId);
+    async checkNow(fleetId, fleetSlug) {
+      const { workflowType, options } = monitorStart(fleetId, fleetSlug);
       await bounded(() =>
         client.workflow.signalWithStart(workflowType, {
           ...options,

@@ -5,7 +5,9 @@ import { findTemporalCli, TEMPORAL_MISSING_MESSAGE } from './temporal-cli';
 /** Search attributes Haru registers so the Web UI can filter failovers by fleet, domain and operation kind. */
 export const HARU_SEARCH_ATTRIBUTES = {
   HaruFleet: 'Keyword',
+  HaruFleetSlug: 'Keyword',
   HaruDomain: 'Keyword',
+  HaruDomainSlug: 'Keyword',
   HaruOperation: 'Keyword',
 } as const;
 

@@ -150,6 +150,7 @@ export function createApp(deps: SupervisorAppDeps): express.Express {
         metrics.gpuQueryErrors.inc();
         throw err;
       }
+      metrics.observeGpus(gpus);
       const trainerPids = new Set(training.status().flatMap((r) => r.pids));
       const body: GpuMemoryReport = {
         gpus: withModelMemory(gpus, deps.config, deps.listeners, trainerPids),

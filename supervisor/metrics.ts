@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { ModelStatus, TrainingRunStatus } from '../schemas/supervisor';
+import type { GpuMemory, ModelStatus, TrainingRunStatus } from '../schemas/supervisor';
 
 /**
  * The supervisor's Prometheus metrics, in a registry of their own (several supervisors can live in one test
@@ -49,8 +49,27 @@ export function createSupervisorMetrics(opts: { trainingStatus: () => TrainingRu
     help: 'GPU memory queries that failed (tool error, timeout, unparseable output).',
     registers: [registry],
   });
+  const gpuUsed = new Gauge({
+    name: 'haru_supervisor_gpu_memory_used_mib',
+    help: 'GPU memory in use at the last /v1/gpu/memory read, MiB (per GPU; unreadable GPUs are left out).',
+    labelNames: ['gpu'] as const,
+    registers: [registry],
+  });
+  const gpuTotal = new Gauge({
+    name: 'haru_supervisor_gpu_memory_total_mib',
+    help: 'GPU memory size at the last /v1/gpu/memory read, MiB (where the device reports it).',
+    labelNames: ['gpu'] as const,
+    registers: [registry],
+  });
   return {
     registry,
+    /** Records the figures of a fresh GPU memory read. */
+    observeGpus(gpus: Pick<GpuMemory, 'index' | 'usedMiB' | 'totalMiB'>[]) {
+      for (const g of gpus) {
+        if (g.usedMiB !== null) gpuUsed.set({ gpu: String(g.index) }, g.usedMiB);
+        if (g.totalMiB !== null) gpuTotal.set({ gpu: String(g.index) }, g.totalMiB);
+      }
+    },
     httpRequests,
     httpDuration,
     trainingExits,

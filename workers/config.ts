@@ -1,6 +1,10 @@
 import { z } from 'zod';
 import { resolveTemporalSettings, type TemporalSettings, temporalEnvShape } from '../temporal/config';
-import { loadSupervisorClientTls, type SupervisorClientTls } from '../activities/supervisor-tls';
+import {
+  loadSupervisorClientTls,
+  supervisorClientEnvShape,
+  type SupervisorClientTls,
+} from '../activities/supervisor-tls';
 import { postgresTlsEnvShape } from '../db/postgres-tls';
 import { secretFromEnv } from '../lib/secret-file';
 import { blankable, ConfigError, parseEnv, portSchema } from '../schemas/env';
@@ -18,21 +22,13 @@ export const workerConfigSchema = z.object({
   HARU_STATE_DIR: blankable(z.string().min(1).default('.haru')),
   /** libpq's PGSSLROOTCERT, PGSSLCERT, PGSSLKEY for a DATABASE_URL with sslmode. */
   ...postgresTlsEnvShape,
-  /**
-   * Bearer token of every supervisor whose domain names no token source of its own (`supervisor.tokenEnv`,
-   * `tokenFile`); inline or read from HARU_SUPERVISOR_TOKEN_FILE (trimmed). Unset sends none (supervisors then
-   * listen on loopback only).
-   */
-  HARU_SUPERVISOR_TOKEN: blankable(z.string().trim().min(1).optional()),
-  HARU_SUPERVISOR_TOKEN_FILE: blankable(z.string().min(1).optional()),
-  /** CA that https:// supervisors are verified against (default: the system CAs). */
-  HARU_SUPERVISOR_CA_FILE: blankable(z.string().min(1).optional()),
-  /** Client certificate and key presented to supervisors that require mTLS (both or neither). */
-  HARU_SUPERVISOR_CLIENT_CERT_FILE: blankable(z.string().min(1).optional()),
-  HARU_SUPERVISOR_CLIENT_KEY_FILE: blankable(z.string().min(1).optional()),
+  /** HARU_SUPERVISOR_TOKEN, HARU_SUPERVISOR_CA_FILE, HARU_SUPERVISOR_CLIENT_CERT_FILE/KEY_FILE. */
+  ...supervisorClientEnvShape,
   /** Prometheus metrics (`GET /metrics`); 0 picks a free port. */
   HARU_WORKER_METRICS_PORT: blankable(portSchema.default(9464)),
   HARU_WORKER_METRICS_HOST: blankable(z.string().min(1).default('0.0.0.0')),
+  /** The Temporal SDK runtime's own Prometheus endpoint (`temporal_*` worker metrics) on HARU_WORKER_METRICS_HOST; 0 turns it off. */
+  HARU_WORKER_SDK_METRICS_PORT: blankable(portSchema.default(9465)),
   /** A prebuilt workflow bundle (from `bundleWorkflowCode`); unset bundles workflows/ at start (a few seconds). */
   HARU_WORKFLOW_BUNDLE: blankable(z.string().min(1).optional()),
   /** The SkyPilot CLI used to provision skypilot/skyserve domains (a name on PATH or a path). */

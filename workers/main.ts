@@ -14,7 +14,7 @@ import { createStore } from '../db/store';
 import { createSpawnExec } from '../drivers/exec';
 import { createSkyCli, skyProcessEnv } from '../drivers/sky';
 import { connectWorkerTemporal } from '../temporal/connect';
-import { loadWorkerConfig } from './config';
+import { loadWorkerConfig, type WorkerConfig } from './config';
 import { createWorkerLogger } from './logger';
 import { createWorkerMetrics } from './metrics';
 import { ensureSearchAttributes } from './search-attributes';
@@ -30,12 +30,24 @@ export interface RunningWorker {
   close(): Promise<void>;
 }
 
+/** The SDK runtime's Prometheus exporter (task slots, poll latencies, sticky cache, …), unless its port is 0. */
+export const sdkTelemetry = (
+  config: Pick<WorkerConfig, 'HARU_WORKER_METRICS_HOST' | 'HARU_WORKER_SDK_METRICS_PORT'>,
+) =>
+  config.HARU_WORKER_SDK_METRICS_PORT === 0
+    ? undefined
+    : {
+        metrics: {
+          prometheus: { bindAddress: `${config.HARU_WORKER_METRICS_HOST}:${config.HARU_WORKER_SDK_METRICS_PORT}` },
+        },
+      };
+
 /** Starts the worker from `env` and resolves once it polls and every fleet has a monitor. */
 export async function startWorker(env: NodeJS.ProcessEnv = process.env): Promise<RunningWorker> {
   const config = loadWorkerConfig(env);
   const logger = createWorkerLogger(config.LOG_LEVEL, (line) => process.stdout.write(line));
   // Signals are handled below, in order: the Runtime's own handlers would stop the worker behind our back.
-  Runtime.install({ logger, shutdownSignals: [] });
+  Runtime.install({ logger, shutdownSignals: [], telemetryOptions: sdkTelemetry(config) });
   const database = await createDatabase({
     databaseUrl: config.DATABASE_URL,
     dataDir: path.resolve(config.HARU_STATE_DIR, 'pgdata'),

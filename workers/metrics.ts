@@ -1,5 +1,5 @@
 import type { ActivityInterceptorsFactory } from '@temporalio/worker';
-import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { ActivityMetrics } from '../activities/deps';
 
 /** The worker's Prometheus metrics, on a registry of their own. */
@@ -39,10 +39,62 @@ export function createWorkerMetrics(opts: { withDefaults?: boolean } = {}): Work
     labelNames: ['fleet', 'outcome'],
     registers,
   });
+  const operations = new Counter({
+    name: 'haru_operations_total',
+    help: 'Operations ended, by fleet, kind and outcome (succeeded, failed, cancelled)',
+    labelNames: ['fleet', 'kind', 'outcome'],
+    registers,
+  });
+  const operationDuration = new Histogram({
+    name: 'haru_operation_duration_seconds',
+    help: 'Operation duration from start to end, by fleet, kind and outcome',
+    labelNames: ['fleet', 'kind', 'outcome'],
+    buckets: [1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600],
+    registers,
+  });
+  const stepDuration = new Histogram({
+    name: 'haru_operation_step_duration_seconds',
+    help: 'Successful step duration (all its attempts), by fleet and step',
+    labelNames: ['fleet', 'step'],
+    buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120],
+    registers,
+  });
+  const modelAwake = new Gauge({
+    name: 'haru_model_awake',
+    help: "A model's state at the monitor's last successful poll: 1 awake, 0 asleep, -1 unknown",
+    labelNames: ['fleet', 'domain', 'model'],
+    registers,
+  });
+  const trainingState = new Gauge({
+    name: 'haru_training_state',
+    help: "A training run's state at the monitor's last successful poll: 0 idle, 1 running, 2 stopping",
+    labelNames: ['fleet', 'domain', 'gpu'],
+    registers,
+  });
+  const lastPoll = new Gauge({
+    name: 'haru_domain_last_poll_timestamp_seconds',
+    help: "When the monitor last polled the domain's supervisor successfully (Unix seconds)",
+    labelNames: ['fleet', 'domain'],
+    registers,
+  });
   return {
     registry,
     domainPolled: (labels) => polls.inc(labels),
     routingCommit: (labels) => commits.inc(labels),
+    operationFinished(labels, seconds) {
+      operations.inc(labels);
+      operationDuration.observe(labels, seconds);
+    },
+    stepSucceeded: (labels, seconds) => stepDuration.observe(labels, seconds),
+    hostObserved(labels, status) {
+      lastPoll.set(labels, Date.parse(status.at) / 1000);
+      for (const m of status.models)
+        modelAwake.set({ ...labels, model: m.name }, m.state === 'awake' ? 1 : m.state === 'asleep' ? 0 : -1);
+      for (const t of status.training) {
+        const state = t.state === 'idle' ? 0 : t.state === 'running' ? 1 : 2;
+        trainingState.set({ ...labels, gpu: String(t.gpuIndex) }, state);
+      }
+    },
     activityInterceptor: (ctx) => ({
       inbound: {
         async execute(input, next) {

@@ -9,15 +9,20 @@ import { monitorStart } from '../workflows/start-options';
  * Starts the fleet's monitor (`haru/<fleetId>/monitor`) unless one runs (USE_EXISTING), so calling it
  * on every worker start, on fleet creation and from `keepMonitors` is harmless.
  */
-export async function ensureMonitor(client: Client, fleetId: string, taskQueue: string): Promise<void> {
-  const { workflowType, options } = monitorStart(fleetId);
+export async function ensureMonitor(
+  client: Client,
+  fleetId: string,
+  taskQueue: string,
+  fleetSlug?: string,
+): Promise<void> {
+  const { workflowType, options } = monitorStart(fleetId, fleetSlug);
   await client.workflow.start(workflowType, { ...options, taskQueue });
 }
 
 /** Ensures a monitor for every fleet in the store; returns the fleet ids. */
 export async function ensureMonitors(client: Client, store: Store, taskQueue: string): Promise<string[]> {
   const fleets = await store.fleets.list();
-  for (const fleet of fleets) await ensureMonitor(client, fleet.id, taskQueue);
+  for (const fleet of fleets) await ensureMonitor(client, fleet.id, taskQueue, fleet.slug);
   return fleets.map((f) => f.id);
 }
 
@@ -86,7 +91,7 @@ export function keepMonitors(opts: {
   const once = async () => {
     for (const fleet of await store.fleets.list()) {
       try {
-        await ensureMonitor(client, fleet.id, taskQueue);
+        await ensureMonitor(client, fleet.id, taskQueue, fleet.slug);
         const op = fleet.inFlightOperation;
         const ended = op && (await endIfOrphaned(client, store, op));
         if (ended) logger.warn('orphaned operation ended', { fleetId: fleet.id, operationId: op.id, to: ended });

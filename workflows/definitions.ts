@@ -22,10 +22,16 @@ export const progressQuery = defineQuery<OperationProgress>('progress');
 /** The monitor's last assessment of the fleet; null before its first round of polls. */
 export const healthQuery = defineQuery<FleetHealth | null>('health');
 
-/** Search attributes registered at worker start, so the Web UI can filter by fleet, domain and operation kind. */
+/**
+ * Search attributes registered at worker start, so the Web UI can filter by fleet, domain and operation
+ * kind: `HaruFleet`/`HaruDomain` hold ids, `HaruFleetSlug`/`HaruDomainSlug` the slugs an operator types
+ * (`HaruFleetSlug="dev"`). All Keyword.
+ */
 export const searchAttributes = {
   fleet: defineSearchAttributeKey('HaruFleet', SearchAttributeType.KEYWORD),
+  fleetSlug: defineSearchAttributeKey('HaruFleetSlug', SearchAttributeType.KEYWORD),
   domain: defineSearchAttributeKey('HaruDomain', SearchAttributeType.KEYWORD),
+  domainSlug: defineSearchAttributeKey('HaruDomainSlug', SearchAttributeType.KEYWORD),
   operation: defineSearchAttributeKey('HaruOperation', SearchAttributeType.KEYWORD),
 } as const;
 
@@ -53,7 +59,8 @@ export interface PromotionResult {
   /** `succeeded`, or the state an already finished operation was found in. */
   state: 'succeeded' | 'failed' | 'cancelled';
   routeRevision: number | null;
-  demotion: 'succeeded' | 'failed' | 'skipped';
+  /** `unreachable`: the old active's host did not answer; it was left as it was (the monitor marked it failed). */
+  demotion: 'succeeded' | 'failed' | 'unreachable' | 'skipped';
 }
 
 export interface DemotionInput {
@@ -66,8 +73,14 @@ export interface DemotionInput {
 
 export interface DemotionResult {
   domainId: string;
-  state: 'succeeded' | 'failed' | 'cancelled';
+  /**
+   * `unreachable` (a promotion's child only): the host did not answer, so nothing was demoted; the
+   * execution completes, as a best-effort step of a promotion that succeeded, and the promotion records it.
+   */
+  state: 'succeeded' | 'failed' | 'cancelled' | 'unreachable';
   drained: boolean | null;
+  /** With `unreachable`: the step that could not reach the host and its error. */
+  unreachable?: { step: string; message: string };
 }
 
 export interface FleetMonitorInput {

@@ -1,4 +1,4 @@
-import { ApplicationFailure } from '@temporalio/workflow';
+import { ApplicationFailure, patched } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { FailureType } from '../schemas/failures';
 import type { FleetPolicy } from '../schemas/policy';
@@ -6,6 +6,7 @@ import { controlActivities, fingerprintTaking, stepActivities } from './activity
 import type { DemotionInput, DemotionResult } from './definitions';
 import { stepMessages } from '../core/step-messages';
 import { planDemotion } from '../core/step-plan';
+import { isHostUnreachable } from './failure-info';
 import { createOperationRuntime, type OperationRuntime, StepFailure } from './operation-runtime';
 
 /**
@@ -31,11 +32,28 @@ export async function demotionWorkflow(input: DemotionInput): Promise<DemotionRe
     drained = await standDown(op, steps, policy, fleetId, domainId);
   } catch (err) {
     if (!(err instanceof StepFailure)) throw err;
+    // A promotion's child whose host is gone: the promotion records it; the execution is no failure.
+    // Histories from before the patch failed here.
+    if (!operationId && !err.isAbort && isHostUnreachable(err.info) && patched(UNREACHABLE_COMPLETES_PATCH)) {
+      op.setPhase('failed');
+      return {
+        domainId,
+        state: 'unreachable',
+        drained: null,
+        unreachable: { step: err.step, message: err.info.message },
+      };
+    }
     return op.finishFailed(err);
   }
   await op.finishSucceeded();
   return { domainId, state: 'succeeded', drained };
 }
+
+/**
+ * Patch id: a promotion's demotion child whose host does not answer completes with state `unreachable`
+ * instead of failing the execution (a dead old active is routine after an auto-failover).
+ */
+export const UNREACHABLE_COMPLETES_PATCH = 'demotion-unreachable-completes';
 
 interface DemotionTarget {
   state: 'running' | 'succeeded' | 'failed' | 'cancelled';

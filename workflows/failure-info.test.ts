@@ -6,7 +6,7 @@ import {
   TimeoutFailure,
   TimeoutType,
 } from '@temporalio/common';
-import { describeFailure } from './failure-info';
+import { describeFailure, isHostUnreachable } from './failure-info';
 
 const activityFailure = (cause: Error) =>
   new ActivityFailure('activity failed', 'wakeModels', '1', RetryState.NON_RETRYABLE_FAILURE, 'worker', cause);
@@ -39,6 +39,20 @@ describe('describeFailure', () => {
     expect(describeFailure(activityFailure(timeout)).message).toBe(
       `step budget spent (${TimeoutType.SCHEDULE_TO_CLOSE}): last error: HTTP 503`,
     );
+  });
+
+  it('keeps the type of the last attempt a timeout carries, so an unreachable host is told from a slow one', () => {
+    const timeout = new TimeoutFailure('timeout', undefined, TimeoutType.SCHEDULE_TO_CLOSE);
+    timeout.failure = {
+      message: 'timeout',
+      cause: { message: 'connect ECONNREFUSED', applicationFailureInfo: { type: 'SupervisorUnreachable' } },
+    };
+    const info = describeFailure(activityFailure(timeout));
+    expect(info.lastErrorType).toBe('SupervisorUnreachable');
+    expect(isHostUnreachable(info)).toBe(true);
+    expect(isHostUnreachable({ code: 'SupervisorUnreachable', message: 'down' })).toBe(true);
+    expect(isHostUnreachable({ code: 'Timeout', message: 'slow', lastErrorType: 'NotYet' })).toBe(false);
+    expect(isHostUnreachable({ code: 'ProbeFailed', message: 'empty' })).toBe(false);
   });
 
   it('reports a cancellation and any other error', () => {

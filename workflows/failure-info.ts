@@ -5,6 +5,7 @@ import {
   ChildWorkflowFailure,
   TimeoutFailure,
 } from '@temporalio/workflow';
+import { FailureType } from '../schemas/failures';
 
 /** A failure reduced to what an operation row and the progress query show. */
 export interface FailureInfo {
@@ -13,7 +14,13 @@ export interface FailureInfo {
   message: string;
   /** The attempt reported by the failure, when it carried one. */
   attempts?: number;
+  /** For a `Timeout`: the ApplicationFailure type of the last attempt's error, when it had one. */
+  lastErrorType?: string;
 }
+
+/** True when the step failed because the host's supervisor never answered (at once, or until its budget ran out). */
+export const isHostUnreachable = (info: FailureInfo): boolean =>
+  info.code === FailureType.SupervisorUnreachable || info.lastErrorType === FailureType.SupervisorUnreachable;
 
 const waitingFor = (details: unknown): string | null =>
   typeof details === 'object' &&
@@ -38,11 +45,16 @@ export function describeFailure(err: unknown): FailureInfo {
   }
   if (cause instanceof TimeoutFailure) {
     // The raw failure keeps the last attempt's error as its cause (a budget spent retrying a refusal).
-    const lastAttempt = (cause.failure?.cause as { message?: string | null } | null | undefined)?.message;
-    const what = [waitingFor(cause.lastHeartbeatDetails), lastAttempt && `last error: ${lastAttempt}`].filter(Boolean);
+    const last = cause.failure?.cause as
+      { message?: string | null; applicationFailureInfo?: { type?: string | null } | null } | null | undefined;
+    const what = [waitingFor(cause.lastHeartbeatDetails), last?.message && `last error: ${last.message}`].filter(
+      Boolean,
+    );
+    const lastErrorType = last?.applicationFailureInfo?.type;
     return {
       code: 'Timeout',
       message: `step budget spent (${cause.timeoutType ?? 'timeout'})${what.length ? `: ${what.join('; ')}` : ''}`,
+      ...(lastErrorType ? { lastErrorType } : {}),
     };
   }
   if (cause instanceof CancelledFailure) return { code: 'Cancelled', message: cause.message || 'cancelled' };

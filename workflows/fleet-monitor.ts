@@ -28,6 +28,7 @@ import {
   type FleetMonitorInput,
 } from './definitions';
 import { summarizeHealth } from '../core/fleet-health';
+import { MONITOR_CHECKPOINT_MS } from '../core/monitor-look';
 import {
   coolingDownIds,
   decideMonitorAction,
@@ -36,7 +37,7 @@ import {
   PENDING_OPERATION_GRACE_MS,
   promotionCooldownMs,
 } from '../core/monitor-decision';
-import { ageMs } from '../core/fleet-view';
+import { ageMs, type FleetView } from '../core/fleet-view';
 import {
   emptyReplacementState,
   hasReplacementState,
@@ -46,9 +47,7 @@ import {
 } from '../core/standby-replacement';
 import { continuityAfterWatch, type WatchContinuity } from '../core/watch-window';
 import { startAbandonedChild } from './start-child';
-import { operationStart, provisionStart, teardownStart } from './start-options';
-
-const DEFAULT_CHECKPOINT_MS = 60_000;
+import { operationStart, provisionStart, type StartSlugs, slugsOf, teardownStart } from './start-options';
 
 /** Patch id of the pause stored on the fleet (`setAutoFailoverPause`) rather than kept in workflow state. */
 export const DURABLE_PAUSE_PATCH = 'monitor-durable-pause';
@@ -73,7 +72,7 @@ export const REPLACE_FAILED_STANDBY_PATCH = 'monitor-replace-failed-standby';
  */
 export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<void> {
   const { fleetId } = input;
-  const checkpointMs = input.checkpointMs ?? DEFAULT_CHECKPOINT_MS;
+  const checkpointMs = input.checkpointMs ?? MONITOR_CHECKPOINT_MS;
   let isPaused = input.isAutoFailoverPaused ?? false;
   let recentPromotions = input.recentPromotions ?? [];
   let replacements: ReplacementState = input.replacements ?? emptyReplacementState();
@@ -145,7 +144,7 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
     health = summarizeHealth(observation.fleet, observation.policy, now, options);
     try {
       if (decision.kind === 'failover') {
-        const promoted = await failOver(fleetId, decision, observation.policy);
+        const promoted = await failOver(observation.fleet, decision, observation.policy);
         if (promoted) {
           recentPromotions = [...recentPromotions, { domainId: promoted.targetDomainId, at: observation.observedAt }];
           triedOperationIds.push(promoted.id);
@@ -159,6 +158,7 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
           await startOperation(
             { ...pending, fleetId, reason: 'started by the fleet monitor', requestedBy: 'monitor' },
             observation.policy,
+            slugsOf(observation.fleet, pending.targetDomainId),
           );
         } catch (err) {
           // Not started: the next round tries it again.
@@ -190,7 +190,7 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
       replacements = planned.state;
       for (const action of planned.actions) {
         try {
-          await startReplacementStep(fleetId, action, () => void (isWakeRequested = true));
+          await startReplacementStep(observation.fleet, action, () => void (isWakeRequested = true));
         } catch (err) {
           if (isCancellation(err)) throw err;
           // A replacement must never end the watch (the domain was removed meanwhile, the store is down):
@@ -252,10 +252,11 @@ const isFleetGone = (err: unknown): boolean =>
 
 /** Acts on a failover decision; returns the promotion it started, if any. */
 async function failOver(
-  fleetId: string,
+  fleet: FleetView,
   decision: Extract<MonitorDecision, { kind: 'failover' }>,
   policy: FleetPolicy,
 ): Promise<OperationRef | null> {
+  const fleetId = fleet.id;
   const control = controlActivities();
   if (decision.shouldMarkActiveFailed && decision.activeDomainId) {
     await control.markDomainFailed({ fleetId, domainId: decision.activeDomainId, reason: decision.failure.message });
@@ -279,14 +280,14 @@ async function failOver(
     operationId: request.operation.id,
     targetDomainId: decision.promoteDomainId,
   });
-  await startOperation(request.operation, policy);
+  await startOperation(request.operation, policy, slugsOf(fleet, decision.promoteDomainId));
   return request.operation;
 }
 
 /** Starts an operation's workflow as an abandoned child under its business id; already started is fine. */
-async function startOperation(op: OperationRef, policy: FleetPolicy): Promise<void> {
+async function startOperation(op: OperationRef, policy: FleetPolicy, slugs: StartSlugs): Promise<void> {
   try {
-    await startAbandonedChild(operationStart(op, policy));
+    await startAbandonedChild(operationStart(op, policy, slugs));
   } catch (err) {
     if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
   }
@@ -298,10 +299,11 @@ async function startOperation(op: OperationRef, policy: FleetPolicy): Promise<vo
  * earlier look's) is joined, not duplicated. Records a `domain.replacement` event first. `onDone` runs
  * when the child ends, so the next step is planned at once rather than at the next checkpoint.
  */
-async function startReplacementStep(fleetId: string, action: ReplacementAction, onDone: () => void): Promise<void> {
+async function startReplacementStep(fleet: FleetView, action: ReplacementAction, onDone: () => void): Promise<void> {
+  const fleetId = fleet.id;
   const reason = action.kind === 'teardown' ? action.reason : `standby ${action.slug} torn down: provisioning it again`;
   await controlActivities().recordStandbyReplacement({ domainId: action.domainId, step: action.kind, reason });
-  const request = { fleetId, reason, requestedBy: 'monitor' };
+  const request = { fleetId, reason, requestedBy: 'monitor', slugs: slugsOf(fleet, action.domainId) };
   try {
     const child =
       action.kind === 'teardown'

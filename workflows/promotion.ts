@@ -1,4 +1,6 @@
-import { CancellationScope, log, patched } from '@temporalio/workflow';
+import { ApplicationFailure, CancellationScope, log, patched } from '@temporalio/workflow';
+import type { BeginOperationResult } from '../activities/fleet-store';
+import { FailureType } from '../schemas/failures';
 import type { FleetPolicy } from '../schemas/policy';
 import { controlActivities, probeRequestTimeoutMs, stepActivities } from './activity-options';
 import type { demotionWorkflow } from './demotion';
@@ -6,6 +8,7 @@ import type { PromotionInput, PromotionResult } from './definitions';
 import { startedSteps } from '../core/operation-progress';
 import { stepMessages } from '../core/step-messages';
 import { compensationFor, planPromotion, type PromotionStep } from '../core/step-plan';
+import { isHostUnreachable } from './failure-info';
 import { createOperationRuntime, type OperationRuntime, StepFailure } from './operation-runtime';
 import { startAbandonedChild } from './start-child';
 import { demotionChildStart } from './start-options';
@@ -77,7 +80,13 @@ export async function promotionWorkflow(input: PromotionInput): Promise<Promotio
 
   const demotion = op.isStepSkipped('demoteOldActive')
     ? 'skipped'
-    : await demoteOldActive(op, fleetId, operationId, begin.fromDomainId!, policy);
+    : await demoteOldActive(op, {
+        fleetId,
+        operationId,
+        oldActiveId: begin.fromDomainId!,
+        policy,
+        slugs: slugsOfBegin(begin),
+      });
   await op.finishSucceeded();
   return { operationId, state: 'succeeded', routeRevision: commit.routeRevision, demotion };
 }
@@ -187,22 +196,34 @@ async function abandon(
   return op.finishFailed(failure);
 }
 
-/** Step 6: drain, sleep and retrain the old active as a child that outlives this workflow. Best effort. */
+const slugsOfBegin = (begin: BeginOperationResult) => ({
+  fleet: begin.fleetSlug,
+  domain: begin.fromDomainSlug ?? undefined,
+});
+
+/**
+ * Step 6: drain, sleep and retrain the old active as a child that outlives this workflow. Best effort: a
+ * child that found the host unreachable completes, and this step records it failed with that error.
+ */
 async function demoteOldActive(
   op: OperationRuntime,
-  fleetId: string,
-  operationId: string,
-  oldActiveId: string,
-  policy: FleetPolicy,
-): Promise<'succeeded' | 'failed'> {
+  child: Parameters<typeof demotionChildStart>[0] & { policy: FleetPolicy },
+): Promise<'succeeded' | 'failed' | 'unreachable'> {
+  const { fleetId, operationId, oldActiveId } = child;
   try {
     await op.run(
       'demoteOldActive',
       async () => {
-        const child = await startAbandonedChild<typeof demotionWorkflow>(
-          demotionChildStart({ fleetId, operationId, oldActiveId, policy }),
-        );
-        return child.result();
+        const handle = await startAbandonedChild<typeof demotionWorkflow>(demotionChildStart(child));
+        const result = await handle.result();
+        if (result.state === 'unreachable') {
+          const at = result.unreachable ? `${result.unreachable.step}: ${result.unreachable.message}` : 'no answer';
+          throw ApplicationFailure.nonRetryable(
+            `old active unreachable, left as it was (${at})`,
+            FailureType.SupervisorUnreachable,
+          );
+        }
+        return result;
       },
       (r) => `old active on standby${r.drained === false ? ' (drain budget spent)' : ''}`,
     );
@@ -210,6 +231,6 @@ async function demoteOldActive(
   } catch (err) {
     if (!(err instanceof StepFailure)) throw err;
     log.warn('demotion of the old active failed', { fleetId, operationId, domainId: oldActiveId, error: err.message });
-    return 'failed';
+    return isHostUnreachable(err.info) ? 'unreachable' : 'failed';
   }
 }

@@ -6,6 +6,7 @@ import {
   operationStart,
   type OperationToStart,
   provisionStart,
+  slugsOf,
   teardownStart,
 } from './start-options';
 
@@ -135,5 +136,57 @@ describe('provisionStart and teardownStart', () => {
       memo: { reason: 'standby failed', requestedBy: 'monitor' },
     });
     expect(attributes(start.options.typedSearchAttributes)).toEqual({ HaruFleet: FLEET, HaruDomain: WEST });
+  });
+});
+
+describe('slug search attributes', () => {
+  const fleet = {
+    slug: 'dev',
+    domains: [
+      { id: EAST, slug: 'east' },
+      { id: WEST, slug: 'west' },
+    ],
+  };
+
+  it('tags every start with the fleet and domain slugs an operator types, the ids unchanged', () => {
+    const promotion = operationStart(promote, undefined, slugsOf(fleet, WEST));
+    expect(promotion.options.workflowId).toBe(`haru/${FLEET}/op/${OP}`);
+    expect(attributes(promotion.options.typedSearchAttributes)).toEqual({
+      HaruFleet: FLEET,
+      HaruFleetSlug: 'dev',
+      HaruDomain: WEST,
+      HaruDomainSlug: 'west',
+      HaruOperation: 'promote',
+    });
+    const child = demotionChildStart({
+      fleetId: FLEET,
+      operationId: OP,
+      oldActiveId: EAST,
+      slugs: slugsOf(fleet, EAST),
+    });
+    expect(attributes(child.options.typedSearchAttributes)).toMatchObject({
+      HaruFleetSlug: 'dev',
+      HaruDomainSlug: 'east',
+    });
+    expect(attributes(monitorStart(FLEET, 'dev').options.typedSearchAttributes)).toEqual({
+      HaruFleet: FLEET,
+      HaruFleetSlug: 'dev',
+    });
+    const request = { fleetId: FLEET, reason: 'r', requestedBy: 'monitor', slugs: slugsOf(fleet, WEST) };
+    expect(attributes(teardownStart({ domainId: WEST, mode: 'down' }, request).options.typedSearchAttributes)).toEqual({
+      HaruFleet: FLEET,
+      HaruFleetSlug: 'dev',
+      HaruDomain: WEST,
+      HaruDomainSlug: 'west',
+    });
+  });
+
+  it('leaves out a slug the starter does not know (a domain not in the fleet)', () => {
+    expect(attributes(operationStart(promote, undefined, slugsOf(fleet, OP)).options.typedSearchAttributes)).toEqual({
+      HaruFleet: FLEET,
+      HaruFleetSlug: 'dev',
+      HaruDomain: WEST,
+      HaruOperation: 'promote',
+    });
   });
 });

@@ -50,6 +50,36 @@ export type MonitorStart = WorkflowStart<'fleetMonitorWorkflow', FleetMonitorInp
   options: { workflowIdConflictPolicy: WorkflowIdConflictPolicy };
 };
 
+/**
+ * The slugs of the fleet and of the domain a workflow acts on, for the `HaruFleetSlug`/`HaruDomainSlug`
+ * search attributes. A starter that does not know one leaves it out (the id attributes are always set).
+ */
+export interface StartSlugs {
+  fleet?: string;
+  domain?: string;
+}
+
+/** The slugs of `fleet` and of its domain `domainId` (a fleet snapshot, or the monitor's observation of it). */
+export const slugsOf = (
+  fleet: { slug: string; domains: readonly { id: string; slug: string }[] },
+  domainId?: string,
+): StartSlugs => ({ fleet: fleet.slug, domain: fleet.domains.find((d) => d.id === domainId)?.slug });
+
+/** The search attributes of a workflow acting on `fleetId` (and `domainId`, an operation `kind`). */
+function searchPairs(
+  fleetId: string,
+  slugs: StartSlugs | undefined,
+  domainId?: string,
+  kind?: OperationKind,
+): SearchAttributePair[] {
+  const pairs: SearchAttributePair[] = [{ key: searchAttributes.fleet, value: fleetId }];
+  if (slugs?.fleet) pairs.push({ key: searchAttributes.fleetSlug, value: slugs.fleet });
+  if (domainId) pairs.push({ key: searchAttributes.domain, value: domainId });
+  if (domainId && slugs?.domain) pairs.push({ key: searchAttributes.domainSlug, value: slugs.domain });
+  if (kind) pairs.push({ key: searchAttributes.operation, value: kind });
+  return pairs;
+}
+
 /** The part of an operation its start needs: a stored `Operation` or the monitor's `OperationRef`. */
 export interface OperationToStart {
   id: string;
@@ -65,16 +95,16 @@ export interface OperationToStart {
  * a second start while it runs, or after it closed in any way, is refused (REJECT_DUPLICATE), so a
  * re-posted request or the monitor's restart of a pending operation never runs it twice.
  */
-export function operationStart(operation: OperationToStart, policy?: FleetPolicy): PromotionStart | DemotionStart {
+export function operationStart(
+  operation: OperationToStart,
+  policy?: FleetPolicy,
+  slugs?: StartSlugs,
+): PromotionStart | DemotionStart {
   const { id: operationId, fleetId, targetDomainId, reason } = operation;
   const options = {
     workflowId: operationWorkflowId(fleetId, operationId),
     workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-    typedSearchAttributes: [
-      { key: searchAttributes.fleet, value: fleetId },
-      { key: searchAttributes.domain, value: targetDomainId },
-      { key: searchAttributes.operation, value: operation.kind },
-    ],
+    typedSearchAttributes: searchPairs(fleetId, slugs, targetDomainId, operation.kind),
     memo: { reason, requestedBy: operation.requestedBy },
   };
   if (operation.kind === 'promote') {
@@ -95,6 +125,7 @@ export function demotionChildStart(promotion: {
   operationId: string;
   oldActiveId: string;
   policy?: FleetPolicy;
+  slugs?: StartSlugs;
 }): DemotionStart {
   const { fleetId, operationId, oldActiveId } = promotion;
   return {
@@ -103,11 +134,7 @@ export function demotionChildStart(promotion: {
       workflowId: demotionChildWorkflowId(fleetId, operationId),
       args: [{ fleetId, domainId: oldActiveId, ...withPolicy(promotion.policy) }],
       workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
-      typedSearchAttributes: [
-        { key: searchAttributes.fleet, value: fleetId },
-        { key: searchAttributes.domain, value: oldActiveId },
-        { key: searchAttributes.operation, value: 'demote' },
-      ],
+      typedSearchAttributes: searchPairs(fleetId, promotion.slugs, oldActiveId, 'demote'),
       memo: { reason: `demotion after promotion ${operationId}`, requestedBy: 'promotion' },
     },
   };
@@ -118,7 +145,7 @@ export function demotionChildStart(promotion: {
  * starting it on every worker start, fleet creation or reconcile is harmless; one that ended (its fleet
  * was deleted, an operator terminated it) may be started again.
  */
-export function monitorStart(fleetId: string): MonitorStart {
+export function monitorStart(fleetId: string, fleetSlug?: string): MonitorStart {
   return {
     workflowType: 'fleetMonitorWorkflow',
     options: {
@@ -126,13 +153,13 @@ export function monitorStart(fleetId: string): MonitorStart {
       args: [{ fleetId }],
       workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
       workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-      typedSearchAttributes: [{ key: searchAttributes.fleet, value: fleetId }],
+      typedSearchAttributes: searchPairs(fleetId, { fleet: fleetSlug }),
     },
   };
 }
 
 /** Who asks for a provisioning or teardown, and why. */
-export type DomainStartRequest = StartMemo & { fleetId: string };
+export type DomainStartRequest = StartMemo & { fleetId: string; slugs?: StartSlugs };
 
 /**
  * Provisioning of a skypilot/skyserve domain (`haru/<domainId>/provision`). One runs at a time per
@@ -156,10 +183,7 @@ export function teardownStart(input: TeardownDomainInput, request: DomainStartRe
 const domainStartOptions = (workflowId: string, domainId: string, request: DomainStartRequest) => ({
   workflowId,
   workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
-  typedSearchAttributes: [
-    { key: searchAttributes.fleet, value: request.fleetId },
-    { key: searchAttributes.domain, value: domainId },
-  ],
+  typedSearchAttributes: searchPairs(request.fleetId, request.slugs, domainId),
   memo: { reason: request.reason, requestedBy: request.requestedBy },
 });
 

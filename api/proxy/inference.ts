@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { noteAccess } from '../metrics';
 import type { RequestHandler } from 'express';
 import { HaruError } from '../../schemas/errors';
 import type { ApiConfig } from '../config';
@@ -152,6 +153,7 @@ async function proxyOnce(
       let failure: HaruError;
       let refused = false;
       let sent = false;
+      noteAccess(res, { fleet: snapshot.slug, ...(target.kind === 'ok' ? { domain: target.domain.slug } : {}) });
       // A stale route may point at a domain a promotion since put to sleep: confirm it before sending.
       const staleAsleep = target.kind === 'ok' && routing.stale && (await deps.sleepCheck.isAsleep(target.servingUrl));
       if (target.kind === 'ok' && staleAsleep) {

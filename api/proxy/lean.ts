@@ -41,7 +41,7 @@ export function leanInference(opts: LeanInferenceOptions): (req: IncomingMessage
 
     // Labelled like the Express request metrics: the route pattern once matched, `unmatched` when auth failed.
     let route = 'unmatched';
-    observeRequest(metrics, 'POST', res, () => route);
+    observeRequest(metrics, 'POST', res, () => route, { logger });
     const fail = (err: unknown) => failRequest(res, err, logger, { method: 'POST', path });
     auth(req, res, (authError?: unknown) => {
       if (authError) return fail(authError);

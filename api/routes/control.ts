@@ -49,7 +49,7 @@ async function requestOperation(
       `fleet ${fleet.slug} already has ${operation.kind} operation ${operation.id} in flight (${operation.state})`,
     );
   }
-  await ctx.orchestrator.startOperation(operation);
+  await ctx.orchestrator.startOperation(operation, { fleet: fleet.slug, domain: domain.slug });
   ctx.logger.info('operation requested', { fleetId: fleet.id, operationId: operation.id, kind, outcome });
   return { status: outcome === 'created' ? ('accepted' as const) : ('joined' as const), operation };
 }

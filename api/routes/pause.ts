@@ -45,7 +45,7 @@ export function pauseRoutes(ctx: RouteContext): Router {
       );
       if (!set) throw new HaruError('fleet_not_found', `fleet ${fleet.slug} not found`);
       ctx.logger.info(`automatic failover ${verb} requested`, { fleetId: fleet.id, changed: set.changed });
-      await ctx.orchestrator.checkNow(fleet.id).catch((err: unknown) => {
+      await ctx.orchestrator.checkNow(fleet.id, fleet.slug).catch((err: unknown) => {
         ctx.logger.warn('monitor not signalled after a pause change', { fleetId: fleet.id, error: String(err) });
       });
       const answer: PauseResponse = {

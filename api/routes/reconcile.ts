@@ -1,20 +1,11 @@
-import type { ReconcileResponse, StoredDomainHealth } from '../../schemas/api-responses';
-import type { DomainSnapshot, FleetSnapshot } from '../../schemas/entities';
+import { storedHealth } from '../../core/monitor-look';
+import type { ReconcileResponse } from '../../schemas/api-responses';
+import type { FleetSnapshot } from '../../schemas/entities';
 import { type RouteContext } from './context';
 
 const POLL_MS = 100;
 // Domains the monitor does not poll: waiting for them would never end.
 const UNPOLLED = new Set(['provisioning', 'stopping', 'stopped']);
-
-const health = (d: DomainSnapshot): StoredDomainHealth => ({
-  id: d.id,
-  slug: d.slug,
-  state: d.state,
-  isActive: d.isActive,
-  lastSeenAt: d.lastSeenAt,
-  consecutiveFailures: d.consecutiveFailures,
-  lastError: d.lastError,
-});
 
 /** True when every polled domain of `after` shows a poll after `since` (a success or one more failure). */
 function polledSince(before: FleetSnapshot, after: FleetSnapshot, since: number): boolean {
@@ -33,7 +24,7 @@ function polledSince(before: FleetSnapshot, after: FleetSnapshot, since: number)
  */
 export async function reconcile(ctx: RouteContext, fleet: FleetSnapshot): Promise<ReconcileResponse> {
   const signalledAt = ctx.now();
-  await ctx.orchestrator.checkNow(fleet.id);
+  await ctx.orchestrator.checkNow(fleet.id, fleet.slug);
   const deadline = signalledAt.getTime() + ctx.config.HARU_RECONCILE_WAIT_MS;
   let latest = fleet;
   let fresh = polledSince(fleet, latest, signalledAt.getTime());
@@ -47,7 +38,7 @@ export async function reconcile(ctx: RouteContext, fleet: FleetSnapshot): Promis
     fleetId: fleet.id,
     signalledAt: signalledAt.toISOString(),
     fresh,
-    domains: latest.domains.map(health),
+    domains: latest.domains.map(storedHealth),
     monitor,
   };
 }

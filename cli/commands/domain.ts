@@ -5,6 +5,7 @@ import type { DomainState } from '../../schemas/enums';
 import { parseEnv } from '../../schemas/env';
 import { provisioningAcceptedResponseSchema, teardownAlreadyStoppedResponseSchema } from '../../schemas/provisioning';
 import { type ApiClient, cliEnvSchema, createApiClient } from '../api-client';
+import { registerDomainStatus } from './status';
 
 const answerSchema = z.union([provisioningAcceptedResponseSchema, teardownAlreadyStoppedResponseSchema]);
 
@@ -92,7 +93,8 @@ export async function runDomainCommand(
 export function register(program: Command): void {
   const domain = program
     .command('domain')
-    .description('provision and tear down skypilot/skyserve domains through the Haru API');
+    .description('provision and tear down skypilot/skyserve domains, and show one, through the Haru API');
+  registerDomainStatus(domain);
   const deps = (): DomainCommandDeps => ({
     api: createApiClient(parseEnv(cliEnvSchema, process.env, 'CLI')),
     write: (line) => process.stdout.write(`${line}\n`),

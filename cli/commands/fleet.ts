@@ -13,6 +13,7 @@ import { integerArg } from '../arguments';
 import { type ApiClient, cliEnvSchema, createApiClient } from '../api-client';
 import { formatFleet, formatOperation, lastFailedOperation, table } from '../format';
 import { watchOperation } from '../watch-operation';
+import { registerFleetHealth } from './status';
 
 const out = (line: string): void => {
   process.stdout.write(`${line}\n`);
@@ -71,6 +72,7 @@ export function register(program: Command): void {
   const fleet = program
     .command('fleet')
     .description('inspect and steer fleets through the Haru API (HARU_URL, HARU_API_TOKEN)');
+  registerFleetHealth(fleet);
 
   fleet
     .command('list')

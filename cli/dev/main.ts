@@ -217,6 +217,7 @@ export async function startDevStack(
       config: setup.worker,
       store,
       fleetId,
+      fleetSlug: layout.fleet.slug,
       cwd,
       writeLog,
       warn: io.err,

@@ -22,6 +22,7 @@ export interface DevWorkerOptions {
   config: WorkerConfig;
   store: Store;
   fleetId: string;
+  fleetSlug: string;
   cwd: string;
   writeLog: (line: string) => void;
   warn: (line: string) => void;
@@ -77,7 +78,7 @@ export async function startDevWorker(opts: DevWorkerOptions): Promise<{ done: Pr
   closers.push({ what: 'the worker metrics endpoint', fn: () => closeServer(metricsServer) });
 
   const client = new Client({ connection, namespace: config.temporal.namespace });
-  await ensureMonitor(client, opts.fleetId, config.HARU_TASK_QUEUE);
+  await ensureMonitor(client, opts.fleetId, config.HARU_TASK_QUEUE, opts.fleetSlug);
   // A pause signalled in an earlier run survives in the monitor's state: the dev stack starts with it on.
   await client.workflow.getHandle(monitorWorkflowId(opts.fleetId)).signal(resumeAutoFailoverSignal);
   return { done };

@@ -32,14 +32,16 @@ it('starts an operation workflow under its business id once; a repeat says alrea
   });
   started.push(operation.workflowId);
   expect(operation.workflowId).toBe(`haru/${report.fleetId}/op/${operation.id}`);
-  expect(await orchestrator.startOperation(operation)).toBe('started');
+  expect(await orchestrator.startOperation(operation, { fleet: 'op-start', domain: west.slug })).toBe('started');
   expect(await orchestrator.startOperation(operation)).toBe('already_started');
   const described = await server.client.workflow.getHandle(operation.workflowId).describe();
   expect(described.type).toBe('promotionWorkflow');
   expect(described.taskQueue).toBe(taskQueue);
   expect(Object.fromEntries(described.typedSearchAttributes.getAll().map((p) => [p.key.name, p.value]))).toEqual({
     HaruFleet: report.fleetId,
+    HaruFleetSlug: 'op-start',
     HaruDomain: west.id,
+    HaruDomainSlug: west.slug,
     HaruOperation: 'promote',
   });
   expect(await described.memo).toEqual({ reason: 'test', requestedBy: 'test' });

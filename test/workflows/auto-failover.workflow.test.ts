@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { findTemporalCli, TEMPORAL_MISSING_MESSAGE } from '../../cli/temporal-cli';
 import type { OperationProgress } from '../../schemas/api';
 import { ensureMonitor } from '../../workers/start';
-import { healthQuery, monitorWorkflowId } from '../../workflows/definitions';
+import { demotionChildWorkflowId, healthQuery, monitorWorkflowId, progressQuery } from '../../workflows/definitions';
 import { complete, type SimFleet, startSimFleet } from './support/sim-fleet';
 import { eventually, uniqueTaskQueue, useTestServer } from './support/temporal';
 import { replayAndRecord, startTestWorker } from './support/worker';
@@ -22,7 +22,7 @@ async function monitoredFleet() {
   const fleet = await startSimFleet();
   const taskQueue = uniqueTaskQueue('failover');
   const worker = await startTestWorker(server.connection, fleet.db.store, taskQueue);
-  await ensureMonitor(server.client, fleet.fleetId, taskQueue);
+  await ensureMonitor(server.client, fleet.fleetId, taskQueue, fleet.layout.fleet.slug);
   const monitor = server.client.workflow.getHandle(monitorWorkflowId(fleet.fleetId));
   await eventually(
     'the monitor to look at the fleet',
@@ -67,8 +67,43 @@ it('4. kills the active host; the monitor fails it and promotes the standby with
     expect((await fleet.db.store.domains.get(fleet.east.id))?.state).toBe('failed');
 
     const promotion = server.client.workflow.getHandle(operation!.workflowId);
-    expect(await promotion.result()).toMatchObject({ state: 'succeeded', demotion: 'failed' }); // the old host is dead
+    // The old host is dead: its demotion completes saying so, and the promotion records the step failed.
+    expect(await promotion.result()).toMatchObject({ state: 'succeeded', demotion: 'unreachable' });
     expect((await fleet.db.store.operations.get(operation!.id))?.state).toBe('succeeded');
+    const demotion = server.client.workflow.getHandle(demotionChildWorkflowId(fleet.fleetId, operation!.id));
+    expect((await demotion.describe()).status.name).toBe('COMPLETED');
+    expect(await demotion.result()).toMatchObject({ domainId: fleet.east.id, state: 'unreachable', drained: null });
+    const progress = await promotion.query(progressQuery);
+    expect(progress.steps.find((s) => s.step === 'demoteOldActive')).toMatchObject({
+      status: 'failed',
+      lastError: expect.stringMatching(/^SupervisorUnreachable: old active unreachable, left as it was/),
+    });
+
+    // An operator finds them by the slugs; the ids stay the business keys.
+    const slug = fleet.layout.fleet.slug;
+    const found = await eventually(
+      'the visibility store to list the fleet by slug',
+      async () => {
+        const ids: string[] = [];
+        for await (const w of server.client.workflow.list({ query: `HaruFleetSlug = '${slug}'` }))
+          ids.push(w.workflowId);
+        return ids.length >= 3 ? ids.sort() : null;
+      },
+      30_000,
+    );
+    expect(found).toEqual(
+      [
+        monitorWorkflowId(fleet.fleetId),
+        operation!.workflowId,
+        demotionChildWorkflowId(fleet.fleetId, operation!.id),
+      ].sort(),
+    );
+    const eastDemotions: string[] = [];
+    for await (const w of server.client.workflow.list({
+      query: `HaruFleetSlug = '${slug}' AND HaruDomainSlug = 'east'`,
+    }))
+      eastDemotions.push(w.workflowId);
+    expect(eastDemotions).toEqual([demotionChildWorkflowId(fleet.fleetId, operation!.id)]);
     await replayAndRecord(server.client, promotion, 'auto-failover-promotion');
     await replayAndRecord(server.client, monitor, 'fleet-monitor');
   } finally {

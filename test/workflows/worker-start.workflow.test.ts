@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { msToTs } from '@temporalio/common/lib/time';
 import { createTestDatabase, seedLayout, type TestDatabase } from '../../db/testing';
 import { testLayout } from '../../db/fixtures';
+import { HARU_SEARCH_ATTRIBUTES } from '../../cli/temporal-dev-server';
 import { ensureSearchAttributes } from '../../workers/search-attributes';
 import { ensureMonitor, ensureMonitors } from '../../workers/start';
 import { monitorWorkflowId } from '../../workflows/definitions';
@@ -23,7 +24,7 @@ beforeAll(async () => {
   db = await createTestDatabase();
 });
 
-it('registers the three search attributes on a namespace that lacks them, and nothing the second time', async () => {
+it('registers the five search attributes on a namespace that lacks them, and nothing the second time', async () => {
   const namespace = `haru-sa-${randomUUID().slice(0, 8)}`;
   await server.connection.workflowService.registerNamespace({
     namespace,
@@ -35,7 +36,9 @@ it('registers the three search attributes on a namespace that lacks them, and no
     60_000,
     500,
   );
-  expect(added.sort()).toEqual(['HaruDomain', 'HaruFleet', 'HaruOperation']);
+  expect(added.sort()).toEqual(['HaruDomain', 'HaruDomainSlug', 'HaruFleet', 'HaruFleetSlug', 'HaruOperation']);
+  // The dev server pre-registers the same set (cli/temporal-dev-server.ts).
+  expect(Object.keys(HARU_SEARCH_ATTRIBUTES).sort()).toEqual(added.sort());
   const { customAttributes } = await server.connection.operatorService.listSearchAttributes({ namespace });
   expect(Object.keys(customAttributes ?? {})).toEqual(
     expect.arrayContaining(['HaruFleet', 'HaruDomain', 'HaruOperation']),
@@ -54,7 +57,8 @@ it('starts one monitor per fleet however often it is asked', async () => {
   await ensureMonitor(server.client, report.fleetId, taskQueue);
   const second = await server.client.workflow.getHandle(monitorWorkflowId(report.fleetId)).describe();
   expect(second.runId).toBe(first.runId);
-  expect(first.typedSearchAttributes.getAll().map((p) => [p.key.name, p.value])).toEqual([
-    ['HaruFleet', report.fleetId],
-  ]);
+  expect(Object.fromEntries(first.typedSearchAttributes.getAll().map((p) => [p.key.name, p.value]))).toEqual({
+    HaruFleet: report.fleetId,
+    HaruFleetSlug: 'ensure-a',
+  });
 });

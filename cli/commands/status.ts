@@ -1,0 +1,135 @@
+import type { Command } from 'commander';
+import { formatAge } from '../../core/monitor-look';
+import { parseEnv } from '../../schemas/env';
+import {
+  type DomainStatusResponse,
+  domainStatusResponseSchema,
+  type FleetHealthResponse,
+  fleetHealthResponseSchema,
+  type PolledDomain,
+} from '../../schemas/status';
+import { cliEnvSchema, createApiClient } from '../api-client';
+import { table } from '../format';
+
+const MIB_PER_GIB = 1024;
+const gib = (mib: number | null) => (mib === null ? '?' : `${(mib / MIB_PER_GIB).toFixed(1)}`);
+const lastPoll = (d: PolledDomain) => (d.lastSeenAt ? `${d.lastSeenAt} (${formatAge(d.lastSeenAgeMs)} ago)` : 'never');
+
+/** `haru fleet health` as a human reads it: the monitor's look and its age, then each domain's last poll. */
+export function formatFleetHealth(h: FleetHealthResponse): string {
+  const look = h.monitorLook;
+  const lines = [`fleet ${h.fleetSlug} (${h.fleetId})`];
+  if (!h.monitor) {
+    lines.push(`  monitor: no answer (not running, Temporal unreachable, or no poll yet): STALE`);
+  } else {
+    const age = formatAge(look.ageMs);
+    lines.push(
+      `  monitor looked ${age} ago (${look.checkedAt})${look.isStale ? `: STALE (older than ${formatAge(look.staleAfterMs)}; is the monitor polling?)` : ''}`,
+    );
+    const failure = h.monitor.activeFailure;
+    lines.push(
+      `  active: ${failure ? `FAILED (${failure.reason}: ${failure.message})` : 'healthy'}   auto-failover: ${h.monitor.isAutoFailoverPaused ? 'paused' : h.monitor.autoFailover ? 'on' : 'off'}${h.monitor.failoverBlockedBy ? `   failover blocked by: ${h.monitor.failoverBlockedBy}` : ''}`,
+    );
+  }
+  const assessed = new Map(h.monitor?.domains.map((d) => [d.domainId, d]) ?? []);
+  lines.push('');
+  lines.push(
+    table(
+      ['DOMAIN', 'ROLE', 'STATE', 'MONITOR SAYS', 'LAST POLL', 'FAILURES', 'LAST ERROR'],
+      h.domains.map((d) => {
+        const a = assessed.get(d.id);
+        return [
+          d.slug,
+          d.isActive ? 'active' : 'standby',
+          d.state,
+          a ? `${a.status}${a.reasons.length ? ` (${a.reasons.join(', ')})` : ''}` : null,
+          lastPoll(d),
+          d.consecutiveFailures,
+          d.lastError,
+        ];
+      }),
+    ),
+  );
+  return lines.join('\n');
+}
+
+/** `haru domain status` as a human reads it: stored state and last poll, then models, training and GPUs now. */
+export function formatDomainStatus(s: DomainStatusResponse): string {
+  const d = s.domain;
+  const lines = [
+    `domain ${d.slug} of fleet ${s.fleetSlug}: ${d.state}${d.isActive ? ' (active)' : ''}`,
+    `  last poll: ${lastPoll(d)}   consecutive failures: ${d.consecutiveFailures}${d.lastError ? `   last error: ${d.lastError}` : ''}`,
+  ];
+  const host = s.host;
+  if (!host.isReachable) {
+    lines.push(`  host: UNREACHABLE now: ${host.error ?? 'no answer'}`);
+    return lines.join('\n');
+  }
+  lines.push(`  host answered at ${host.at}${host.error ? ` (${host.error})` : ''}`, '');
+  lines.push(
+    table(
+      ['MODEL', 'GPU', 'STATE', 'RUNNING REQUESTS', 'ERROR'],
+      host.models.map((m) => [m.name, m.gpuIndex, m.state, m.runningRequests, m.error]),
+    ),
+    '',
+  );
+  lines.push(
+    table(
+      ['TRAINING GPU', 'STATE', 'PIDS', 'RUNNING FOR', 'RESTARTS', 'LAST EXIT'],
+      host.training.map((t) => [
+        t.gpuIndex,
+        t.state,
+        t.pids.join(',') || null,
+        t.runningForMs === null ? null : formatAge(t.runningForMs),
+        t.restart ? `${t.restart.attempts}${t.restart.gaveUp ? ' (gave up)' : ''}` : 0,
+        t.lastExit ? `${t.lastExit.code ?? t.lastExit.signal} at ${t.lastExit.at}` : null,
+      ]),
+    ),
+    '',
+  );
+  lines.push(
+    table(
+      ['GPU', 'USED GiB', 'TOTAL GiB', 'SOURCE', 'PROCESSES', 'ERROR'],
+      host.gpus.map((g) => [
+        g.index,
+        gib(g.usedMiB),
+        gib(g.totalMiB),
+        g.source,
+        g.processes.map((p) => `${p.pid}:${p.usedMiB ?? '?'}MiB`).join(' ') || null,
+        g.error ? `${g.error.kind}: ${g.error.message}` : null,
+      ]),
+    ),
+  );
+  return lines.join('\n');
+}
+
+const fleetPath = (fleet: string) => `/v1/fleets/${encodeURIComponent(fleet)}`;
+const out = (text: string) => process.stdout.write(`${text}\n`);
+const client = () => createApiClient(parseEnv(cliEnvSchema, process.env, 'CLI'));
+
+/** `haru fleet health <fleet>` on the `fleet` command. */
+export function registerFleetHealth(fleet: Command): void {
+  fleet
+    .command('health <fleet>')
+    .description("each domain's last poll and its age, and the monitor's assessment with the age of its last look")
+    .option('--json', 'print JSON')
+    .action(async (ref: string, opts: { json?: boolean }) => {
+      const health = await client().get(`${fleetPath(ref)}/health`, fleetHealthResponseSchema);
+      out(opts.json ? JSON.stringify(health, null, 2) : formatFleetHealth(health));
+    });
+}
+
+/** `haru domain status <fleet> <domain>` on the `domain` command. */
+export function registerDomainStatus(domain: Command): void {
+  domain
+    .command('status <fleet> <domain>')
+    .description("one domain: state and last poll, each model's state, training runs, GPU memory per GPU")
+    .option('--json', 'print JSON')
+    .action(async (fleet: string, ref: string, opts: { json?: boolean }) => {
+      const status = await client().get(
+        `${fleetPath(fleet)}/domains/${encodeURIComponent(ref)}/status`,
+        domainStatusResponseSchema,
+      );
+      out(opts.json ? JSON.stringify(status, null, 2) : formatDomainStatus(status));
+    });
+}
