@@ -1,6 +1,7 @@
 import type { FleetPolicy } from '../schemas/policy';
 import { type ActiveFailure, detectActiveFailure } from './failover-detection';
 import { activeDomainOf, ageMs, type FleetView, type OperationView } from './fleet-view';
+import { hostRepairsDue } from './host-repair';
 import { rankStandbys } from './standby-ranking';
 
 /** Why a failed active is not being replaced right now. */
@@ -93,16 +94,24 @@ export function operationToStart(
   return ageMs(op.createdAt, now) >= pendingGraceMs ? op : null;
 }
 
-/** True when the monitor's watch activity should hand control back to the workflow. */
+/**
+ * True when the monitor's watch activity should hand control back to the workflow. Host repairs count
+ * only for a workflow that makes them (it passes `repairHeldIds`).
+ */
 export function isDecisionDue(
   fleet: FleetView,
   policy: FleetPolicy,
   now: Date,
-  options: MonitorDecisionOptions & { pendingGraceMs: number; alreadyTriedIds: readonly string[] },
+  options: MonitorDecisionOptions & {
+    pendingGraceMs: number;
+    alreadyTriedIds: readonly string[];
+    repairHeldIds?: readonly string[];
+  },
 ): boolean {
   return (
     decideMonitorAction(fleet, policy, now, options).kind !== 'none' ||
-    operationToStart(fleet, now, options.pendingGraceMs, options.alreadyTriedIds) !== null
+    operationToStart(fleet, now, options.pendingGraceMs, options.alreadyTriedIds) !== null ||
+    (options.repairHeldIds !== undefined && hostRepairsDue(fleet, options.repairHeldIds).length > 0)
   );
 }
 

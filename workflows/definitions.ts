@@ -80,6 +80,8 @@ export interface FleetMonitorInput {
   checkpointMs?: number;
   /** Failed standbys seen and replacements under way (`replaceFailedStandby`), carried across continue-as-new. */
   replacements?: ReplacementState;
+  /** Host repairs made recently (carried across continue-as-new): `{ domainId, at }` with `at` ISO. */
+  recentRepairs?: { domainId: string; at: string }[];
   /** Since when the watches have followed one another, and when the last one looked (ISO; carried across continue-as-new). */
   watchingSince?: string;
   lookedUntil?: string;

@@ -19,7 +19,7 @@ import type { FleetObservation, WatchFleetInput } from '../activities/fleet-moni
 import { FailureType } from '../schemas/failures';
 import type { FleetHealth } from '../schemas/health';
 import type { FleetPolicy } from '../schemas/policy';
-import { controlActivities, monitorActivities } from './activity-options';
+import { controlActivities, monitorActivities, restoreWaitMs, stepActivities } from './activity-options';
 import {
   checkNowSignal,
   healthQuery,
@@ -37,6 +37,7 @@ import {
   promotionCooldownMs,
 } from '../core/monitor-decision';
 import { ageMs } from '../core/fleet-view';
+import { type HostRepair, hostRepairRetryMs, hostRepairsDue } from '../core/host-repair';
 import {
   emptyReplacementState,
   hasReplacementState,
@@ -56,6 +57,9 @@ export const DURABLE_PAUSE_PATCH = 'monitor-durable-pause';
 export const SURVIVE_DECISION_FAILURE_PATCH = 'monitor-survives-decision-failure';
 /** Pause before the next round after a failed decision, so a fast-failing write does not spin. */
 const DECISION_RETRY_MS = 5_000;
+
+/** Patch id of host repairs: a standby not at rest is restored, training on the active is stopped. */
+export const REPAIR_HOSTS_PATCH = 'monitor-repairs-hosts';
 
 /** Patch id of `replaceFailedStandby`: the monitor starting teardowns and provisionings of failed standbys. */
 export const REPLACE_FAILED_STANDBY_PATCH = 'monitor-replace-failed-standby';
@@ -77,6 +81,7 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
   let isPaused = input.isAutoFailoverPaused ?? false;
   let recentPromotions = input.recentPromotions ?? [];
   let replacements: ReplacementState = input.replacements ?? emptyReplacementState();
+  let recentRepairs = input.recentRepairs ?? [];
   // The first round polls at once so `health` is fresh right after a (re)start.
   let isWakeRequested = true;
   let health: FleetHealth | null = null;
@@ -109,6 +114,8 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
     isWakeRequested = false;
     // Failed standbys are timed from what this watch sees, never from before it started looking.
     const watchStartedAt = new Date().toISOString();
+    // Histories from before host repairs never ask the watch for them.
+    const repairsHosts = patched(REPAIR_HOSTS_PATCH);
     let observation: FleetObservation | null;
     try {
       observation = await watchUntilWoken(monitorActivities(policy, checkpointMs), () => isWakeRequested, {
@@ -119,6 +126,7 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
         pendingGraceMs: PENDING_OPERATION_GRACE_MS,
         alreadyTriedIds: triedOperationIds,
         coolingDownIds: policy ? coolingDownIds(recentPromotions, policy, new Date()) : [],
+        ...(repairsHosts ? { repairHeldIds: heldRepairIds(recentRepairs, policy, new Date()) } : {}),
         ...continuity,
       });
     } catch (err) {
@@ -178,6 +186,13 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
       });
       await sleep(DECISION_RETRY_MS);
     }
+    if (repairsHosts) {
+      recentRepairs = recentRepairs.filter((r) => ageMs(r.at, now) < hostRepairRetryMs(observation.policy));
+      for (const repair of hostRepairsDue(observation.fleet, heldRepairIds(recentRepairs, observation.policy, now))) {
+        recentRepairs = [...recentRepairs, { domainId: repair.domainId, at: observation.observedAt }];
+        await repairHost(fleetId, repair, observation.policy);
+      }
+    }
     const planned = planStandbyReplacements(
       observation.fleet,
       observation.policy.replaceFailedStandby,
@@ -210,10 +225,56 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
     fleetId,
     isAutoFailoverPaused: isPaused,
     recentPromotions,
+    ...(recentRepairs.length > 0 ? { recentRepairs } : {}),
     checkpointMs: input.checkpointMs,
     ...(hasReplacementState(replacements) ? { replacements } : {}),
     ...continuity,
   });
+}
+
+/** The domains repaired within the retry interval before `now`: left alone until it has passed. */
+const heldRepairIds = (recent: readonly { domainId: string; at: string }[], policy: FleetPolicy | null, now: Date) =>
+  policy ? recent.filter((r) => ageMs(r.at, now) < hostRepairRetryMs(policy)).map((r) => r.domainId) : [];
+
+/**
+ * Carries out one host repair (core/host-repair.ts); the activity records what it did as an event. A repair
+ * that fails or leaves something undone never ends the watch: it is tried again after the retry interval.
+ */
+async function repairHost(fleetId: string, repair: HostRepair, policy: FleetPolicy): Promise<void> {
+  const steps = stepActivities(policy);
+  log.warn('repairing a host', { fleetId, domainId: repair.domainId, repair: repair.kind, problem: repair.problem });
+  try {
+    const result =
+      repair.kind === 'restoreStandby'
+        ? await steps.restoreStandby({
+            fleetId,
+            domainId: repair.domainId,
+            why: repair.problem,
+            waitMs: restoreWaitMs(policy),
+          })
+        : await steps.stopActiveTraining({
+            fleetId,
+            domainId: repair.domainId,
+            why: repair.problem,
+            graceMs: policy.trainingStopGraceMs,
+            waitMs: restoreWaitMs(policy),
+          });
+    if (result.problems.length > 0) {
+      log.warn('host repair left problems; trying again later', {
+        fleetId,
+        domainId: repair.domainId,
+        problems: result.problems,
+      });
+    }
+  } catch (err) {
+    if (isCancellation(err)) throw err;
+    log.error('host repair failed; trying again later', {
+      fleetId,
+      domainId: repair.domainId,
+      repair: repair.kind,
+      error: err instanceof Error ? err.message : String(err),
+    });
+  }
 }
 
 /**

@@ -1,6 +1,6 @@
 import { CancellationScope, log, patched } from '@temporalio/workflow';
 import type { FleetPolicy } from '../schemas/policy';
-import { controlActivities, probeRequestTimeoutMs, stepActivities } from './activity-options';
+import { controlActivities, probeRequestTimeoutMs, restoreWaitMs, stepActivities } from './activity-options';
 import type { demotionWorkflow } from './demotion';
 import type { PromotionInput, PromotionResult } from './definitions';
 import { startedSteps } from '../core/operation-progress';
@@ -64,7 +64,7 @@ export async function promotionWorkflow(input: PromotionInput): Promise<Promotio
   } catch (err) {
     if (!(err instanceof StepFailure)) throw err;
     const committed = err.step === 'commitRouting' ? await committedAnyway(input, op, err) : null;
-    if (!committed) return await abandon(input, op, steps, err);
+    if (!committed) return await abandon(input, op, steps, policy, err);
     commit = committed;
   }
   log.info('routing committed', {
@@ -159,12 +159,29 @@ async function abandon(
   input: PromotionInput,
   op: OperationRuntime,
   steps: Steps,
+  policy: FleetPolicy,
   failure: StepFailure,
 ): Promise<never> {
   const { fleetId, operationId, targetDomainId: domainId } = input;
   op.closeAbortWindow();
   const actions = compensationFor(startedSteps(op.progress) as PromotionStep[]);
-  if (actions.length > 0) {
+  if (actions.length > 0 && patched(COMPENSATE_FROM_OBSERVED_STATE)) {
+    op.setPhase('compensating');
+    await op.compensate(
+      'compensate',
+      () =>
+        steps.restoreStandby({
+          fleetId,
+          domainId,
+          why: `promotion ${operationId} compensated`,
+          waitMs: restoreWaitMs(policy),
+        }),
+      (r) =>
+        r.problems.length === 0
+          ? `target back on standby (${describeRestore(r)})`
+          : `target partly back on standby (${describeRestore(r)}); not restored: ${r.problems.join('; ')}`,
+    );
+  } else if (actions.length > 0) {
     op.setPhase('compensating');
     try {
       await CancellationScope.nonCancellable(() =>
@@ -185,6 +202,21 @@ async function abandon(
   }
   return op.finishFailed(failure);
 }
+
+/**
+ * Patch id: compensation puts the target back from what its supervisor shows, per GPU and per model
+ * (`restoreStandby`), and runs even when the row was closed meanwhile. Executions recorded before it
+ * replay the sleep-then-train compensation, which one dead model stopped on every GPU.
+ */
+export const COMPENSATE_FROM_OBSERVED_STATE = 'compensate-from-observed-state';
+
+const describeRestore = (r: { sleptGpus: number[]; trainingStartedGpus: number[] }): string =>
+  [
+    r.sleptGpus.length ? `slept GPU ${r.sleptGpus.join(', ')}` : 'no GPU to sleep',
+    r.trainingStartedGpus.length
+      ? `training started on GPU ${r.trainingStartedGpus.join(', ')}`
+      : 'no training to start',
+  ].join(', ');
 
 /** Step 6: drain, sleep and retrain the old active as a child that outlives this workflow. Best effort. */
 async function demoteOldActive(
