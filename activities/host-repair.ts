@@ -13,6 +13,8 @@ export interface RestoreStandbyInput {
   why: string;
   /** How long the sleeps, then the training starts, may take to show on the host. */
   waitMs: number;
+  /** Do nothing while an operation is in flight (the monitor's repair: the operation owns the hosts). */
+  unlessInOperation?: boolean;
 }
 
 export interface RestoreStandbyResult {
@@ -74,7 +76,8 @@ export function createHostRepairActivities(deps: ActivityDeps) {
     async stopActiveTraining(input: StopActiveTrainingInput): Promise<{ stoppedGpus: number[]; problems: string[] }> {
       const target = await loadTarget(deps, input.domainId);
       const fleet = await store.fleets.snapshot(input.fleetId);
-      if (fleet?.activeDomainId !== input.domainId) return { stoppedGpus: [], problems: [] };
+      // Only the active, and never while an operation owns the hosts.
+      if (fleet?.activeDomainId !== input.domainId || fleet.inFlightOperation) return { stoppedGpus: [], problems: [] };
       const url = target.domain.supervisorUrl;
       const gpus = target.training.map((s) => s.gpuIndex);
       const running = (s: SupervisorStatus) =>
@@ -120,6 +123,9 @@ export function createHostRepairActivities(deps: ActivityDeps) {
           `domain ${target.domain.slug} is the active domain; refusing to put it back on standby`,
           FailureType.InvalidTarget,
         );
+      }
+      if (input.unlessInOperation && fleet?.inFlightOperation) {
+        return { attempt: currentAttempt(), sleptGpus: [], trainingStartedGpus: [], problems: [] };
       }
       const url = target.domain.supervisorUrl;
       const layout: StandbyLayout = {

@@ -36,6 +36,8 @@ export interface OperationView {
   state: OperationState;
   targetDomainId: string;
   createdAt: string;
+  /** Routing moved: only the old active's demotion remains (absent in views recorded before it was added). */
+  routingCommitted?: boolean;
 }
 
 /** A fleet as the monitor sees it after one round of polls. */
@@ -76,7 +78,14 @@ export function toFleetView(snapshot: FleetSnapshot): FleetView {
         .sort((a, b) => a.kind.localeCompare(b.kind) || a.gpuIndex - b.gpuIndex),
     })),
     inFlightOperation: op
-      ? { id: op.id, kind: op.kind, state: op.state, targetDomainId: op.targetDomainId, createdAt: op.createdAt }
+      ? {
+          id: op.id,
+          kind: op.kind,
+          state: op.state,
+          targetDomainId: op.targetDomainId,
+          createdAt: op.createdAt,
+          routingCommitted: op.routingCommitted,
+        }
       : null,
   };
 }

@@ -5,6 +5,7 @@ import {
   CancellationScope,
   condition,
   continueAsNew,
+  getExternalWorkflowHandle,
   isCancellation,
   log,
   patched,
@@ -23,7 +24,9 @@ import { controlActivities, monitorActivities, restoreWaitMs, stepActivities } f
 import {
   checkNowSignal,
   healthQuery,
+  operationWorkflowId,
   pauseAutoFailoverSignal,
+  releaseAtCommitSignal,
   resumeAutoFailoverSignal,
   type FleetMonitorInput,
 } from './definitions';
@@ -61,6 +64,9 @@ const DECISION_RETRY_MS = 5_000;
 /** Patch id of host repairs: a standby not at rest is restored, training on the active is stopped. */
 export const REPAIR_HOSTS_PATCH = 'monitor-repairs-hosts';
 
+/** Patch id of the monitor asking a committed promotion to end when the fleet needs its next failover. */
+export const RELEASE_AT_COMMIT_PATCH = 'monitor-releases-committed-promotion';
+
 /** Patch id of `replaceFailedStandby`: the monitor starting teardowns and provisionings of failed standbys. */
 export const REPLACE_FAILED_STANDBY_PATCH = 'monitor-replace-failed-standby';
 
@@ -87,6 +93,8 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
   let health: FleetHealth | null = null;
   let policy: FleetPolicy | null = null;
   const triedOperationIds: string[] = [];
+  // Committed promotions this run asked to end (releaseAtCommit), so each is asked once.
+  const releasedOperationIds: string[] = [];
   setHandler(checkNowSignal, () => void (isWakeRequested = true));
   // A signal's pause (true) or resume (false) not yet written to the fleet's stored pause.
   let unstoredPause: boolean | null = null;
@@ -125,6 +133,7 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
         checkpointMs,
         pendingGraceMs: PENDING_OPERATION_GRACE_MS,
         alreadyTriedIds: triedOperationIds,
+        releasedOperationIds,
         coolingDownIds: policy ? coolingDownIds(recentPromotions, policy, new Date()) : [],
         ...(repairsHosts ? { repairHeldIds: heldRepairIds(recentRepairs, policy, new Date()) } : {}),
         ...continuity,
@@ -148,13 +157,22 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
     const options = {
       isAutoFailoverPaused: isPaused,
       coolingDownIds: coolingDownIds(recentPromotions, observation.policy, now),
+      releasedOperationIds,
     };
     const decision = decideMonitorAction(observation.fleet, observation.policy, now, options);
     health = summarizeHealth(observation.fleet, observation.policy, now, options);
+    // A round that started an operation leaves the hosts to it.
+    let hasStartedOperation = false;
     try {
+      if (decision.kind === 'failover' && decision.releaseOperationId && patched(RELEASE_AT_COMMIT_PATCH)) {
+        releasedOperationIds.push(decision.releaseOperationId);
+        await releaseAtCommit(fleetId, decision.releaseOperationId, decision.failure.message);
+        isWakeRequested = true;
+      }
       if (decision.kind === 'failover') {
         const promoted = await failOver(fleetId, decision, observation.policy);
         if (promoted) {
+          hasStartedOperation = true;
           recentPromotions = [...recentPromotions, { domainId: promoted.targetDomainId, at: observation.observedAt }];
           triedOperationIds.push(promoted.id);
         }
@@ -162,6 +180,7 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
       const pending = operationToStart(observation.fleet, now, PENDING_OPERATION_GRACE_MS, triedOperationIds);
       if (pending) {
         triedOperationIds.push(pending.id);
+        hasStartedOperation = true;
         log.warn('starting an operation whose workflow was missing', { fleetId, operationId: pending.id });
         try {
           await startOperation(
@@ -186,7 +205,7 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
       });
       await sleep(DECISION_RETRY_MS);
     }
-    if (repairsHosts) {
+    if (repairsHosts && !hasStartedOperation) {
       recentRepairs = recentRepairs.filter((r) => ageMs(r.at, now) < hostRepairRetryMs(observation.policy));
       for (const repair of hostRepairsDue(observation.fleet, heldRepairIds(recentRepairs, observation.policy, now))) {
         recentRepairs = [...recentRepairs, { domainId: repair.domainId, at: observation.observedAt }];
@@ -310,6 +329,23 @@ const isFleetGone = (err: unknown): boolean =>
   err instanceof ActivityFailure &&
   err.cause instanceof ApplicationFailure &&
   err.cause.type === FailureType.InvalidTarget;
+
+/**
+ * Asks a committed promotion that still demotes the old active to end now (it cancels the demotion, waits
+ * for it to stop and ends its operation), so the next round can fail over. A promotion whose workflow is
+ * gone is left to the worker's orphan rule.
+ */
+async function releaseAtCommit(fleetId: string, operationId: string, why: string): Promise<void> {
+  log.warn('the fleet needs its next failover: ending a committed promotion at its commit', { fleetId, operationId });
+  try {
+    await getExternalWorkflowHandle(operationWorkflowId(fleetId, operationId)).signal(releaseAtCommitSignal, {
+      reason: `the next failover needs the fleet: ${why}`,
+    });
+  } catch (err) {
+    if (isCancellation(err)) throw err;
+    log.warn('committed promotion not reached', { fleetId, operationId, error: String(err) });
+  }
+}
 
 /** Acts on a failover decision; returns the promotion it started, if any. */
 async function failOver(

@@ -1,8 +1,16 @@
-import { CancellationScope, log, patched } from '@temporalio/workflow';
+import {
+  ApplicationFailure,
+  CancellationScope,
+  condition,
+  getExternalWorkflowHandle,
+  log,
+  patched,
+  setHandler,
+} from '@temporalio/workflow';
 import type { FleetPolicy } from '../schemas/policy';
 import { controlActivities, probeRequestTimeoutMs, restoreWaitMs, stepActivities } from './activity-options';
 import type { demotionWorkflow } from './demotion';
-import type { PromotionInput, PromotionResult } from './definitions';
+import { releaseAtCommitSignal, type PromotionInput, type PromotionResult } from './definitions';
 import { startedSteps } from '../core/operation-progress';
 import { stepMessages } from '../core/step-messages';
 import { compensationFor, planPromotion, type PromotionStep } from '../core/step-plan';
@@ -22,6 +30,8 @@ export async function promotionWorkflow(input: PromotionInput): Promise<Promotio
   const { fleetId, operationId, targetDomainId } = input;
   const control = controlActivities();
   const op = createOperationRuntime({ fleetId, operationId, domainId: targetDomainId, kind: 'promote', control });
+  let releaseReason: string | null = null;
+  setHandler(releaseAtCommitSignal, (request) => void (releaseReason ??= request.reason));
 
   const begin = await op.begin(() => control.beginOperation({ ...input, kind: 'promote' }));
   if (begin.state !== 'running') {
@@ -77,7 +87,7 @@ export async function promotionWorkflow(input: PromotionInput): Promise<Promotio
 
   const demotion = op.isStepSkipped('demoteOldActive')
     ? 'skipped'
-    : await demoteOldActive(op, fleetId, operationId, begin.fromDomainId!, policy);
+    : await demoteOldActive(op, fleetId, operationId, begin.fromDomainId!, policy, () => releaseReason);
   await op.finishSucceeded();
   return { operationId, state: 'succeeded', routeRevision: commit.routeRevision, demotion };
 }
@@ -218,6 +228,9 @@ const describeRestore = (r: { sleptGpus: number[]; trainingStartedGpus: number[]
       : 'no training to start',
   ].join(', ');
 
+/** The failure type of a demotion the next failover cut short (recorded on the step; the promotion succeeds). */
+const DEMOTION_CUT_SHORT = 'DemotionCutShort';
+
 /** Step 6: drain, sleep and retrain the old active as a child that outlives this workflow. Best effort. */
 async function demoteOldActive(
   op: OperationRuntime,
@@ -225,6 +238,7 @@ async function demoteOldActive(
   operationId: string,
   oldActiveId: string,
   policy: FleetPolicy,
+  releaseReason: () => string | null,
 ): Promise<'succeeded' | 'failed'> {
   try {
     await op.run(
@@ -233,7 +247,18 @@ async function demoteOldActive(
         const child = await startAbandonedChild<typeof demotionWorkflow>(
           demotionChildStart({ fleetId, operationId, oldActiveId, policy }),
         );
-        return child.result();
+        const result = child.result();
+        const released = await Promise.race([
+          result.then(() => false),
+          condition(() => releaseReason() !== null).then(() => true),
+        ]);
+        if (!released) return result;
+        // The fleet needs its next failover: the demotion is cancelled and waited for, so the next promotion
+        // never meets it still touching the old active's host.
+        log.warn('demotion of the old active cut short', { fleetId, operationId, reason: releaseReason() });
+        await getExternalWorkflowHandle(child.workflowId).cancel();
+        await result.catch(() => undefined);
+        throw ApplicationFailure.nonRetryable(`demotion cut short: ${releaseReason()}`, DEMOTION_CUT_SHORT);
       },
       (r) => `old active on standby${r.drained === false ? ' (drain budget spent)' : ''}`,
     );
