@@ -32,6 +32,10 @@ export interface WatchFleetInput extends WatchContinuity {
   alreadyTriedIds: string[];
   /** Standbys the workflow promoted recently and will not pick again yet. */
   coolingDownIds: string[];
+  /** Domains repaired within the retry interval (core/host-repair.ts); absent from runs that make no repairs. */
+  repairHeldIds?: string[];
+  /** Committed promotions the workflow already asked to end. */
+  releasedOperationIds?: string[];
 }
 
 /** One observation of a fleet after a round of polls: the input of every monitor decision. */

@@ -3,6 +3,7 @@ import { createFleetMonitorActivities } from './fleet-monitor';
 import { createFleetStoreActivities } from './fleet-store';
 import { createProvisioningActivities } from './provisioning';
 import { withJournal } from './step-journal';
+import { createHostRepairActivities } from './host-repair';
 import { createSupervisorActivities } from './supervisor';
 import { stepMessages } from '../core/step-messages';
 
@@ -27,6 +28,7 @@ export const createActivities = (deps: ActivityDeps) => {
     sleepModels: journal(stepMessages.sleepModels, host.sleepModels),
     startTraining: journal(stepMessages.startTraining, host.startTraining),
     drainDomain: journal(stepMessages.drainDomain, host.drainDomain),
+    ...createHostRepairActivities(deps),
     ...createFleetMonitorActivities(deps),
     ...createProvisioningActivities(deps),
   };

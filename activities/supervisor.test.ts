@@ -234,6 +234,25 @@ describe('wakeModels', () => {
     expect(host.calls.filter((c) => c.startsWith('wake'))).toEqual([]);
   });
 
+  it('refuses to wake when memory taken since the check leaves the engines too little (PreconditionLost), asking for no wake', async () => {
+    const { host, acts, env } = wakeSetup();
+    host.gpus = [
+      gpuMemory({
+        index: 0,
+        usedMiB: 78_000,
+        totalMiB: 80_000,
+        processes: [{ pid: 777, usedMiB: 73_000 }],
+        models: [{ name: 'llama', pids: [], residueMiB: 5_000, wakeNeedMiB: 60_000 }],
+      }),
+    ];
+    const failure = await failureOf(env.run(acts.wakeModels, { domainId: IDS.b }));
+    expect(failure).toMatchObject({ type: FailureType.PreconditionLost, nonRetryable: true });
+    expect(failure.message).toBe(
+      'GPU 0: 2000 MiB free, the models need 60000 MiB to wake; refusing to wake models that would not fit',
+    );
+    expect(host.calls.filter((c) => c.startsWith('wake'))).toEqual([]);
+  });
+
   it('wakes every inference GPU and waits until every layout model reports awake', async () => {
     const { host, store, acts, env, heartbeats } = wakeSetup();
     host.client.wake = async (_u, body) => {
@@ -245,7 +264,7 @@ describe('wakeModels', () => {
     };
     expect(await env.run(acts.wakeModels, { domainId: IDS.b })).toEqual({ attempt: 1, models: ['llama'] });
     // The precondition is read before the wake is asked for.
-    expect(host.calls.slice(0, 2)).toEqual(['status', 'wake:0']);
+    expect(host.calls.slice(0, 3)).toEqual(['status', 'gpuMemory', 'wake:0']);
     expect(heartbeats.slice(0, 2)).toEqual([
       { waitingFor: 'wake of GPU 0' },
       { waitingFor: 'models not awake: llama (asleep)' },

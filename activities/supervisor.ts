@@ -154,15 +154,17 @@ export function createSupervisorActivities(deps: ActivityDeps) {
 
     /**
      * Wakes every inference slot; done when every model of the layout reports awake. Re-proves first that
-     * training is still stopped on the domain's training GPUs: an attempt resumed after a restart may find
-     * trainers running again, and vLLM must never wake beside them (PreconditionLost, non-retryable).
+     * training is still stopped on the domain's training GPUs (an attempt resumed after a restart may find
+     * trainers running again, and vLLM must never wake beside them), then that each inference GPU still has
+     * the free memory its sleeping engines need to wake; either lost fails with PreconditionLost, not retried.
      */
     async wakeModels(input: DomainInput): Promise<StepResult & { models: string[] }> {
       const target = await loadTarget(deps, input.domainId);
       const host = target.domain;
       const names = modelNamesOf(target.inference);
+      const before = await status(host);
       const training = trainingRuns(
-        await status(host),
+        before,
         target.training.map((s) => s.gpuIndex),
       ).filter((r) => r.state !== 'idle' || r.pids.length > 0);
       if (training.length > 0) {
@@ -170,6 +172,27 @@ export function createSupervisorActivities(deps: ActivityDeps) {
           `training runs again on GPU ${training.map((r) => `${r.gpuIndex} (${r.state}, pids ${r.pids.join(',') || 'none'})`).join(', ')}; refusing to wake models beside it`,
           FailureType.PreconditionLost,
           { gpus: training.map((r) => r.gpuIndex) },
+        );
+      }
+      // And that the memory verifyGpuReleased found free is still free: a trainer (or anything else) that
+      // came back between the check and the wake would leave the engines too little to wake into.
+      const memory = await supervisor.gpuMemory(host, { signal: cancellation() });
+      const asleep = new Set(before.models.filter((m) => m.state === 'asleep').map((m) => m.name));
+      const short = memory.gpus.flatMap((gpu) => {
+        const sleeping = gpu.models.filter((m) => asleep.has(m.name));
+        const needMiB = sleeping.reduce<number | null>(
+          (n, m) => (n === null || m.wakeNeedMiB === null ? null : n + m.wakeNeedMiB),
+          0,
+        );
+        const freeMiB = gpu.totalMiB === null || gpu.usedMiB === null ? null : gpu.totalMiB - gpu.usedMiB;
+        return sleeping.length > 0 && needMiB !== null && freeMiB !== null && freeMiB < needMiB
+          ? [`GPU ${gpu.index}: ${freeMiB} MiB free, the models need ${needMiB} MiB to wake`]
+          : [];
+      });
+      if (short.length > 0) {
+        throw ApplicationFailure.nonRetryable(
+          `${short.join('; ')}; refusing to wake models that would not fit`,
+          FailureType.PreconditionLost,
         );
       }
       await moveSlots(target.inference, 'waking');

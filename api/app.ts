@@ -20,6 +20,7 @@ import { createSleepCheck } from './proxy/sleep-check';
 import type { RouteContext } from './routes/context';
 import { controlRoutes } from './routes/control';
 import { pauseRoutes } from './routes/pause';
+import { repairRoutes } from './routes/repair';
 import { eventRoutes } from './routes/events';
 import { fleetRoutes } from './routes/fleets';
 import { healthRoutes } from './routes/health';
@@ -149,6 +150,7 @@ export function createApp(deps: ApiDeps): ApiApp {
   app.use(fleetRoutes(ctx));
   app.use(controlRoutes(ctx));
   app.use(pauseRoutes(ctx));
+  app.use(repairRoutes(ctx));
   app.use(operationRoutes(ctx));
   app.use(eventRoutes(ctx));
   app.use(

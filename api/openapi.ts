@@ -23,6 +23,7 @@ import { errorBodySchema } from '../schemas/errors';
 import { routeIntentSchema } from '../schemas/route-intent';
 import type { RouteDoc } from './route-doc';
 import { PAUSE_ROUTE_DOCS } from './routes/pause';
+import { REPAIR_ROUTE_DOCS } from './routes/repair';
 import { PROVISIONING_ROUTE_DOCS } from './routes/provisioning';
 import { STATUS_ROUTE_DOCS } from './routes/status';
 import { UI_ROUTE_DOCS } from './routes/ui';
@@ -276,6 +277,7 @@ export const ROUTE_DOCS: RouteDoc[] = [
   ...PAUSE_ROUTE_DOCS,
   ...STATUS_ROUTE_DOCS,
   ...UI_ROUTE_DOCS,
+  ...REPAIR_ROUTE_DOCS,
 ];
 
 const jsonSchema = (schema: z.ZodType, io: 'input' | 'output') => {

@@ -27,6 +27,8 @@ export interface Orchestrator {
   progress(operation: Operation): Promise<OperationProgress | null>;
   /** Signals `abort`; `not_found` when the workflow was never started. */
   abort(operation: Operation, reason: string): Promise<'signalled' | 'not_found'>;
+  /** The status of a workflow as Temporal describes it (`RUNNING`, `FAILED`, ...); null when it does not exist. */
+  workflowStatus(workflowId: string): Promise<string | null>;
   /** Throws `orchestrator_unavailable` when the server does not answer a health check. */
   ping(): Promise<void>;
   /** Resolves once every call in flight has settled (before closing the connection). */
@@ -139,6 +141,15 @@ export function createTemporalOrchestrator(opts: TemporalOrchestratorOptions): O
         return 'signalled';
       } catch (err) {
         if (err instanceof WorkflowNotFoundError) return 'not_found';
+        throw err;
+      }
+    },
+
+    async workflowStatus(workflowId) {
+      try {
+        return (await bounded(() => client.workflow.getHandle(workflowId).describe())).status.name;
+      } catch (err) {
+        if (err instanceof WorkflowNotFoundError) return null;
         throw err;
       }
     },

@@ -29,6 +29,9 @@ export interface ApiStore {
     get(id: string): Promise<Operation | null>;
     list(fleetId: string, opts?: { limit?: number }): Promise<Operation[]>;
     cancel(id: string, error: { step: string; code: string; message: string }): Promise<Operation | null>;
+    /** Used by `fleet repair` to end an orphaned operation (db/orphaned-operation.ts). */
+    succeed(id: string): Promise<Operation | null>;
+    fail(id: string, error: { step: string; code: string; message: string }): Promise<Operation | null>;
   };
   /** Absent in a store that cannot announce (then relayed answers are no proof of life for the monitor). */
   domains?: {

@@ -2,6 +2,7 @@ import type { FleetHealth } from '../schemas/health';
 import type { FleetPolicy } from '../schemas/policy';
 import { assessDomain } from './domain-health';
 import { activeDomainOf, type FleetView } from './fleet-view';
+import { HOST_REPAIR_REASONS, hostRepairsDue } from './host-repair';
 import { decideMonitorAction, type MonitorDecisionOptions } from './monitor-decision';
 import { rankStandbys, standbyViability } from './standby-ranking';
 
@@ -17,6 +18,7 @@ export function summarizeHealth(
 ): FleetHealth {
   const active = activeDomainOf(fleet);
   const decision = decideMonitorAction(fleet, policy, now, options);
+  const repairs = hostRepairsDue(fleet);
   return {
     fleetId: fleet.id,
     fleetSlug: fleet.slug,
@@ -33,7 +35,11 @@ export function summarizeHealth(
         state: d.state,
         isActive: d.id === fleet.activeDomainId,
         status: assessment.status,
-        reasons: assessment.reasons,
+        // A host not in the shape its role needs is flagged whatever its health (the monitor repairs it).
+        reasons: [
+          ...assessment.reasons,
+          ...repairs.filter((r) => r.domainId === d.id).map((r) => HOST_REPAIR_REASONS[r.kind]),
+        ],
         heartbeatAgeMs: assessment.heartbeatAgeMs,
         consecutiveFailures: d.consecutiveFailures,
         lastError: d.lastError,

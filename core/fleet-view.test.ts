@@ -61,7 +61,7 @@ const snapshot = (): FleetSnapshot => ({
 });
 
 describe('toFleetView', () => {
-  it('keeps what decisions read: sorted model names and training GPUs, the in-flight operation', () => {
+  it('keeps what decisions read: sorted model names and training GPUs, slot states, the in-flight operation', () => {
     const view = toFleetView(snapshot());
     expect(view).toEqual({
       id: ID.fleet,
@@ -81,6 +81,10 @@ describe('toFleetView', () => {
           lastError: null,
           modelNames: ['llama', 'qwen'],
           trainingGpus: [1],
+          slots: [
+            { kind: 'inference', gpuIndex: 0, state: 'serving' },
+            { kind: 'training', gpuIndex: 1, state: 'training' },
+          ],
         },
       ],
     });

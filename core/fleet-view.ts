@@ -1,4 +1,4 @@
-import type { DomainState, OperationKind, OperationState, Provider } from '../schemas/enums';
+import type { DomainState, OperationKind, OperationState, Provider, SlotState } from '../schemas/enums';
 import type { FleetSnapshot } from '../schemas/entities';
 
 /**
@@ -22,6 +22,11 @@ export interface DomainView {
   modelNames: string[];
   /** GPU indexes of the domain's training slots, ascending. */
   trainingGpus: number[];
+  /**
+   * Every slot with the state the monitor last mirrored from the host (by kind, then GPU); absent in
+   * views recorded before it was added (no host repair is judged from those).
+   */
+  slots?: { kind: 'inference' | 'training'; gpuIndex: number; state: SlotState }[];
 }
 
 /** The fleet's in-flight operation (pending or running), as decisions need it. */
@@ -31,6 +36,8 @@ export interface OperationView {
   state: OperationState;
   targetDomainId: string;
   createdAt: string;
+  /** Routing moved: only the old active's demotion remains (absent in views recorded before it was added). */
+  routingCommitted?: boolean;
 }
 
 /** A fleet as the monitor sees it after one round of polls. */
@@ -66,9 +73,19 @@ export function toFleetView(snapshot: FleetSnapshot): FleetView {
         .filter((s) => s.kind === 'training')
         .map((s) => s.gpuIndex)
         .sort((a, b) => a - b),
+      slots: d.slots
+        .map((s) => ({ kind: s.kind, gpuIndex: s.gpuIndex, state: s.state }))
+        .sort((a, b) => a.kind.localeCompare(b.kind) || a.gpuIndex - b.gpuIndex),
     })),
     inFlightOperation: op
-      ? { id: op.id, kind: op.kind, state: op.state, targetDomainId: op.targetDomainId, createdAt: op.createdAt }
+      ? {
+          id: op.id,
+          kind: op.kind,
+          state: op.state,
+          targetDomainId: op.targetDomainId,
+          createdAt: op.createdAt,
+          routingCommitted: op.routingCommitted,
+        }
       : null,
   };
 }

@@ -72,6 +72,32 @@ describe('decideMonitorAction', () => {
     });
   });
 
+  it('asks a committed promotion that only demotes the old active to end when its target, the active, fails', () => {
+    const committed = operation({ targetDomainId: ID.a, routingCommitted: true });
+    const f = fleet({ domains: [deadActive, domain({ id: ID.b, slug: 'b' })], inFlightOperation: committed });
+    expect(decideMonitorAction(f, p, NOW, running)).toMatchObject({
+      kind: 'failover',
+      shouldMarkActiveFailed: true,
+      promoteDomainId: null,
+      blockedBy: 'operation_in_flight',
+      releaseOperationId: ID.op,
+    });
+    // Asked once; then the failed active is left as it is until the operation ends.
+    const marked = fleet({
+      domains: [domain({ ...deadActive, state: 'failed' }), domain({ id: ID.b, slug: 'b' })],
+      inFlightOperation: committed,
+    });
+    expect(decideMonitorAction(marked, p, NOW, { ...running, releasedOperationIds: [ID.op] })).toMatchObject({
+      kind: 'none',
+      blockedBy: 'operation_in_flight',
+    });
+    expect(isDecisionDue(marked, p, NOW, { ...running, pendingGraceMs: 10_000, alreadyTriedIds: [] })).toBe(true);
+    // Not released: an operation before its commit, or while paused.
+    const before = fleet({ domains: [deadActive, domain({ id: ID.b, slug: 'b' })], inFlightOperation: operation() });
+    expect(decideMonitorAction(before, p, NOW, running)).toMatchObject({ releaseOperationId: null });
+    expect(decideMonitorAction(f, p, NOW, { isAutoFailoverPaused: true })).toMatchObject({ releaseOperationId: null });
+  });
+
   it('skips a standby that is cooling down and promotes the next best', () => {
     const f = fleet({
       domains: [

@@ -1,6 +1,7 @@
 import type { FleetPolicy } from '../schemas/policy';
 import { type ActiveFailure, detectActiveFailure } from './failover-detection';
 import { activeDomainOf, ageMs, type FleetView, type OperationView } from './fleet-view';
+import { hostRepairsDue } from './host-repair';
 import { rankStandbys } from './standby-ranking';
 
 /** Why a failed active is not being replaced right now. */
@@ -21,6 +22,11 @@ export type MonitorDecision =
       shouldMarkActiveFailed: boolean;
       promoteDomainId: string | null;
       blockedBy: FailoverBlock | null;
+      /**
+       * A promotion in flight that committed routing and only demotes the old active: the monitor asks it
+       * to end now (releaseAtCommit), so the next round can fail over. Null otherwise.
+       */
+      releaseOperationId: string | null;
     };
 
 export interface MonitorDecisionOptions {
@@ -31,10 +37,14 @@ export interface MonitorDecisionOptions {
    * back on standby; trying again at once would thrash their GPUs).
    */
   coolingDownIds?: readonly string[];
+  /** Committed promotions already asked to end (not asked again). */
+  releasedOperationIds?: readonly string[];
 }
 
 // Only these detections describe a broken host; `stopped` is an operator's doing and `no_active` has nothing to mark.
 const MARKABLE = new Set<ActiveFailure['reason']>(['consecutive_failures', 'stale', 'degraded_grace']);
+// A broken host, or one already marked failed: a committed promotion is released for these only.
+const MARKABLE_OR_FAILED = new Set<ActiveFailure['reason']>([...MARKABLE, 'already_failed']);
 
 /**
  * Decides the monitor's next action from one observation. The active is failed per `detectActiveFailure`;
@@ -66,7 +76,22 @@ export function decideMonitorAction(
             : null;
   const shouldMarkActiveFailed = active !== null && active.state !== 'failed' && MARKABLE.has(failure.reason);
   const promoteDomainId = blockedBy === null ? (ranked[0]?.id ?? null) : null;
-  if (!shouldMarkActiveFailed && promoteDomainId === null) return { kind: 'none', failure, blockedBy };
+  // The operation ends at the commit as far as the next failover goes: one that only demotes the old
+  // active is asked to end when the fleet would otherwise fail over now.
+  const op = fleet.inFlightOperation;
+  const wouldFailOver = policy.autoFailover && !options.isAutoFailoverPaused && MARKABLE_OR_FAILED.has(failure.reason);
+  const releaseOperationId =
+    blockedBy === 'operation_in_flight' &&
+    wouldFailOver &&
+    op?.kind === 'promote' &&
+    op.routingCommitted === true &&
+    op.targetDomainId === fleet.activeDomainId &&
+    !options.releasedOperationIds?.includes(op.id)
+      ? op.id
+      : null;
+  if (!shouldMarkActiveFailed && promoteDomainId === null && releaseOperationId === null) {
+    return { kind: 'none', failure, blockedBy };
+  }
   return {
     kind: 'failover',
     failure,
@@ -74,6 +99,7 @@ export function decideMonitorAction(
     shouldMarkActiveFailed,
     promoteDomainId,
     blockedBy,
+    releaseOperationId,
   };
 }
 
@@ -93,16 +119,24 @@ export function operationToStart(
   return ageMs(op.createdAt, now) >= pendingGraceMs ? op : null;
 }
 
-/** True when the monitor's watch activity should hand control back to the workflow. */
+/**
+ * True when the monitor's watch activity should hand control back to the workflow. Host repairs count
+ * only for a workflow that makes them (it passes `repairHeldIds`).
+ */
 export function isDecisionDue(
   fleet: FleetView,
   policy: FleetPolicy,
   now: Date,
-  options: MonitorDecisionOptions & { pendingGraceMs: number; alreadyTriedIds: readonly string[] },
+  options: MonitorDecisionOptions & {
+    pendingGraceMs: number;
+    alreadyTriedIds: readonly string[];
+    repairHeldIds?: readonly string[];
+  },
 ): boolean {
   return (
     decideMonitorAction(fleet, policy, now, options).kind !== 'none' ||
-    operationToStart(fleet, now, options.pendingGraceMs, options.alreadyTriedIds) !== null
+    operationToStart(fleet, now, options.pendingGraceMs, options.alreadyTriedIds) !== null ||
+    (options.repairHeldIds !== undefined && hostRepairsDue(fleet, options.repairHeldIds).length > 0)
   );
 }
 

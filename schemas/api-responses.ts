@@ -68,3 +68,26 @@ export const pauseResponseSchema = z.object({
   changed: z.boolean(),
 });
 export type PauseResponse = z.infer<typeof pauseResponseSchema>;
+
+/** `POST …/repair` takes no parameters; an empty body or `{}`. */
+export const fleetRepairRequestSchema = z.strictObject({});
+
+/**
+ * The answer of `POST /v1/fleets/:fleet/repair`: each step of the plan (core/fleet-repair.ts) with what came
+ * of it: `done`, `skipped` (someone else got there first), or `left_to_monitor` (a host repair the monitor's
+ * look, just asked for, carries out).
+ */
+export const fleetRepairResponseSchema = z.object({
+  fleetId: z.uuid(),
+  steps: z.array(
+    z.object({
+      kind: z.enum(['end_orphaned_operation', 'start_operation', 'repair_host', 'ensure_monitor']),
+      why: z.string(),
+      operationId: z.string().optional(),
+      domainId: z.string().optional(),
+      repair: z.string().optional(),
+      outcome: z.enum(['done', 'skipped', 'left_to_monitor']),
+    }),
+  ),
+});
+export type FleetRepairResponse = z.infer<typeof fleetRepairResponseSchema>;

@@ -1,7 +1,7 @@
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import type { Logger } from '@temporalio/common';
 import type { Store } from '../db/store';
-import { orphanEnding } from '../core/orphaned-operation';
+import { endOrphanedOperation } from '../db/orphaned-operation';
 import type { Operation } from '../schemas/entities';
 import { monitorStart } from '../workflows/start-options';
 
@@ -41,29 +41,7 @@ export async function endIfOrphaned(client: Client, store: Store, op: Operation)
     if (err instanceof WorkflowNotFoundError) return null;
     throw err;
   }
-  if (status === 'RUNNING') return null;
-  // Read after the describe: a workflow that closed normally ended its row before it closed.
-  const current = await store.operations.get(op.id);
-  const ending = current && orphanEnding(current, status);
-  if (!ending) return null;
-  const ended =
-    ending.to === 'succeeded'
-      ? await store.operations.succeed(op.id)
-      : await store.operations.fail(op.id, {
-          step: current.step ?? 'workflow',
-          code: ending.code,
-          message: ending.message,
-        });
-  if (!ended) return null;
-  await store.events.append({
-    fleetId: op.fleetId,
-    operationId: op.id,
-    domainId: op.targetDomainId,
-    type: 'operation.orphaned',
-    message: `operation ${op.id} (${op.kind}): ${ending.message}`,
-    data: { action: 'ended', to: ending.to, workflowStatus: status, step: current.step },
-  });
-  return ending.to;
+  return endOrphanedOperation(store, op, status);
 }
 
 /** A running `keepMonitors` loop; `stop` waits for the round under way. */

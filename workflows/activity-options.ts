@@ -72,8 +72,17 @@ export function stepActivities(policy: FleetPolicy) {
     drainDomain: lifecycleActivities(policy, policy.drainTimeoutMs + DRAIN_MARGIN_MS).drainDomain,
     sleepModels: lifecycleActivities(policy, policy.sleepTimeoutMs).sleepModels,
     startTraining: lifecycleActivities(policy, policy.startTrainingTimeoutMs).startTraining,
+    restoreStandby: lifecycleActivities(policy, restoreBudgetMs(policy)).restoreStandby,
+    stopActiveTraining: lifecycleActivities(policy, policy.stopTrainingTimeoutMs).stopActiveTraining,
   };
 }
+
+/** How long `restoreStandby` waits for its sleeps, then for its training starts, to show on the host. */
+export const restoreWaitMs = (policy: FleetPolicy): number =>
+  Math.max(1_000, Math.floor(Math.min(policy.sleepTimeoutMs, policy.startTrainingTimeoutMs) / 2));
+
+/** The budget of `restoreStandby`: its requests and its two waits, with room for one retry of a lost answer. */
+const restoreBudgetMs = (policy: FleetPolicy): number => policy.sleepTimeoutMs + policy.startTrainingTimeoutMs;
 
 /** The probe request's own timeout: most of the step budget, leaving room for one retry of a transport error. */
 export const probeRequestTimeoutMs = (policy: FleetPolicy): number =>

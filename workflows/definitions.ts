@@ -17,6 +17,11 @@ export const checkNowSignal = defineSignal<[]>('checkNow');
 /** Stops automatic promotions until `resumeAutoFailover`; detection and marking go on. */
 export const pauseAutoFailoverSignal = defineSignal<[]>('pauseAutoFailover');
 export const resumeAutoFailoverSignal = defineSignal<[]>('resumeAutoFailover');
+/**
+ * Sent by the monitor to a promotion that committed routing and still demotes the old active, when the fleet
+ * needs its next failover: the promotion cancels the demotion, waits until it has stopped, and ends.
+ */
+export const releaseAtCommitSignal = defineSignal<[{ reason: string }]>('releaseAtCommit');
 /** An operation's steps with timings, attempts and last error. */
 export const progressQuery = defineQuery<OperationProgress>('progress');
 /** The monitor's last assessment of the fleet; null before its first round of polls. */
@@ -93,6 +98,8 @@ export interface FleetMonitorInput {
   checkpointMs?: number;
   /** Failed standbys seen and replacements under way (`replaceFailedStandby`), carried across continue-as-new. */
   replacements?: ReplacementState;
+  /** Host repairs made recently (carried across continue-as-new): `{ domainId, at }` with `at` ISO. */
+  recentRepairs?: { domainId: string; at: string }[];
   /** Since when the watches have followed one another, and when the last one looked (ISO; carried across continue-as-new). */
   watchingSince?: string;
   lookedUntil?: string;

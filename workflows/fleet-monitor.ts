@@ -5,6 +5,7 @@ import {
   CancellationScope,
   condition,
   continueAsNew,
+  getExternalWorkflowHandle,
   isCancellation,
   log,
   patched,
@@ -19,11 +20,13 @@ import type { FleetObservation, WatchFleetInput } from '../activities/fleet-moni
 import { FailureType } from '../schemas/failures';
 import type { FleetHealth } from '../schemas/health';
 import type { FleetPolicy } from '../schemas/policy';
-import { controlActivities, monitorActivities } from './activity-options';
+import { controlActivities, monitorActivities, restoreWaitMs, stepActivities } from './activity-options';
 import {
   checkNowSignal,
   healthQuery,
+  operationWorkflowId,
   pauseAutoFailoverSignal,
+  releaseAtCommitSignal,
   resumeAutoFailoverSignal,
   type FleetMonitorInput,
 } from './definitions';
@@ -38,6 +41,7 @@ import {
   promotionCooldownMs,
 } from '../core/monitor-decision';
 import { ageMs, type FleetView } from '../core/fleet-view';
+import { type HostRepair, hostRepairRetryMs, hostRepairsDue } from '../core/host-repair';
 import {
   emptyReplacementState,
   hasReplacementState,
@@ -55,6 +59,12 @@ export const DURABLE_PAUSE_PATCH = 'monitor-durable-pause';
 export const SURVIVE_DECISION_FAILURE_PATCH = 'monitor-survives-decision-failure';
 /** Pause before the next round after a failed decision, so a fast-failing write does not spin. */
 const DECISION_RETRY_MS = 5_000;
+
+/** Patch id of host repairs: a standby not at rest is restored, training on the active is stopped. */
+export const REPAIR_HOSTS_PATCH = 'monitor-repairs-hosts';
+
+/** Patch id of the monitor asking a committed promotion to end when the fleet needs its next failover. */
+export const RELEASE_AT_COMMIT_PATCH = 'monitor-releases-committed-promotion';
 
 /** Patch id of `replaceFailedStandby`: the monitor starting teardowns and provisionings of failed standbys. */
 export const REPLACE_FAILED_STANDBY_PATCH = 'monitor-replace-failed-standby';
@@ -76,11 +86,14 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
   let isPaused = input.isAutoFailoverPaused ?? false;
   let recentPromotions = input.recentPromotions ?? [];
   let replacements: ReplacementState = input.replacements ?? emptyReplacementState();
+  let recentRepairs = input.recentRepairs ?? [];
   // The first round polls at once so `health` is fresh right after a (re)start.
   let isWakeRequested = true;
   let health: FleetHealth | null = null;
   let policy: FleetPolicy | null = null;
   const triedOperationIds: string[] = [];
+  // Committed promotions this run asked to end (releaseAtCommit), so each is asked once.
+  const releasedOperationIds: string[] = [];
   setHandler(checkNowSignal, () => void (isWakeRequested = true));
   // A signal's pause (true) or resume (false) not yet written to the fleet's stored pause.
   let unstoredPause: boolean | null = null;
@@ -108,6 +121,8 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
     isWakeRequested = false;
     // Failed standbys are timed from what this watch sees, never from before it started looking.
     const watchStartedAt = new Date().toISOString();
+    // Histories from before host repairs never ask the watch for them.
+    const repairsHosts = patched(REPAIR_HOSTS_PATCH);
     let observation: FleetObservation | null;
     try {
       observation = await watchUntilWoken(monitorActivities(policy, checkpointMs), () => isWakeRequested, {
@@ -117,7 +132,9 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
         checkpointMs,
         pendingGraceMs: PENDING_OPERATION_GRACE_MS,
         alreadyTriedIds: triedOperationIds,
+        releasedOperationIds,
         coolingDownIds: policy ? coolingDownIds(recentPromotions, policy, new Date()) : [],
+        ...(repairsHosts ? { repairHeldIds: heldRepairIds(recentRepairs, policy, new Date()) } : {}),
         ...continuity,
       });
     } catch (err) {
@@ -139,13 +156,22 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
     const options = {
       isAutoFailoverPaused: isPaused,
       coolingDownIds: coolingDownIds(recentPromotions, observation.policy, now),
+      releasedOperationIds,
     };
     const decision = decideMonitorAction(observation.fleet, observation.policy, now, options);
     health = summarizeHealth(observation.fleet, observation.policy, now, options);
+    // A round that started an operation leaves the hosts to it.
+    let hasStartedOperation = false;
     try {
+      if (decision.kind === 'failover' && decision.releaseOperationId && patched(RELEASE_AT_COMMIT_PATCH)) {
+        releasedOperationIds.push(decision.releaseOperationId);
+        await releaseAtCommit(fleetId, decision.releaseOperationId, decision.failure.message);
+        isWakeRequested = true;
+      }
       if (decision.kind === 'failover') {
         const promoted = await failOver(observation.fleet, decision, observation.policy);
         if (promoted) {
+          hasStartedOperation = true;
           recentPromotions = [...recentPromotions, { domainId: promoted.targetDomainId, at: observation.observedAt }];
           triedOperationIds.push(promoted.id);
         }
@@ -153,6 +179,7 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
       const pending = operationToStart(observation.fleet, now, PENDING_OPERATION_GRACE_MS, triedOperationIds);
       if (pending) {
         triedOperationIds.push(pending.id);
+        hasStartedOperation = true;
         log.warn('starting an operation whose workflow was missing', { fleetId, operationId: pending.id });
         try {
           await startOperation(
@@ -177,6 +204,13 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
         error: err instanceof Error ? err.message : String(err),
       });
       await sleep(DECISION_RETRY_MS);
+    }
+    if (repairsHosts && !hasStartedOperation) {
+      recentRepairs = recentRepairs.filter((r) => ageMs(r.at, now) < hostRepairRetryMs(observation.policy));
+      for (const repair of hostRepairsDue(observation.fleet, heldRepairIds(recentRepairs, observation.policy, now))) {
+        recentRepairs = [...recentRepairs, { domainId: repair.domainId, at: observation.observedAt }];
+        await repairHost(fleetId, repair, observation.policy);
+      }
     }
     const planned = planStandbyReplacements(
       observation.fleet,
@@ -210,10 +244,56 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
     fleetId,
     isAutoFailoverPaused: isPaused,
     recentPromotions,
+    ...(recentRepairs.length > 0 ? { recentRepairs } : {}),
     checkpointMs: input.checkpointMs,
     ...(hasReplacementState(replacements) ? { replacements } : {}),
     ...continuity,
   });
+}
+
+/** The domains repaired within the retry interval before `now`: left alone until it has passed. */
+const heldRepairIds = (recent: readonly { domainId: string; at: string }[], policy: FleetPolicy | null, now: Date) =>
+  policy ? recent.filter((r) => ageMs(r.at, now) < hostRepairRetryMs(policy)).map((r) => r.domainId) : [];
+
+/**
+ * Carries out one host repair (core/host-repair.ts); the activity records what it did as an event. A repair
+ * that fails or leaves something undone never ends the watch: it is tried again after the retry interval.
+ */
+async function repairHost(fleetId: string, repair: HostRepair, policy: FleetPolicy): Promise<void> {
+  const steps = stepActivities(policy);
+  log.warn('repairing a host', { fleetId, domainId: repair.domainId, repair: repair.kind, problem: repair.problem });
+  try {
+    const result =
+      repair.kind === 'restoreStandby'
+        ? await steps.restoreStandby({
+            fleetId,
+            domainId: repair.domainId,
+            why: repair.problem,
+            waitMs: restoreWaitMs(policy),
+          })
+        : await steps.stopActiveTraining({
+            fleetId,
+            domainId: repair.domainId,
+            why: repair.problem,
+            graceMs: policy.trainingStopGraceMs,
+            waitMs: restoreWaitMs(policy),
+          });
+    if (result.problems.length > 0) {
+      log.warn('host repair left problems; trying again later', {
+        fleetId,
+        domainId: repair.domainId,
+        problems: result.problems,
+      });
+    }
+  } catch (err) {
+    if (isCancellation(err)) throw err;
+    log.error('host repair failed; trying again later', {
+      fleetId,
+      domainId: repair.domainId,
+      repair: repair.kind,
+      error: err instanceof Error ? err.message : String(err),
+    });
+  }
 }
 
 /**
@@ -249,6 +329,23 @@ const isFleetGone = (err: unknown): boolean =>
   err instanceof ActivityFailure &&
   err.cause instanceof ApplicationFailure &&
   err.cause.type === FailureType.InvalidTarget;
+
+/**
+ * Asks a committed promotion that still demotes the old active to end now (it cancels the demotion, waits
+ * for it to stop and ends its operation), so the next round can fail over. A promotion whose workflow is
+ * gone is left to the worker's orphan rule.
+ */
+async function releaseAtCommit(fleetId: string, operationId: string, why: string): Promise<void> {
+  log.warn('the fleet needs its next failover: ending a committed promotion at its commit', { fleetId, operationId });
+  try {
+    await getExternalWorkflowHandle(operationWorkflowId(fleetId, operationId)).signal(releaseAtCommitSignal, {
+      reason: `the next failover needs the fleet: ${why}`,
+    });
+  } catch (err) {
+    if (isCancellation(err)) throw err;
+    log.warn('committed promotion not reached', { fleetId, operationId, error: String(err) });
+  }
+}
 
 /** Acts on a failover decision; returns the promotion it started, if any. */
 async function failOver(

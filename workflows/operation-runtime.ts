@@ -202,6 +202,21 @@ export function createOperationRuntime(opts: OperationRuntimeOptions) {
   const run = <T>(step: string, fn: () => Promise<T>, describe: (result: T) => string = () => `${step} done`) =>
     execute(step, () => recordedHere(step, fn, describe));
 
+  /** A record the work goes on without: an operation row someone else closed (OperationClosed) is only logged. */
+  const recordUnlessClosed = async (...args: Parameters<typeof record>): Promise<void> => {
+    try {
+      await record(...args);
+    } catch (err) {
+      if (!isOperationClosed(err)) throw err;
+      log.warn('operation closed meanwhile; going on without the record', {
+        fleetId: opts.fleetId,
+        operationId: opts.operationId,
+        step: args[0],
+        status: args[1],
+      });
+    }
+  };
+
   /** Writes the operation's outcome on its row (a demotion child has none); an abort cannot cut it short. */
   const finish = (
     outcome: 'succeeded' | 'failed' | 'cancelled',
@@ -298,6 +313,28 @@ export function createOperationRuntime(opts: OperationRuntimeOptions) {
         throw ApplicationFailure.nonRetryable(`${names.noun} refused: ${info.message}`, info.code, error);
       }
     },
+    /**
+     * Runs a compensation as step `step`: never cancelled, and never stopped by its own records, so a row
+     * that someone else closed meanwhile (OperationClosed on the `started` record) still gets its hosts put
+     * back. Returns the result, or null when `fn` failed (recorded, logged, not thrown: the operation's
+     * outcome is the failure that led here).
+     */
+    async compensate<T>(step: string, fn: () => Promise<T>, describe: (result: T) => string): Promise<T | null> {
+      progress = stepStarted(progress, step, now());
+      await recordUnlessClosed(step, 'started', `${step} started`);
+      try {
+        const result = await CancellationScope.nonCancellable(fn);
+        progress = stepSucceeded(progress, step, now(), attemptOf(result));
+        await recordUnlessClosed(step, 'succeeded', describe(result));
+        return result;
+      } catch (err) {
+        const info = describeFailure(err);
+        progress = stepFailed(progress, step, now(), `${info.code}: ${info.message}`, info.attempts);
+        await recordUnlessClosed(step, 'failed', `${step} failed: ${info.message}`, { code: info.code });
+        log.error('compensation failed', { fleetId: opts.fleetId, operationId: opts.operationId, error: info.message });
+        return null;
+      }
+    },
     /** Ends the operation as succeeded. */
     async finishSucceeded(): Promise<void> {
       await finish('succeeded');
@@ -324,6 +361,11 @@ export function createOperationRuntime(opts: OperationRuntimeOptions) {
 }
 
 export type OperationRuntime = ReturnType<typeof createOperationRuntime>;
+
+const isOperationClosed = (err: unknown): boolean =>
+  err instanceof ActivityFailure &&
+  err.cause instanceof ApplicationFailure &&
+  err.cause.type === FailureType.OperationClosed;
 
 /** The attempt a step activity's result reports, if any. */
 function attemptOf(result: unknown): number | undefined {

@@ -1,10 +1,18 @@
-import { ApplicationFailure, CancellationScope, log, patched } from '@temporalio/workflow';
+import {
+  ApplicationFailure,
+  CancellationScope,
+  condition,
+  getExternalWorkflowHandle,
+  log,
+  patched,
+  setHandler,
+} from '@temporalio/workflow';
 import type { BeginOperationResult } from '../activities/fleet-store';
 import { FailureType } from '../schemas/failures';
 import type { FleetPolicy } from '../schemas/policy';
-import { controlActivities, probeRequestTimeoutMs, stepActivities } from './activity-options';
+import { controlActivities, probeRequestTimeoutMs, restoreWaitMs, stepActivities } from './activity-options';
 import type { demotionWorkflow } from './demotion';
-import type { PromotionInput, PromotionResult } from './definitions';
+import { releaseAtCommitSignal, type PromotionInput, type PromotionResult } from './definitions';
 import { startedSteps } from '../core/operation-progress';
 import { stepMessages } from '../core/step-messages';
 import { compensationFor, planPromotion, type PromotionStep } from '../core/step-plan';
@@ -25,6 +33,8 @@ export async function promotionWorkflow(input: PromotionInput): Promise<Promotio
   const { fleetId, operationId, targetDomainId } = input;
   const control = controlActivities();
   const op = createOperationRuntime({ fleetId, operationId, domainId: targetDomainId, kind: 'promote', control });
+  let releaseReason: string | null = null;
+  setHandler(releaseAtCommitSignal, (request) => void (releaseReason ??= request.reason));
 
   const begin = await op.begin(() => control.beginOperation({ ...input, kind: 'promote' }));
   if (begin.state !== 'running') {
@@ -67,7 +77,7 @@ export async function promotionWorkflow(input: PromotionInput): Promise<Promotio
   } catch (err) {
     if (!(err instanceof StepFailure)) throw err;
     const committed = err.step === 'commitRouting' ? await committedAnyway(input, op, err) : null;
-    if (!committed) return await abandon(input, op, steps, err);
+    if (!committed) return await abandon(input, op, steps, policy, err);
     commit = committed;
   }
   log.info('routing committed', {
@@ -80,13 +90,11 @@ export async function promotionWorkflow(input: PromotionInput): Promise<Promotio
 
   const demotion = op.isStepSkipped('demoteOldActive')
     ? 'skipped'
-    : await demoteOldActive(op, {
-        fleetId,
-        operationId,
-        oldActiveId: begin.fromDomainId!,
-        policy,
-        slugs: slugsOfBegin(begin),
-      });
+    : await demoteOldActive(
+        op,
+        { fleetId, operationId, oldActiveId: begin.fromDomainId!, policy, slugs: slugsOfBegin(begin) },
+        () => releaseReason,
+      );
   await op.finishSucceeded();
   return { operationId, state: 'succeeded', routeRevision: commit.routeRevision, demotion };
 }
@@ -169,12 +177,29 @@ async function abandon(
   input: PromotionInput,
   op: OperationRuntime,
   steps: Steps,
+  policy: FleetPolicy,
   failure: StepFailure,
 ): Promise<never> {
   const { fleetId, operationId, targetDomainId: domainId } = input;
   op.closeAbortWindow();
   const actions = compensationFor(startedSteps(op.progress) as PromotionStep[]);
-  if (actions.length > 0) {
+  if (actions.length > 0 && patched(COMPENSATE_FROM_OBSERVED_STATE)) {
+    op.setPhase('compensating');
+    await op.compensate(
+      'compensate',
+      () =>
+        steps.restoreStandby({
+          fleetId,
+          domainId,
+          why: `promotion ${operationId} compensated`,
+          waitMs: restoreWaitMs(policy),
+        }),
+      (r) =>
+        r.problems.length === 0
+          ? `target back on standby (${describeRestore(r)})`
+          : `target partly back on standby (${describeRestore(r)}); not restored: ${r.problems.join('; ')}`,
+    );
+  } else if (actions.length > 0) {
     op.setPhase('compensating');
     try {
       await CancellationScope.nonCancellable(() =>
@@ -202,12 +227,32 @@ const slugsOfBegin = (begin: BeginOperationResult) => ({
 });
 
 /**
+ * Patch id: compensation puts the target back from what its supervisor shows, per GPU and per model
+ * (`restoreStandby`), and runs even when the row was closed meanwhile. Executions recorded before it
+ * replay the sleep-then-train compensation, which one dead model stopped on every GPU.
+ */
+export const COMPENSATE_FROM_OBSERVED_STATE = 'compensate-from-observed-state';
+
+const describeRestore = (r: { sleptGpus: number[]; trainingStartedGpus: number[] }): string =>
+  [
+    r.sleptGpus.length ? `slept GPU ${r.sleptGpus.join(', ')}` : 'no GPU to sleep',
+    r.trainingStartedGpus.length
+      ? `training started on GPU ${r.trainingStartedGpus.join(', ')}`
+      : 'no training to start',
+  ].join(', ');
+
+/** The failure type of a demotion the next failover cut short (recorded on the step; the promotion succeeds). */
+const DEMOTION_CUT_SHORT = 'DemotionCutShort';
+
+/**
  * Step 6: drain, sleep and retrain the old active as a child that outlives this workflow. Best effort: a
- * child that found the host unreachable completes, and this step records it failed with that error.
+ * child that found the host unreachable completes, and this step records it failed with that error; a
+ * demotion the next failover needs out of the way (`releaseReason`) is cancelled and waited for.
  */
 async function demoteOldActive(
   op: OperationRuntime,
   child: Parameters<typeof demotionChildStart>[0] & { policy: FleetPolicy },
+  releaseReason: () => string | null,
 ): Promise<'succeeded' | 'failed' | 'unreachable'> {
   const { fleetId, operationId, oldActiveId } = child;
   try {
@@ -215,15 +260,28 @@ async function demoteOldActive(
       'demoteOldActive',
       async () => {
         const handle = await startAbandonedChild<typeof demotionWorkflow>(demotionChildStart(child));
-        const result = await handle.result();
-        if (result.state === 'unreachable') {
-          const at = result.unreachable ? `${result.unreachable.step}: ${result.unreachable.message}` : 'no answer';
+        const result = handle.result();
+        const released = await Promise.race([
+          result.then(() => false),
+          condition(() => releaseReason() !== null).then(() => true),
+        ]);
+        if (released) {
+          // The fleet needs its next failover: the demotion is cancelled and waited for, so the next promotion
+          // never meets it still touching the old active's host.
+          log.warn('demotion of the old active cut short', { fleetId, operationId, reason: releaseReason() });
+          await getExternalWorkflowHandle(handle.workflowId).cancel();
+          await result.catch(() => undefined);
+          throw ApplicationFailure.nonRetryable(`demotion cut short: ${releaseReason()}`, DEMOTION_CUT_SHORT);
+        }
+        const done = await result;
+        if (done.state === 'unreachable') {
+          const at = done.unreachable ? `${done.unreachable.step}: ${done.unreachable.message}` : 'no answer';
           throw ApplicationFailure.nonRetryable(
             `old active unreachable, left as it was (${at})`,
             FailureType.SupervisorUnreachable,
           );
         }
-        return result;
+        return done;
       },
       (r) => `old active on standby${r.drained === false ? ' (drain budget spent)' : ''}`,
     );

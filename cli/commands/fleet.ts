@@ -6,7 +6,7 @@ import {
   operationListResponseSchema,
   promoteResponseSchema,
 } from '../../schemas/api';
-import { pauseResponseSchema } from '../../schemas/api-responses';
+import { fleetRepairResponseSchema, pauseResponseSchema } from '../../schemas/api-responses';
 import { fleetSnapshotSchema, operationSchema, type HaruEvent } from '../../schemas/entities';
 import { parseEnv } from '../../schemas/env';
 import { integerArg } from '../arguments';
@@ -67,7 +67,7 @@ async function nextOperation(api: ApiClient, fleet: string): Promise<string> {
   }
 }
 
-/** `haru fleet list|status|operations|promote|demote|pause|resume|abort|watch|events`: a client of the Haru API (HARU_URL, HARU_API_TOKEN). */
+/** `haru fleet list|status|operations|promote|demote|pause|resume|repair|abort|watch|events`: a client of the Haru API (HARU_URL, HARU_API_TOKEN). */
 export function register(program: Command): void {
   const fleet = program
     .command('fleet')
@@ -179,6 +179,19 @@ export function register(program: Command): void {
         out(`fleet ${ref}: automatic failover ${state}${body.changed ? '' : ' (it already was)'}`);
       });
   }
+
+  fleet
+    .command('repair <fleet>')
+    .description(
+      'end an orphaned operation, start a pending one without a workflow, and have the monitor running and repairing its hosts',
+    )
+    .option('--json', 'print JSON')
+    .action(async (ref: string, opts: { json?: boolean }) => {
+      const { body } = await client().post(`${fleetPath(ref)}/repair`, {}, fleetRepairResponseSchema);
+      if (opts.json) return json(body);
+      for (const step of body.steps)
+        out(`${step.kind.replaceAll('_', ' ')}: ${step.outcome.replaceAll('_', ' ')} (${step.why})`);
+    });
 
   fleet
     .command('abort <fleet> [operation]')

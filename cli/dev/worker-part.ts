@@ -1,6 +1,7 @@
 /**
  * The worker inside `haru dev` (part of its composition root, cli/dev/main.ts): one Temporal worker on the
- * dev stack's store, its metrics endpoint on 127.0.0.1, and the fleet's monitor with auto-failover resumed.
+ * dev stack's store, its metrics endpoint on 127.0.0.1, the fleet's monitor with auto-failover resumed, and
+ * the keeper loop that keeps a monitor per fleet (workers/start.ts).
  */
 import http from 'node:http';
 import path from 'node:path';
@@ -12,7 +13,7 @@ import type { WorkerConfig } from '../../workers/config';
 import { createWorkerLogger } from '../../workers/logger';
 import { createWorkerMetrics } from '../../workers/metrics';
 import { ensureSearchAttributes } from '../../workers/search-attributes';
-import { ensureMonitor } from '../../workers/start';
+import { ensureMonitor, keepMonitors } from '../../workers/start';
 import { createHaruWorker } from '../../workers/worker';
 import { monitorWorkflowId, resumeAutoFailoverSignal } from '../../workflows/definitions';
 import type { Closer } from './closers';
@@ -39,7 +40,8 @@ export interface DevWorkerOptions {
  */
 export async function startDevWorker(opts: DevWorkerOptions): Promise<{ done: Promise<void> }> {
   const { config, closers } = opts;
-  Runtime.install({ logger: createWorkerLogger(config.LOG_LEVEL, opts.writeLog), shutdownSignals: [] });
+  const logger = createWorkerLogger(config.LOG_LEVEL, opts.writeLog);
+  Runtime.install({ logger, shutdownSignals: [] });
   const connection = await connectWorkerTemporal(config.temporal);
   closers.push({ what: 'the worker connection', fn: () => connection.close() });
   await ensureSearchAttributes(connection, config.temporal.namespace).catch((err: Error) =>
@@ -79,6 +81,16 @@ export async function startDevWorker(opts: DevWorkerOptions): Promise<{ done: Pr
 
   const client = new Client({ connection, namespace: config.temporal.namespace });
   await ensureMonitor(client, opts.fleetId, config.HARU_TASK_QUEUE, opts.fleetSlug);
+  // The worker's keeper loop, as `haru worker` runs it: a monitor that ends is started again, and an
+  // operation whose workflow closed (the stack stopped mid-promotion) is ended.
+  const keeper = keepMonitors({
+    client,
+    store: opts.store,
+    taskQueue: config.HARU_TASK_QUEUE,
+    intervalMs: config.HARU_MONITOR_KEEP_INTERVAL_MS,
+    logger,
+  });
+  closers.push({ what: 'the monitor keeper', fn: () => keeper.stop() });
   // A pause signalled in an earlier run survives in the monitor's state: the dev stack starts with it on.
   await client.workflow.getHandle(monitorWorkflowId(opts.fleetId)).signal(resumeAutoFailoverSignal);
   return { done };

@@ -331,6 +331,32 @@ describe('control routes', () => {
     });
   });
 
+  describe('POST /repair', () => {
+    it('ends an operation whose run was lost, starts the monitor, and `haru fleet repair` prints the steps', async () => {
+      const fleet = await seed();
+      const first = await post(`/v1/fleets/${fleet.slug}/promote`, { targetDomainId: 'west' });
+      await loseRun(first.body.operation.workflowId);
+      const res = await post(`/v1/fleets/${fleet.slug}/repair`);
+      expect(res.status).toBe(200);
+      const steps = res.body.steps.map((s: { kind: string; outcome: string }) => [s.kind, s.outcome]);
+      // First the orphan, last the monitor (a seeded standby's idle trainer is left to the monitor between).
+      expect(steps[0]).toEqual(['end_orphaned_operation', 'done']);
+      expect(steps.at(-1)).toEqual(['ensure_monitor', 'done']);
+      expect(await h.store.operations.get(first.body.operation.id)).toMatchObject({
+        state: 'failed',
+        error: { code: 'workflow_ended' },
+      });
+      const monitor = h.temporal.client.workflow.getHandle(`haru/${fleet.id}/monitor`);
+      expect((await monitor.describe()).type).toBe('fleetMonitorWorkflow');
+      // Nothing left to end: a second repair does not end anything again.
+      const cli = await runCli(['fleet', 'repair', fleet.slug], { HARU_URL: h.url });
+      expect(cli.stdout).toMatch(/^ensure monitor: done \(/m);
+      expect(cli.stdout).not.toMatch(/end orphaned operation/);
+      await monitor.terminate('test done');
+      expect((await post(`/v1/fleets/${fleet.slug}/repair`, { all: true })).status).toBe(400);
+    });
+  });
+
   describe('events', () => {
     it('pages the audit log with a cursor', async () => {
       const fleet = await seed();

@@ -125,12 +125,12 @@ describe('promotionWorkflow runbook', () => {
   });
 
   it.each([
-    ['stopTraining', ['startTraining']],
-    ['verifyGpuReleased', ['startTraining']],
-    ['wakeModels', ['sleepModels', 'startTraining']],
-    ['probeModels', ['sleepModels', 'startTraining']],
+    ['stopTraining', ['restoreStandby']],
+    ['verifyGpuReleased', ['restoreStandby']],
+    ['wakeModels', ['restoreStandby']],
+    ['probeModels', ['restoreStandby']],
   ] as const)(
-    'a non-retryable failure at %s compensates (%j), never commits, and fails naming the step',
+    'a non-retryable failure at %s compensates from the host state (%j), never commits, and fails naming the step',
     async (step, undo) => {
       const { activities, calls, finished } = stubActivities({
         [step]: async () => {
@@ -147,6 +147,43 @@ describe('promotionWorkflow runbook', () => {
       ]);
     },
   );
+
+  it('a compensation whose started record meets a row closed by someone else still puts the target back', async () => {
+    const { activities, calls, finished } = stubActivities({
+      probeModels: async () => {
+        throw ApplicationFailure.nonRetryable('probe broke', FailureType.ProbeFailed);
+      },
+      recordStep: async (r) => {
+        if (r.step === 'compensate' && r.status === 'started') {
+          throw ApplicationFailure.nonRetryable('operation is no longer in flight', FailureType.OperationClosed);
+        }
+      },
+    });
+    const failure = await promotionFailure(activities);
+    expect(failure.message).toBe('promotion failed at probeModels: probe broke');
+    expect(calls.slice(calls.indexOf('probeModels') + 1).filter((c) => !c.startsWith('step:'))).toEqual([
+      'restoreStandby',
+      'finishOperation',
+    ]);
+    expect(finished[0]).toMatchObject({ outcome: 'failed', error: { step: 'probeModels' } });
+  });
+
+  it('a compensation that leaves part of the target unrestored records what is left and still ends the operation', async () => {
+    const { activities, calls, finished } = stubActivities({
+      probeModels: async () => {
+        throw ApplicationFailure.nonRetryable('probe broke', FailureType.ProbeFailed);
+      },
+      restoreStandby: async () => ({
+        attempt: 1,
+        sleptGpus: [0],
+        trainingStartedGpus: [0],
+        problems: ['training not restarted on GPU 1: b does not answer'],
+      }),
+    });
+    await promotionFailure(activities);
+    expect(calls).toContain('step:compensate:succeeded');
+    expect(finished[0]).toMatchObject({ outcome: 'failed', error: { step: 'probeModels' } });
+  });
 
   it('fails a step that outlives its budget, naming what it was waiting for', async () => {
     const { activities, finished } = stubActivities({ wakeModels: waitsForever('models not awake: llama (asleep)') });
@@ -201,8 +238,7 @@ describe('promotionWorkflow runbook', () => {
     });
     expect(calls).not.toContain('commitRouting');
     expect(calls.slice(calls.indexOf('wakeModels') + 1).filter((c) => !c.startsWith('step:'))).toEqual([
-      'sleepModels',
-      'startTraining',
+      'restoreStandby',
       'finishOperation',
     ]);
     expect(finished).toEqual([
@@ -220,8 +256,7 @@ describe('promotionWorkflow runbook', () => {
     expect(failure.message).toBe('promotion failed at commitRouting: routing pointer moved');
     expect(calls.slice(calls.indexOf('commitRouting') + 1).filter((c) => !c.startsWith('step:'))).toEqual([
       'readRoutingOutcome',
-      'sleepModels',
-      'startTraining',
+      'restoreStandby',
       'finishOperation',
     ]);
     expect(finished[0]).toMatchObject({

@@ -33,17 +33,22 @@ export async function killAndFailOver(fleet: SimFleet, dead: SimFleetDomain, to:
 }
 
 /**
- * Brings a dead domain's host back as a standby (models asleep, training running) from a fresh state
- * directory; `domain.sim` is replaced. Returns the cleanup that stops it (the fleet's own close does not).
+ * Brings a dead domain's host back as a standby (models asleep, training running; with `role` `active`,
+ * models awake and training idle, as a host that restarted serving) from a fresh state directory;
+ * `domain.sim` is replaced. Returns the cleanup that stops it (the fleet's own close does not).
  */
-export async function reviveAsStandby(fleet: SimFleet, domain: SimFleetDomain): Promise<() => Promise<void>> {
+export async function reviveAsStandby(
+  fleet: SimFleet,
+  domain: SimFleetDomain,
+  role: 'standby' | 'active' = 'standby',
+): Promise<() => Promise<void>> {
   await domain.sim.kill();
   const stateDir = mkdtempSync(path.join(os.tmpdir(), `haru-revived-${domain.slug}-`));
   const sim = await startSimDomain({
     layout: fleet.layout,
     domainSlug: domain.slug,
     stateDir,
-    role: 'standby',
+    role,
     shutdownGraceMs: 2_000,
   });
   domain.sim = sim;

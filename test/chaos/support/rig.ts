@@ -40,6 +40,8 @@ export interface ChaosRigOptions {
   db?: TestDatabase;
   /** More environment of every worker process. */
   workerEnv?: Record<string, string>;
+  /** GPUs per domain (default 1). */
+  gpus?: 1 | 2;
 }
 
 /** Starts a two-domain simulated fleet (east active, west standby); workers come from `startWorker`. */
@@ -50,6 +52,7 @@ export async function startChaosRig(opts: ChaosRigOptions): Promise<ChaosRig> {
     trainerEnv: opts.trainerEnv,
     wakeDelayMs: opts.wakeDelayMs,
     db: opts.db,
+    gpus: opts.gpus,
   });
   const workers: WorkerProcess[] = [];
   const store = fleet.db.store;

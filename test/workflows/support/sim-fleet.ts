@@ -26,6 +26,8 @@ export const TEST_POLICY: FleetPolicyInput = {
 };
 
 export const MODEL = 'llama-1b';
+/** The model of each GPU of a two-GPU fleet (GPU 0 runs MODEL). */
+export const MODELS = [MODEL, 'qwen-1b'] as const;
 
 export interface SimFleetDomain {
   id: string;
@@ -58,6 +60,8 @@ export interface SimFleetOptions {
   db?: TestDatabase;
   /** Run every fake vLLM with `--api-key` this key (the supervisors are configured with it). */
   vllmApiKey?: string;
+  /** GPUs per domain, each with one model and one trainer (default 1). */
+  gpus?: 1 | 2;
 }
 
 let fleetCounter = 0;
@@ -65,23 +69,30 @@ let fleetCounter = 0;
 /** Starts the fleet: ports are free ones, the layout is seeded, east serves and west sleeps with training running. */
 export async function startSimFleet(opts: SimFleetOptions = {}): Promise<SimFleet> {
   const stateRoot = mkdtempSync(path.join(os.tmpdir(), 'haru-simfleet-'));
-  const ports = { east: [await freePort(), await freePort()], west: [await freePort(), await freePort()] };
+  const gpus = opts.gpus === 2 ? [0, 1] : [0];
+  // Per domain: the supervisor's port, then one serving port per GPU.
+  const ports = { east: [await freePort()], west: [await freePort()] };
+  for (const d of ['east', 'west'] as const) for (let i = 0; i < gpus.length; i++) ports[d].push(await freePort());
   const slug = `sim-${process.pid}-${++fleetCounter}`;
   const layout = fleetLayoutSchema.parse({
     fleet: { slug, activeDomain: 'east', policy: { ...TEST_POLICY, ...opts.policy } },
     domains: (['east', 'west'] as const).map((d) => ({
       slug: d,
       supervisorUrl: `http://127.0.0.1:${ports[d][0]}`,
-      slots: [
-        { kind: 'inference', gpuIndex: 0, models: [{ name: MODEL, servingUrl: `http://127.0.0.1:${ports[d][1]}/v1` }] },
+      slots: gpus.flatMap((gpuIndex) => [
+        {
+          kind: 'inference',
+          gpuIndex,
+          models: [{ name: MODELS[gpuIndex], servingUrl: `http://127.0.0.1:${ports[d][1 + gpuIndex]}/v1` }],
+        },
         {
           kind: 'training',
-          gpuIndex: 0,
+          gpuIndex,
           command: ['node', SIM_TRAINER],
-          checkpointDir: 'checkpoints/gpu0',
+          checkpointDir: `checkpoints/gpu${gpuIndex}`,
           ...(opts.trainerEnv ? { env: opts.trainerEnv } : {}),
         },
-      ],
+      ]),
     })),
   });
   const db = opts.db ?? (await createTestDatabase());

@@ -100,6 +100,12 @@ export function stubActivities(overrides: Partial<Activities> = {}, policy: Flee
     async startTraining() {
       return { attempt: 1, runs: [{ gpuIndex: 0, pids: [43] }] };
     },
+    async restoreStandby() {
+      return { attempt: 1, sleptGpus: [0], trainingStartedGpus: [0], problems: [] };
+    },
+    async stopActiveTraining() {
+      return { stoppedGpus: [], problems: [] };
+    },
     async drainDomain() {
       return { attempt: 1, drained: true, runningRequests: 0 };
     },
