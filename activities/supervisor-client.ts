@@ -75,9 +75,17 @@ export interface SupervisorClient {
   ): Promise<SupervisorActionResponse>;
   probe(target: SupervisorTarget, body: ProbeRequest, opts?: SupervisorRequestOptions): Promise<ProbeResponse>;
   /** Each model's greedy answer to a prompt with its token logprobs (`POST /v1/fingerprint`). */
-  fingerprint(target: SupervisorTarget, body: FingerprintRequest, opts?: SupervisorRequestOptions): Promise<FingerprintResponse>;
+  fingerprint(
+    target: SupervisorTarget,
+    body: FingerprintRequest,
+    opts?: SupervisorRequestOptions,
+  ): Promise<FingerprintResponse>;
   /** How each model scores a stored answer (`POST /v1/fingerprint/score`). */
-  scoreFingerprint(target: SupervisorTarget, body: ScoreRequest, opts?: SupervisorRequestOptions): Promise<ScoreResponse>;
+  scoreFingerprint(
+    target: SupervisorTarget,
+    body: ScoreRequest,
+    opts?: SupervisorRequestOptions,
+  ): Promise<ScoreResponse>;
 }
 
 export interface SupervisorClientOptions {
@@ -193,8 +201,7 @@ export function createSupervisorClient(options: SupervisorClientOptions = {}): S
     stopTraining: (target, body, opts) =>
       call('POST', target, 'v1/training/stop', supervisorActionResponseSchema, body, opts),
     probe: (target, body, opts) => call('POST', target, 'v1/probe', probeResponseSchema, body, opts),
-    fingerprint: (target, body, opts) =>
-      call('POST', target, 'v1/fingerprint', fingerprintResponseSchema, body, opts),
+    fingerprint: (target, body, opts) => call('POST', target, 'v1/fingerprint', fingerprintResponseSchema, body, opts),
     scoreFingerprint: (target, body, opts) =>
       call('POST', target, 'v1/fingerprint/score', scoreResponseSchema, body, opts),
   };

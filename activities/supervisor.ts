@@ -4,7 +4,7 @@ import type { InferenceSlot, TrainingSlot } from '../schemas/entities';
 import type { SlotState } from '../schemas/enums';
 import { FailureType } from '../schemas/failures';
 import { defaultFleetPolicy } from '../schemas/policy';
-import type { GpuMemory, SupervisorActionResponse, SupervisorStatus } from '../schemas/supervisor';
+import type { SupervisorActionResponse, SupervisorStatus } from '../schemas/supervisor';
 import type { SupervisorTarget } from './supervisor-access';
 import {
   checkFingerprints,

@@ -108,7 +108,10 @@ export async function pollUntil(condition: () => boolean | Promise<boolean>, tim
 /**
  * True when `url` answers 2xx within `timeoutMs` (through `dispatcher` when given: an https supervisor).
  */
-export async function answers(url: string, opts: { dispatcher?: Dispatcher; timeoutMs?: number } = {}): Promise<boolean> {
+export async function answers(
+  url: string,
+  opts: { dispatcher?: Dispatcher; timeoutMs?: number } = {},
+): Promise<boolean> {
   try {
     const signal = AbortSignal.timeout(opts.timeoutMs ?? 1_000);
     const res = opts.dispatcher

@@ -1,6 +1,3 @@
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { ConfigError } from '../schemas/env';
 import { supervisorConfigSchema } from '../schemas/supervisor';
 import {

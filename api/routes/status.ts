@@ -57,10 +57,7 @@ const HOST_READ_TIMEOUT_MS = 3_000;
 /** Reads the host now; a failure is part of the answer (`isReachable: false`), never an error of the route. */
 async function readHost(hosts: HostReader, domain: DomainSnapshot, now: Date): Promise<HostReading> {
   const opts = { timeoutMs: HOST_READ_TIMEOUT_MS };
-  const [status, memory] = await Promise.allSettled([
-    hosts.status(domain, opts),
-    hosts.gpuMemory(domain, opts),
-  ]);
+  const [status, memory] = await Promise.allSettled([hosts.status(domain, opts), hosts.gpuMemory(domain, opts)]);
   if (status.status === 'rejected') {
     const why = status.reason instanceof Error ? status.reason.message : String(status.reason);
     return { isReachable: false, error: why, at: null, models: [], training: [], gpus: [] };

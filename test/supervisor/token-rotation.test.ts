@@ -22,7 +22,10 @@ describe('supervisor token rotation', () => {
   afterAll(() => supervisor?.shutdown(0));
 
   const status = (token: string) =>
-    createSupervisorClient({ token, defaultTimeoutMs: 5_000 }).status({ slug: 'east', supervisorUrl: `http://127.0.0.1:${supervisor.port}` });
+    createSupervisorClient({ token, defaultTimeoutMs: 5_000 }).status({
+      slug: 'east',
+      supervisorUrl: `http://127.0.0.1:${supervisor.port}`,
+    });
 
   it('accepts the new token and the previous one, and nothing else', async () => {
     await expect(status('new-token')).resolves.toHaveProperty('models');
