@@ -156,8 +156,11 @@ export function createHostRepairActivities(deps: ActivityDeps) {
           slept.push(gpuIndex);
         }
       }
+      // A run still stopping (a stop the failed step asked for) must end before training can start again there.
+      const stopping = (s: SupervisorStatus) =>
+        s.training.some((r) => r.state === 'stopping' && layout.trainingGpus.includes(r.gpuIndex));
       const afterSleep = plan(
-        await settle(host, input.waitMs, (s) => !slept.some((g) => plan(s).sleepGpus.includes(g))),
+        await settle(host, input.waitMs, (s) => !slept.some((g) => plan(s).sleepGpus.includes(g)) && !stopping(s)),
       );
       const started: number[] = [];
       for (const gpuIndex of afterSleep.startTrainingGpus) {

@@ -193,6 +193,7 @@ async function oneRun(run: number, ctx: BenchContext): Promise<RunFigures> {
         ...common,
         HARU_WORKFLOW_BUNDLE: ctx.bundle,
         HARU_WORKER_METRICS_PORT: '0',
+        HARU_WORKER_SDK_METRICS_PORT: '0', // off: several workers share this machine
         HARU_WORKER_METRICS_HOST: '127.0.0.1',
       },
       'worker running',

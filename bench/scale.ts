@@ -178,6 +178,7 @@ async function oneScale(
           HARU_TASK_QUEUE: taskQueue,
           HARU_WORKFLOW_BUNDLE: bundle,
           HARU_WORKER_METRICS_PORT: '0',
+          HARU_WORKER_SDK_METRICS_PORT: '0', // off: several workers share this machine
           HARU_WORKER_METRICS_HOST: '127.0.0.1',
           LOG_LEVEL: 'info',
         },

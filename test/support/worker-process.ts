@@ -78,6 +78,7 @@ export async function startWorkerProcess(opts: WorkerProcessOptions): Promise<Wo
         HARU_TASK_QUEUE: opts.taskQueue,
         HARU_WORKFLOW_BUNDLE: workflowBundle().codePath,
         HARU_WORKER_METRICS_PORT: '0',
+        HARU_WORKER_SDK_METRICS_PORT: '0', // off: several workers share this machine
         HARU_WORKER_METRICS_HOST: '127.0.0.1',
         LOG_LEVEL: 'info',
         ...opts.env,

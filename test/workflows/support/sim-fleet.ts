@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -73,7 +74,9 @@ export async function startSimFleet(opts: SimFleetOptions = {}): Promise<SimFlee
   // Per domain: the supervisor's port, then one serving port per GPU.
   const ports = { east: [await freePort()], west: [await freePort()] };
   for (const d of ['east', 'west'] as const) for (let i = 0; i < gpus.length; i++) ports[d].push(await freePort());
-  const slug = `sim-${process.pid}-${++fleetCounter}`;
+  // Unique on the shared dev server: jest gives each test file a fresh module (the counter starts again) in a
+  // worker process that may have run another file, and search attributes find fleets by slug.
+  const slug = `sim-${randomBytes(4).toString('hex')}-${++fleetCounter}`;
   const layout = fleetLayoutSchema.parse({
     fleet: { slug, activeDomain: 'east', policy: { ...TEST_POLICY, ...opts.policy } },
     domains: (['east', 'west'] as const).map((d) => ({
