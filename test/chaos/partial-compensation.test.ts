@@ -50,7 +50,9 @@ it('a dead model on one GPU: compensation restores the other GPU, and the monito
   );
   expect(restore?.message).toMatch(/training started on GPU 0/);
   expect(restore?.message).toMatch(/training not restarted on GPU 1: qwen-1b does not answer/);
-  expect((await store.domains.get(fleet.west.id))?.state).toBe('degraded');
+  // Not left ready: degraded by the restore, or failed by the monitor's own poll, which reads a model port
+  // with no process behind it as gone (core/poll-verdict.ts); whichever came last.
+  expect(['degraded', 'failed']).toContain((await store.domains.get(fleet.west.id))?.state);
 
   // The engine answers again: the monitor's next repair puts GPU 1 back too, by itself.
   await fleet.west.sim.faults.clear(MODELS[1]);

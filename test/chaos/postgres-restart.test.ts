@@ -4,6 +4,7 @@
  * wakeModels. The worker's activities fail against it and are retried; the API keeps proxying with the
  * routing it last knew (marked stale); once the server is back the promotion completes and traffic moves.
  */
+import { standbyReady } from './support/failover';
 import { createDatabase, type HaruDatabase } from '../../db/client';
 import { migrate } from '../../db/migrate';
 import { createStore } from '../../db/store';
@@ -44,6 +45,8 @@ it('retries activities through a PostgreSQL restart mid-promotion while the prox
   // The worker must ride out the outage: a crash fails the test at once, with the worker's log.
   const watch = crashWatch(await rig.startWorker());
   api = await startChaosApi({ databaseUrl: pg.url(), temporalAddress, taskQueue });
+  // The proxy routes only to a domain the monitor has seen serving (docs/architecture.md §5.4).
+  await standbyReady(rig, fleet.east);
   expect(await proxiedCompletion(api.url, slug, MODEL)).toMatchObject({ status: 200, domain: 'east', routing: null });
   const before = await rig.routing();
 

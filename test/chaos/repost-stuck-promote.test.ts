@@ -84,7 +84,8 @@ it('a re-posted stuck promote joins the one run, which compensates the whole sta
     (e) => e.operationId === operation.id && e.data.step === 'compensate' && e.data.status === 'succeeded',
   );
   expect(compensated).toHaveLength(1);
-  expect(compensated[0]!.message).toMatch(/sleepModels, startTraining/);
+  // Stuck before the wake: nothing to sleep, training back on the standby's GPU (restored from what it shows).
+  expect(compensated[0]!.message).toMatch(/^target back on standby \(no GPU to sleep, training started on GPU 0\)/);
 
   // Not wedged: a dead active is failed over to the restored standby.
   await standbyReady(rig, fleet.west);

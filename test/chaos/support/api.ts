@@ -50,7 +50,7 @@ export async function proxiedCompletion(
   apiUrl: string,
   fleet: string,
   model: string,
-): Promise<{ status: number; domain: string | null; routing: string | null; content: string }> {
+): Promise<{ status: number; domain: string | null; routing: string | null; content: string; body: string }> {
   const res = await fetch(`${apiUrl}/v1/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-haru-fleet': fleet },
@@ -69,5 +69,6 @@ export async function proxiedCompletion(
     domain: res.headers.get('x-haru-domain'),
     routing: res.headers.get('x-haru-routing'),
     content,
+    body: text,
   };
 }
