@@ -72,7 +72,7 @@ export function renderBanner(b: BannerInfo): string {
     `  ${b.reviveCommand}`,
     '',
     '  # Temporal: the fleet’s workflows, its monitor’s health, pausing auto-failover',
-    `  ${t} workflow list --query "HaruFleet='${b.fleetId}'"`,
+    `  ${t} workflow list --query "HaruFleetSlug='${b.fleetSlug}'"`,
     `  ${t} workflow query --workflow-id haru/${b.fleetId}/monitor --type health`,
     `  ${t} workflow signal --workflow-id haru/${b.fleetId}/monitor --name pauseAutoFailover`,
     `  ${t} workflow signal --workflow-id haru/${b.fleetId}/monitor --name resumeAutoFailover`,

@@ -250,7 +250,7 @@ describe('the banner', () => {
     expect(text).toContain('  node bin/haru.js sim kill --state-dir .haru/sim/east');
     expect(text).toContain(`  ${info.reviveCommand}`);
     expect(text).toContain(
-      `temporal --address 127.0.0.1:7233 --namespace default workflow list --query "HaruFleet='${info.fleetId}'"`,
+      `temporal --address 127.0.0.1:7233 --namespace default workflow list --query "HaruFleetSlug='${info.fleetSlug}'"`,
     );
     expect(text).toContain(`workflow signal --workflow-id haru/${info.fleetId}/monitor --name pauseAutoFailover`);
   });
