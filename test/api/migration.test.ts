@@ -62,6 +62,7 @@ describe('request migration across a failover', () => {
           HARU_CHAT_HEADER_TIMEOUT_MS: 500,
           HARU_MIGRATE_MAX_PER_REQUEST: 1,
           HARU_MIGRATE_MAX_STREAM_BYTES: 12,
+          HARU_MIGRATE_MAX_BODY_BYTES: 8,
         },
       }),
     ]);
@@ -79,9 +80,12 @@ describe('request migration across a failover', () => {
    * A fleet whose active (east) dies after `crashAfterTokens` tokens of the next request, with a promotion
    * to west in flight; `failover()` commits it once a request is held.
    */
-  async function dyingFleet(crashAfterTokens: number, opts: { on?: Harness; west?: FakeVllm } = {}) {
+  async function dyingFleet(
+    crashAfterTokens: number,
+    opts: { on?: Harness; west?: FakeVllm; faults?: VllmControlInput } = {},
+  ) {
     const on = opts.on ?? h;
-    const east = await fakeVllm({ crashAfterTokens });
+    const east = await fakeVllm({ crashAfterTokens, ...opts.faults });
     easts.push(east);
     const westUrl = `http://127.0.0.1:${(opts.west ?? west).port}`;
     const fleet = await on.seed(
@@ -192,6 +196,35 @@ describe('request migration across a failover', () => {
     const answer = await pending;
     expect(answer.choices[0]?.message.content).toBe((await uninterrupted({ max_tokens: 6 })).content);
     expect(await counter(h.api.metrics.migrations, { kind: 'request', outcome: 'succeeded' })).toBe(before + 1);
+  });
+
+  it('sends a non-streaming request again when its upstream broke after the first body bytes: the client sees one whole answer', async () => {
+    // East sends the headers and 20 bytes of its answer, then dies: nothing of it reached the client yet.
+    const { failover, client } = await dyingFleet(100, { faults: { crashAfterBodyBytes: 20 } });
+    const before = await counter(h.api.metrics.migrations, { kind: 'request', outcome: 'succeeded' });
+    const pending = client.chat.completions.create({ model, messages: question, max_tokens: 6 });
+    await failover();
+    const answer = await pending;
+    expect(answer.choices[0]?.message.content).toBe((await uninterrupted({ max_tokens: 6 })).content);
+    expect(answer.usage?.completion_tokens).toBe(6);
+    expect(await counter(h.api.metrics.migrations, { kind: 'request', outcome: 'succeeded' })).toBe(before + 1);
+  });
+
+  it('answers 502 for a body broken mid-answer with X-Haru-Migrate: off, and cuts one past HARU_MIGRATE_MAX_BODY_BYTES', async () => {
+    const off = await dyingFleet(100, { faults: { crashAfterBodyBytes: 20 } });
+    const res = await off.post('chat/completions', { model, messages: question }, { 'x-haru-migrate': 'off' });
+    expect(res.status).toBe(502);
+    expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(
+      /broke mid-answer and the request cannot be sent again \(off\)/,
+    );
+
+    // Past the 8-byte bound the first 20 bytes already went out with the status: the break cuts the answer.
+    const long = await dyingFleet(100, { on: limited, faults: { crashAfterBodyBytes: 20 } });
+    const attempted = await counter(limited.api.metrics.migrations, { kind: 'request', outcome: 'attempted' });
+    const cut = await long.post('chat/completions', { model, messages: question });
+    expect(cut.status).toBe(200);
+    await expect(cut.text()).rejects.toThrow();
+    expect(await counter(limited.api.metrics.migrations, { kind: 'request', outcome: 'attempted' })).toBe(attempted);
   });
 
   it('with X-Haru-Migrate: off fails the interrupted request: a stream ends with an error event and [DONE], a plain request 502', async () => {
