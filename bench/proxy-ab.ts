@@ -13,17 +13,19 @@
  * request. A checkout for `--a-root` from a commit: `git archive <commit> | tar -x -C DIR` and a
  * `node_modules` symlink to this checkout's.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { Client } from 'undici';
-import { createTestDatabase, seedLayout } from '../db/testing';
+import { createTestDatabase } from '../db/testing';
 import { eventually } from '../test/support/eventually';
 import { freePort } from '../test/support/ports';
 import { cpuMs } from './support/cpu';
 import { startHaruProcess } from './support/processes';
+import { answers, startBenchFleet } from './support/proxy-fleet';
 import { printTable, writeResult } from './support/report';
 import { fmt, median, percentile } from './support/stats';
 
@@ -40,7 +42,6 @@ const { values: args } = parseArgs({
     kind: { type: 'string', default: 'json' },
   },
 });
-const REPO_ROOT = path.resolve(__dirname, '..');
 const MODEL = 'bench-model';
 const ROUNDS = Number(args.rounds);
 const PROBE_REQUESTS = Number(args['probe-requests']);
@@ -121,44 +122,12 @@ async function main(): Promise<void> {
   const db = await createTestDatabase();
   const stops: (() => Promise<unknown>)[] = [() => db.drop()];
   try {
-    const vllmPort = await freePort();
-    const vllm = spawn(
-      process.execPath,
-      [
-        '-r',
-        require.resolve('tsx/cjs'),
-        path.join(REPO_ROOT, 'sim/vllm/main.ts'),
-        '--model',
-        MODEL,
-        '--port',
-        String(vllmPort),
-        '--tokens-per-second',
-        '1000000',
-      ],
-      { cwd: REPO_ROOT, stdio: 'ignore' },
-    );
-    children.push(vllm);
-    const direct = `http://127.0.0.1:${vllmPort}/v1/chat/completions`;
-    const answers = async (url: string) =>
-      (await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body })).ok;
-    await eventually('the fake vLLM', () => answers(direct), 60_000, 100);
     const slug = `bench-proxy-ab-${process.pid}`;
-    const { fleetId } = await seedLayout(db.store, {
-      fleet: { slug, activeDomain: 'east', policy: { autoFailover: false } },
-      domains: ['east', 'west'].map((name) => ({
-        slug: name,
-        supervisorUrl: 'http://127.0.0.1:9',
-        slots: [
-          {
-            kind: 'inference' as const,
-            gpuIndex: 0,
-            models: [{ name: MODEL, servingUrl: `http://127.0.0.1:${vllmPort}/v1` }],
-          },
-        ],
-      })),
-    });
-    for (const d of (await db.store.fleets.snapshot(fleetId))!.domains)
-      await db.store.domains.transition(d.id, 'ready');
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'haru-bench-proxy-ab-'));
+    stops.push(async () => rmSync(dir, { recursive: true, force: true }));
+    const { vllm, direct } = await startBenchFleet(db, { model: MODEL, slug, checkpointDir: dir, probeBody: body });
+    children.push(vllm);
+    const ok = (url: string) => answers(url, body);
     const urls = { direct } as Record<'direct' | Side, string>;
     const pids = {} as Record<Side, number>;
     for (const side of ['a', 'b'] as Side[]) {
@@ -179,7 +148,7 @@ async function main(): Promise<void> {
       stops.push(() => api.stop());
       pids[side] = api.pid;
       urls[side] = `http://127.0.0.1:${port}/v1/chat/completions`;
-      await eventually(`Haru ${side}`, () => answers(urls[side]), 60_000, 100);
+      await eventually(`Haru ${side}`, () => ok(urls[side]), 60_000, 100);
     }
     type Round = Awaited<ReturnType<typeof probe>> & {
       round: number;
