@@ -10,7 +10,7 @@ import { listenPoolerWarning } from '../db/postgres-tls';
 import { migrate } from '../db/migrate';
 import { composeApi } from './compose';
 import { type ApiConfig, loadApiConfig } from './config';
-import { createJsonLogger, type Logger } from '../lib/logger';
+import { batchedLineWriter, createJsonLogger, type Logger } from '../lib/logger';
 import { createApiMetrics } from './metrics';
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
@@ -42,7 +42,8 @@ export async function startApi(env: NodeJS.ProcessEnv = process.env): Promise<Ru
   const config = loadApiConfig(env);
   const logger = createJsonLogger({
     level: config.LOG_LEVEL,
-    write: (line) => process.stdout.write(line),
+    // One access-log line per request: lines are joined per event-loop turn into one stdout write.
+    write: batchedLineWriter((chunk) => process.stdout.write(chunk)).write,
     base: { service: 'haru-api' },
   });
   const host = bindHost(config, logger, (text) => process.stderr.write(text));

@@ -21,10 +21,11 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { createTestDatabase, seedLayout } from '../db/testing';
+import { createTestDatabase } from '../db/testing';
 import { freePort } from '../test/support/ports';
 import { childPids, cpuMs } from './support/cpu';
 import { startHaruProcess } from './support/processes';
+import { answers, startBenchFleet } from './support/proxy-fleet';
 import { printTable, writeResult } from './support/report';
 import { eventually } from '../test/support/eventually';
 import { fmt, median, percentile } from './support/stats';
@@ -255,59 +256,21 @@ http {
   return spawn(ensureNginx(), ['-p', dir, '-c', conf, '-e', path.join(dir, 'logs', 'error.log')], { stdio: 'ignore' });
 }
 
-const answers = async (url: string, body: string) => {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
-  await res.text();
-  return res.ok;
-};
-
 async function main(): Promise<void> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'haru-bench-proxy-'));
   const children: ChildProcess[] = [];
   const db = await createTestDatabase();
   const stops: (() => Promise<unknown>)[] = [() => db.drop()];
   try {
-    // The upstream: one fake vLLM process, generation as fast as its timers allow.
-    const vllmPort = await freePort();
-    const vllm = spawn(
-      process.execPath,
-      [
-        '-r',
-        require.resolve('tsx/cjs'),
-        path.join(REPO_ROOT, 'sim/vllm/main.ts'),
-        '--model',
-        MODEL,
-        '--port',
-        String(vllmPort),
-        '--tokens-per-second',
-        '1000000',
-      ],
-      { cwd: REPO_ROOT, stdio: 'ignore' },
-    );
-    children.push(vllm);
-    const direct = `http://127.0.0.1:${vllmPort}/v1/chat/completions`;
-    await eventually('the fake vLLM', () => answers(direct, bodies.json), 60_000, 100);
-
-    // Haru: `haru api` over Postgres with a fleet whose active domain serves the model from that fake vLLM.
+    // The upstream: one fake vLLM process, generation as fast as its timers allow, behind a seeded fleet.
     const slug = `bench-proxy-${process.pid}`;
-    const domain = (name: string) => ({
-      slug: name,
-      supervisorUrl: 'http://127.0.0.1:9',
-      slots: [
-        {
-          kind: 'inference' as const,
-          gpuIndex: 0,
-          models: [{ name: MODEL, servingUrl: `http://127.0.0.1:${vllmPort}/v1` }],
-        },
-        { kind: 'training' as const, gpuIndex: 0, command: ['true'], checkpointDir: path.join(dir, name) },
-      ],
+    const { vllm, vllmPort, direct } = await startBenchFleet(db, {
+      model: MODEL,
+      slug,
+      checkpointDir: dir,
+      probeBody: bodies.json,
     });
-    const { fleetId } = await seedLayout(db.store, {
-      fleet: { slug, activeDomain: 'east', policy: { autoFailover: false } },
-      domains: [domain('east'), domain('west')],
-    });
-    for (const d of (await db.store.fleets.snapshot(fleetId))!.domains)
-      await db.store.domains.transition(d.id, 'ready');
+    children.push(vllm);
     const apiPort = await freePort();
     const api = await startHaruProcess(
       'api',

@@ -1,4 +1,4 @@
-import { createJsonLogger } from './logger';
+import { batchedLineWriter, createJsonLogger } from './logger';
 
 const at = new Date('2026-01-02T03:04:05.000Z');
 
@@ -39,5 +39,33 @@ describe('createJsonLogger', () => {
     const { logger, parsed } = capture('info', { component: 'proxy' });
     logger.info('held', { component: 'hold-queue' });
     expect(parsed()[0]?.component).toBe('hold-queue');
+  });
+
+  it('serialises like JSON.stringify: undefined fields dropped, no fields, an empty object', () => {
+    const { logger, parsed } = capture('info', { service: 'haru-api', region: undefined });
+    logger.info('a', { fleet: 'f', domain: undefined, nested: { ok: true } });
+    logger.info('b');
+    logger.info('c', {});
+    expect(parsed()).toEqual([
+      { time: at.toISOString(), level: 'info', msg: 'a', service: 'haru-api', fleet: 'f', nested: { ok: true } },
+      { time: at.toISOString(), level: 'info', msg: 'b', service: 'haru-api' },
+      { time: at.toISOString(), level: 'info', msg: 'c', service: 'haru-api' },
+    ]);
+  });
+});
+
+describe('batchedLineWriter', () => {
+  it('joins the lines of one event-loop turn into one write, in order', async () => {
+    const chunks: string[] = [];
+    const writer = batchedLineWriter((chunk) => chunks.push(chunk));
+    writer.write('one\n');
+    writer.write('two\n');
+    expect(chunks).toEqual([]);
+    await new Promise((resolve) => setImmediate(resolve));
+    writer.write('three\n');
+    writer.flush();
+    expect(chunks).toEqual(['one\ntwo\n', 'three\n']);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(chunks).toHaveLength(2);
   });
 });

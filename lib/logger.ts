@@ -11,12 +11,29 @@ export interface Logger {
 }
 
 /** The keys every line starts with; neither `base` nor a call's fields can replace them. */
-const ENVELOPE_KEYS = ['time', 'level', 'msg'] as const;
+const ENVELOPE_KEYS: ReadonlySet<string> = new Set(['time', 'level', 'msg']);
+
+/** `,"key":value` for each own field not in `skip` and not undefined (as JSON.stringify would drop it). */
+function appendFields(out: string, fields: Record<string, unknown>, skip?: Record<string, unknown>): string {
+  for (const key in fields) {
+    if (ENVELOPE_KEYS.has(key) || (skip && key in skip) || !Object.hasOwn(fields, key)) continue;
+    const json = JSON.stringify(fields[key]);
+    if (json !== undefined) out += `,${JSON.stringify(key)}:${json}`;
+  }
+  return out;
+}
+
+/** True when `fields` names no envelope key and nothing of `base`: then it is serialised in one piece. */
+function disjoint(fields: Record<string, unknown>, base: Record<string, unknown>): boolean {
+  for (const key in fields) if (ENVELOPE_KEYS.has(key) || key in base) return false;
+  return true;
+}
 
 /**
  * Writes one JSON object per line to `write` for entries at or above `level` (default `info`):
  * `time`, `level`, `msg`, then `base`, then the call's fields. A field named like an envelope key is
- * dropped (a field `level` would otherwise hide the log level); a call's field overrides `base`.
+ * dropped (a field `level` would otherwise hide the log level); a call's field overrides `base`. The line is
+ * built field by field (no merged copy of base and fields): the API writes one per request (its access log).
  */
 export function createJsonLogger(opts: {
   write: (line: string) => void;
@@ -26,14 +43,47 @@ export function createJsonLogger(opts: {
 }): Logger {
   const min = LOG_LEVELS.indexOf(opts.level ?? 'info');
   const now = opts.now ?? (() => new Date());
+  const base = opts.base ?? {};
+  const baseJson = appendFields('', base);
   const emit = (level: LogLevel) => (msg: string, fields?: Record<string, unknown>) => {
     if (LOG_LEVELS.indexOf(level) < min) return;
-    const line: Record<string, unknown> = { ...opts.base, ...fields };
-    for (const key of ENVELOPE_KEYS) delete line[key];
-    opts.write(`${JSON.stringify({ time: now().toISOString(), level, msg, ...line })}\n`);
+    const head = `{"time":"${now().toISOString()}","level":"${level}","msg":${JSON.stringify(msg)}`;
+    if (!fields) return opts.write(`${head}${baseJson}}\n`);
+    if (!disjoint(fields, base)) return opts.write(`${appendFields(head, base, fields)}${appendFields('', fields)}}\n`);
+    const json = JSON.stringify(fields);
+    opts.write(`${head}${baseJson}${json.length > 2 ? `,${json.slice(1)}` : '}'}\n`);
   };
   return { debug: emit('debug'), info: emit('info'), warn: emit('warn'), error: emit('error') };
 }
 
 /** A logger that drops everything (tests). */
 export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+
+/**
+ * A `write` for createJsonLogger that joins the lines of one event-loop turn into one `sink` call (one
+ * `write(2)` to stdout instead of one per line: stdout to a pipe or file is synchronous on Linux, and the
+ * API logs a line per request). Lines keep their order and stay one per line; `flush` writes what is
+ * pending now, and a process `exit` flushes too, so a line logged before `process.exit` is not lost.
+ */
+export function batchedLineWriter(sink: (chunk: string) => void): { write: (line: string) => void; flush: () => void } {
+  let pending = '';
+  let scheduled = false;
+  const flush = () => {
+    scheduled = false;
+    if (pending === '') return;
+    const chunk = pending;
+    pending = '';
+    sink(chunk);
+  };
+  process.once('exit', flush);
+  return {
+    write(line) {
+      pending += line;
+      if (!scheduled) {
+        scheduled = true;
+        setImmediate(flush);
+      }
+    },
+    flush,
+  };
+}

@@ -82,6 +82,40 @@ export async function deliver(
 }
 
 /**
+ * `deliver` for an answer that may be sent again: its body is read to the end, up to `maxBytes`, before
+ * anything of it reaches the client, so an upstream that breaks mid-body returns `upstream_broken` with
+ * nothing written (the caller may send the request elsewhere). vLLM sends a non-streaming answer in one
+ * piece when generation ends, so this waits for nothing that would not come at once. Past `maxBytes` what was
+ * read goes out and the rest streams through as `deliver` does (a break then cuts the connection).
+ */
+export async function deliverWhole(
+  res: ServerResponse,
+  upstream: Response,
+  extraHeaders: Record<string, string>,
+  maxBytes: number,
+): Promise<DeliveryResult> {
+  if (res.headersSent) return deliver(res, upstream, extraHeaders);
+  const parts: Buffer[] = upstream.first ? [upstream.first] : [];
+  let size = parts[0]?.length ?? 0;
+  while (size <= maxBytes) {
+    let next: IteratorResult<Buffer>;
+    try {
+      next = await upstream.rest.next();
+    } catch {
+      return res.destroyed ? 'client_closed' : 'upstream_broken';
+    }
+    if (next.done) {
+      res.writeHead(upstream.statusCode, clientResponseHeaders(upstream.headers, extraHeaders));
+      res.end(parts.length === 1 ? parts[0] : Buffer.concat(parts));
+      return 'ok';
+    }
+    parts.push(next.value);
+    size += next.value.length;
+  }
+  return deliver(res, { ...upstream, first: Buffer.concat(parts) }, extraHeaders);
+}
+
+/**
  * Pumps an upstream body through `write` (false: the client went away, after waiting for 'drain') until it
  * ends; says how it ended. An upstream whose client went away is aborted. Shared by `deliver` and the
  * migration relay (migration/relay.ts), which writes whole SSE events instead of raw chunks.

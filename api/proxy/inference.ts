@@ -39,6 +39,7 @@ export interface ProxyDeps {
     | 'HARU_CHAT_HOLD_RECHECK_MS'
     | 'HARU_MIGRATE_MAX_PER_REQUEST'
     | 'HARU_MIGRATE_MAX_STREAM_BYTES'
+    | 'HARU_MIGRATE_MAX_BODY_BYTES'
   >;
   now: () => Date;
 }

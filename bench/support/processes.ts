@@ -24,16 +24,18 @@ export async function startHaruProcess(
   command: string,
   env: Record<string, string>,
   readyMsg: string,
-  opts: { timeoutMs?: number; nodeArgs?: string[] } = {},
+  opts: { timeoutMs?: number; nodeArgs?: string[]; root?: string } = {},
 ): Promise<HaruProcess> {
   const timeoutMs = opts.timeoutMs ?? 120_000;
-  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), path.join(REPO_ROOT, 'bin/haru.js'), command], {
-    cwd: REPO_ROOT,
+  const root = opts.root ?? REPO_ROOT;
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), path.join(root, 'bin/haru.js'), command], {
+    cwd: root,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
   let buffer = '';
+  let isReady = false;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const ready = await new Promise<Record<string, unknown>>((resolve, reject) => {
     const timer = setTimeout(
@@ -42,6 +44,9 @@ export async function startHaruProcess(
     );
     child.stdout!.on('data', (chunk: Buffer) => {
       output = (output + chunk.toString()).slice(-8_000);
+      // Once ready, lines are no longer parsed: a bench's load generator shares this process, and an API
+      // writes one access-log line per request.
+      if (isReady) return;
       buffer += chunk.toString();
       for (let nl = buffer.indexOf('\n'); nl >= 0; nl = buffer.indexOf('\n')) {
         const text = buffer.slice(0, nl);
@@ -49,6 +54,8 @@ export async function startHaruProcess(
         try {
           const line = JSON.parse(text) as Record<string, unknown>;
           if (line.msg === readyMsg) {
+            isReady = true;
+            buffer = '';
             clearTimeout(timer);
             resolve(line);
           }

@@ -19,6 +19,13 @@ export const vllmControlSchema = z.strictObject({
    * relayed the last of them: a host dying mid-stream or mid-request at a known point.
    */
   crashAfterTokens: z.number().int().positive().optional(),
+  /**
+   * A non-streaming answer is cut after this many bytes of its body: the headers (with the whole body's
+   * `content-length`) and these bytes go out, then the process dies (as `crash`). Real vLLM sends such an
+   * answer in one piece once generation ends (a `JSONResponse`, vllm/entrypoints/openai/api_server.py), so
+   * this is a host dying while a large answer was on the wire.
+   */
+  crashAfterBodyBytes: z.number().int().positive().optional(),
   /** After the next wake, completions carry empty content (a wake that came back broken). */
   emptyContentAfterWake: z.boolean().default(false),
   /**

@@ -21,6 +21,8 @@ export interface InferenceContext {
   tokenDelayMs: () => number;
   /** The current `crashAfterTokens` fault. */
   crashAfterTokens: () => number | undefined;
+  /** The current `crashAfterBodyBytes` fault. */
+  crashAfterBodyBytes: () => number | undefined;
   /** Kills the fake vLLM as the `crash` fault does. */
   crash: () => void;
 }
@@ -124,13 +126,13 @@ export async function handleInference(
       const id = p.randomId(kind === 'chat' ? 'chatcmpl' : 'cmpl');
       const now = Math.floor(Date.now() / 1000);
       const text = out.tokens.join('');
-      send(
-        res,
-        200,
+      const answer =
         kind === 'chat'
           ? p.chatCompletion(id, now, ctx.model, text, out.finish, u)
-          : p.textCompletion(id, now, ctx.model, text, out.finish, u),
-      );
+          : p.textCompletion(id, now, ctx.model, text, out.finish, u);
+      const cutAt = ctx.crashAfterBodyBytes();
+      if (cutAt !== undefined) return sendCut(res, answer, cutAt, ctx.crash);
+      send(res, 200, answer);
     }
     if (!admission.isAborted()) ctx.engine.recordSuccess(out.tokens.length);
   } finally {
@@ -201,6 +203,13 @@ async function streamed(
     emit(p.usageChunk(id, object, now, m, p.usage(out.prompt, out.tokens.length)));
   }
   if (!closed) res.end('data: [DONE]\n\n');
+}
+
+/** The `crashAfterBodyBytes` fault: headers for the whole answer, its first `bytes` bytes, then a crash. */
+function sendCut(res: http.ServerResponse, body: unknown, bytes: number, crash: () => void): void {
+  const text = Buffer.from(JSON.stringify(body));
+  res.writeHead(200, { 'content-type': 'application/json', 'content-length': text.length });
+  res.write(text.subarray(0, Math.min(bytes, text.length - 1)), () => crash());
 }
 
 /** The `crashAfterTokens` fault is due after `generated` tokens of one request. */

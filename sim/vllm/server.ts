@@ -178,6 +178,7 @@ export function createFakeVllm(opts: FakeVllmOptions) {
     engine,
     isHanging: () => faults.hang,
     crashAfterTokens: () => faults.crashAfterTokens,
+    crashAfterBodyBytes: () => faults.crashAfterBodyBytes,
     crash,
     tokenDelayMs: () => {
       const tps = faults.tokensPerSecond ?? opts.tokensPerSecond ?? 200;

