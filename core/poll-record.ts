@@ -39,7 +39,11 @@ export function needsPollWrite(
  * the heartbeat timeout old (at least four beats per timeout, so a late round never lets it lapse). Without
  * a timeout (a test environment) every round heartbeats. Pure.
  */
-export function isHeartbeatDue(lastAtMs: number | null, nowMs: number, heartbeatTimeoutMs: number | undefined): boolean {
+export function isHeartbeatDue(
+  lastAtMs: number | null,
+  nowMs: number,
+  heartbeatTimeoutMs: number | undefined,
+): boolean {
   if (lastAtMs === null || !heartbeatTimeoutMs) return true;
   return nowMs - lastAtMs >= heartbeatTimeoutMs / 5;
 }

@@ -13,7 +13,13 @@ import { createObservedInference } from '../../supervisor/status-view';
 import { silentLogger } from '../../lib/logger';
 import type { ListenerTable } from '../../supervisor/listeners';
 import { createSupervisorMetrics } from '../../supervisor/metrics';
-import { createProcessTable, type ProcessTable } from '../../supervisor/process-group';
+import {
+  createProcessTable,
+  isGone,
+  leaderFirst,
+  type ProcessTable,
+  readProcStat,
+} from '../../supervisor/process-group';
 import { createTrainingManager, type TrainingManager } from '../../supervisor/training';
 import { createVllmClient } from '../../supervisor/vllm';
 
@@ -83,18 +89,8 @@ function sharedProcessTable(maxAgeMs: number): ProcessTable {
   const rescan = () => {
     const groups = new Map<number, number[]>();
     for (const name of readdirSync('/proc')) {
-      if (!/^\d+$/.test(name)) continue;
-      let stat: string;
-      try {
-        stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      } catch {
-        continue; // gone meanwhile
-      }
-      // After the parenthesised command: state, ppid, pgrp (zombies and dead processes count as gone).
-      const [state = '', , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (state.startsWith('Z') || state.startsWith('X')) continue;
-      const pgid = Number(pgrp);
-      groups.set(pgid, [...(groups.get(pgid) ?? []), Number(name)]);
+      const stat = /^\d+$/.test(name) ? readProcStat(Number(name)) : null;
+      if (stat && !isGone(stat.state)) groups.set(stat.pgrp, [...(groups.get(stat.pgrp) ?? []), stat.pid]);
     }
     scan = { atMs: Date.now(), groups };
     return groups;
@@ -103,10 +99,7 @@ function sharedProcessTable(maxAgeMs: number): ProcessTable {
     ...table,
     groupPids(pgid) {
       const isFresh = scan !== null && Date.now() - scan.atMs < maxAgeMs && scan.groups.has(pgid);
-      const pids = [...((isFresh ? scan!.groups : rescan()).get(pgid) ?? [])].sort((a, b) => a - b);
-      const leader = pids.indexOf(pgid);
-      if (leader > 0) pids.unshift(...pids.splice(leader, 1));
-      return pids;
+      return leaderFirst([...((isFresh ? scan!.groups : rescan()).get(pgid) ?? [])], pgid);
     },
   };
 }
@@ -244,9 +237,13 @@ export async function startSimHostProcess(
   };
   const specFile = path.join(opts.stateDir, 'sim-host.json');
   writeFileSync(specFile, JSON.stringify(spec));
-  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), '-r', require.resolve('tsx/cjs'), __filename, specFile], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    [...(opts.nodeArgs ?? []), '-r', require.resolve('tsx/cjs'), __filename, specFile],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const domains = await new Promise<number>((resolve, reject) => {
     let out = '';
