@@ -101,7 +101,7 @@ describe('watchFleet', () => {
   let fleets = 0;
 
   /** A fresh fleet (east active and serving, west a sleeping standby, both ready) and a watch over it. */
-  async function setup(proofOfLife?: ProofOfLife) {
+  async function setup(proofOfLife?: ProofOfLife, heartbeatTimeoutMs?: number) {
     const { fleetId } = await seedLayout(tdb.store, testLayout({ fleet: `watch-${++fleets}`, policy: POLICY }));
     const snapshot = (await tdb.store.fleets.snapshot(fleetId))!;
     for (const d of snapshot.domains) await tdb.store.domains.transition(d.id, 'ready');
@@ -127,7 +127,7 @@ describe('watchFleet', () => {
         hostObserved: () => undefined,
       },
     });
-    const env = quietEnvironment({ attempt: 1 });
+    const env = quietEnvironment({ attempt: 1, heartbeatTimeoutMs });
     const heartbeats: unknown[] = [];
     env.on('heartbeat', (d: unknown) => heartbeats.push(d));
     const watch = (over: Partial<WatchFleetInput> = {}) =>
@@ -181,6 +181,25 @@ describe('watchFleet', () => {
     expect(await domain(east.id)).toMatchObject(failing);
     // Failing the active is the workflow's decision: the activity only recorded the polls.
     expect((await events()).filter((e) => e.type === 'domain.state')).toEqual([]);
+  });
+
+  it('writes a healthy domain once per watch and refresh interval, not every poll, and decides on its latest sighting', async () => {
+    const { watch, east, domain } = await setup();
+    // A refresh interval (half of heartbeatStaleMs: 30 s) longer than the watch: only its first round writes.
+    const o = await watch({ checkpointMs: 1_000 });
+    expect(o.polls).toBeGreaterThan(2);
+    const stored = (await domain(east.id)).lastSeenAt!;
+    const observed = o.fleet.domains.find((d) => d.id === east.id)!.lastSeenAt!;
+    expect(Date.parse(observed)).toBeGreaterThan(Date.parse(stored));
+    expect(Date.parse(observed) - Date.parse(stored)).toBeGreaterThanOrEqual(500);
+  });
+
+  it('heartbeats Temporal every fifth of its heartbeat timeout, not every round', async () => {
+    // A heartbeat timeout of 10 s: one heartbeat per 2 s, so a 1.5 s watch of many rounds sends its first only.
+    const { watch, heartbeats } = await setup(undefined, 10_000);
+    const o = await watch({ checkpointMs: 1_500 });
+    expect(o.polls).toBeGreaterThan(3);
+    expect(heartbeats).toEqual([{ polls: 1, observedAt: expect.any(String) }]);
   });
 
   it('fails a standby that missed failureThreshold polls by itself and keeps watching', async () => {

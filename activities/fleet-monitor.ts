@@ -10,6 +10,7 @@ import { assessDomain } from '../core/domain-health';
 import { nextDomainState, observeDomain, recoversFailedActive } from '../core/domain-observation';
 import { toFleetView, type FleetView } from '../core/fleet-view';
 import { isDecisionDue } from '../core/monitor-decision';
+import { isHeartbeatDue, lastSeenRefreshMs, needsPollWrite } from '../core/poll-record';
 import { judgePoll, type PollOutcome, pollTimeoutMs } from '../core/poll-verdict';
 import { openWatchWindow, watchedFleet, type WatchContinuity, type WatchWindow } from '../core/watch-window';
 import type { ActivityDeps } from './deps';
@@ -63,9 +64,10 @@ type Probe = { domain: DomainSnapshot; at: Date } & (
 
 /**
  * The fleet monitor's poll loop. Polls every domain's supervisor each `heartbeatIntervalMs`, records
- * heartbeats and observed state transitions, and returns only when a decision is due (see
- * `isDecisionDue`), on `isImmediate`, or at the checkpoint, so the workflow's history does not grow per
- * poll. Heartbeats after every round; cancellation ends it (the workflow cancels it for `checkNow`).
+ * what changed (failures, errors, state transitions, and a domain's sighting once per `lastSeenRefreshMs`),
+ * and returns only when a decision is due (see `isDecisionDue`), on `isImmediate`, or at the checkpoint,
+ * so the workflow's history does not grow per poll. Heartbeats Temporal a few times per heartbeat timeout
+ * (`isHeartbeatDue`); cancellation ends it (the workflow cancels it for `checkNow`).
  */
 export function createFleetMonitorActivities(deps: ActivityDeps) {
   const { store, supervisor } = deps;
@@ -73,6 +75,8 @@ export function createFleetMonitorActivities(deps: ActivityDeps) {
   // Since when each failed active has answered healthy at every poll (this worker's sightings only: a
   // restart counts again from zero, which only delays a recovery).
   const healthySince = new Map<string, number>();
+  // Each domain's last successful poll by this worker (ISO): newer than the store's row between refreshes.
+  const lastOkAt = new Map<string, string>();
 
   /** Asks one domain's supervisor for its status and judges the poll (`judgePoll`); not yet recorded. */
   async function probe(snapshot: FleetSnapshot, domain: DomainSnapshot, policy: FleetPolicy): Promise<Probe> {
@@ -183,23 +187,35 @@ export function createFleetMonitorActivities(deps: ActivityDeps) {
    * One round: reads the fleet once, polls every domain at the same time, and returns that snapshot with
    * each polled domain's row as its poll left it (heartbeat, failures, state). Reading the fleet a second
    * time after the polls would only add what others wrote meanwhile; the next round's read sees that.
+   * Only polls that tell the store something new are written (`needsPollWrite`): a domain that keeps
+   * answering is written once per `lastSeenRefreshMs`, and on `isFirstRound`; the others' rows are taken as
+   * the write would have left them.
    */
-  async function pollOnce(fleetId: string): Promise<FleetSnapshot> {
+  async function pollOnce(fleetId: string, isFirstRound: boolean): Promise<FleetSnapshot> {
     const before = await readSnapshot(fleetId);
     const probes = await Promise.all(
       before.domains.filter((d) => d.state !== 'stopped').map((d) => probe(before, d, before.policy)),
     );
-    // The round's heartbeats in one statement; the rare state changes that follow stay per domain.
+    const refreshMs = lastSeenRefreshMs(before.policy);
+    const written = probes.filter((p) =>
+      needsPollWrite(p.domain, { ok: !('error' in p), atMs: p.at.getTime() }, refreshMs, isFirstRound),
+    );
+    // The round's writes in one statement; the rare state changes that follow stay per domain.
     const recorded = await store.domains.recordPolls(
-      probes.map((p) =>
+      written.map((p) =>
         'error' in p
           ? { domainId: p.domain.id, ok: false, at: p.at, error: p.error }
           : { domainId: p.domain.id, ok: true, at: p.at },
       ),
     );
+    const rows = new Map(written.map((p, i) => [p.domain.id, recorded[i]!]));
+    for (const p of probes) if (!('error' in p)) lastOkAt.set(p.domain.id, p.at.toISOString());
     const polled = new Map<string, Domain>();
     await Promise.all(
-      probes.map(async (p, i) => polled.set(p.domain.id, await settle(before, p, recorded[i]!, before.policy))),
+      probes.map(async (p) => {
+        const row = rows.get(p.domain.id) ?? asRecorded(p.domain, p.at);
+        polled.set(p.domain.id, await settle(before, p, row, before.policy));
+      }),
     );
     return {
       ...before,
@@ -209,6 +225,26 @@ export function createFleetMonitorActivities(deps: ActivityDeps) {
       }),
     };
   }
+
+  /** A successful poll's row as `recordPolls` would have written it (the write it did not need). */
+  const asRecorded = (domain: DomainSnapshot, at: Date): Domain => {
+    const { slots: _slots, isActive: _isActive, ...row } = domain;
+    return { ...row, lastSeenAt: at.toISOString(), consecutiveFailures: 0, lastError: null };
+  };
+
+  /**
+   * The fleet as stored, with each domain's sighting as this worker last polled it where the store's is
+   * older (a write skipped by `needsPollWrite`), so a decision never sees a live domain's heartbeat lag.
+   */
+  const withSightings = (snapshot: FleetSnapshot): FleetSnapshot => ({
+    ...snapshot,
+    domains: snapshot.domains.map((d) => {
+      const seen = lastOkAt.get(d.id);
+      return seen && (d.lastSeenAt === null || Date.parse(seen) > Date.parse(d.lastSeenAt))
+        ? { ...d, lastSeenAt: seen }
+        : d;
+    }),
+  });
 
   return {
     /**
@@ -233,10 +269,11 @@ export function createFleetMonitorActivities(deps: ActivityDeps) {
       const startedAt = deps.now().getTime();
       // Opened after the first poll: the gap it tolerates is the fleet's `heartbeatStaleMs`.
       let watchWindow: WatchWindow | undefined;
+      let lastHeartbeatAtMs: number | null = null;
       const watched = (snapshot: FleetSnapshot) => watchedFleet(toFleetView(snapshot), watchWindow!);
       for (let polls = 1; ; polls += 1) {
         const roundStart = deps.now().getTime();
-        const snapshot = await pollOnce(input.fleetId);
+        const snapshot = await pollOnce(input.fleetId, polls === 1);
         watchWindow ??= openWatchWindow(input, ctx.info.attempt, startedAt, snapshot.policy.heartbeatStaleMs);
         let fleet = watched(snapshot);
         let now = deps.now();
@@ -249,7 +286,7 @@ export function createFleetMonitorActivities(deps: ActivityDeps) {
         const isCheckpoint = now.getTime() - startedAt >= input.checkpointMs;
         if (isDue || input.isImmediate || isCheckpoint) {
           // The workflow decides on the fleet as stored now, others' writes during this round included.
-          const latest = await readSnapshot(input.fleetId);
+          const latest = withSightings(await readSnapshot(input.fleetId));
           fleet = watched(latest);
           now = deps.now();
           isDue = isDecisionDue(fleet, latest.policy, now, pausedIn(latest));
@@ -267,7 +304,11 @@ export function createFleetMonitorActivities(deps: ActivityDeps) {
             };
           }
         }
-        ctx.heartbeat({ polls, observedAt: now.toISOString() });
+        // Temporal hears of the watch a few times per heartbeat timeout, not every round (core/poll-record.ts).
+        if (isHeartbeatDue(lastHeartbeatAtMs, now.getTime(), ctx.info.heartbeatTimeoutMs)) {
+          ctx.heartbeat({ polls, observedAt: now.toISOString() });
+          lastHeartbeatAtMs = now.getTime();
+        }
         await ctx.sleep(Math.max(0, snapshot.policy.heartbeatIntervalMs - (now.getTime() - roundStart)));
       }
     },

@@ -3,13 +3,17 @@
  * once on one `haru worker` process (which also runs every fleet's monitor, as in production). Reports wall
  * time, promotions per second, p50/p99 promotion time (request -> routing committed, and -> workflow done
  * including the old active's demotion) and the worker's peak memory. Before the promotions, once every monitor
- * has polled, a 10 s sample of the idle machine: supervisor polls per second (per worker) and the CPU of the
- * workers, the database's Postgres backends, Temporal and the simulated hosts, in total and per poll.
+ * has polled, a 10 s sample of the idle machine: supervisor polls per second (per worker, and how many the
+ * policy expects) and the CPU of the workers, the database's Postgres backends, Temporal and the simulated
+ * hosts, in total, per poll and per fleet and second; the control plane's figure (workers + Postgres +
+ * Temporal) leaves the simulated hosts out.
  *
  *   npm run bench:scale -- [--fleets 1,10,100] [--without-monitors] [--workers 1] [--heartbeat-ms 500]
+ *                          [--sim-process] [--idle-only]
  *
- * The simulated domains of all fleets live in this process (bench/support/sim-host.ts); trainers are real
- * processes. The worker, Temporal and Postgres are separate processes.
+ * The simulated domains of all fleets live in this process (bench/support/sim-host.ts), or with
+ * `--sim-process` in a child process of their own (needed for 1,000 fleets); trainers are real processes.
+ * The worker, Temporal and Postgres are separate processes. `--idle-only` stops after the idle sample.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -20,6 +24,7 @@ import { sql } from 'drizzle-orm';
 import { createTemporalOrchestrator } from '../api/orchestrator';
 import { createTestDatabase, seedLayout } from '../db/testing';
 import { fleetLayoutSchema, type FleetLayout } from '../schemas/layout';
+import { defaultFleetPolicy } from '../schemas/policy';
 import { SIM_TRAINER } from '../sim/domain';
 import { freePort } from '../test/support/ports';
 import { demotionChildWorkflowId, monitorWorkflowId, progressQuery } from '../workflows/definitions';
@@ -27,7 +32,7 @@ import { cpuMs } from './support/cpu';
 import { printTimeline } from './support/history';
 import { type HaruProcess, startHaruProcess } from './support/processes';
 import { printTable, writeResult } from './support/report';
-import { startSimHost } from './support/sim-host';
+import { type SimHost, startSimHost, startSimHostProcess } from './support/sim-host';
 import { startBenchStack } from './support/stack';
 import { eventually } from '../test/support/eventually';
 import { fmt, percentile } from './support/stats';
@@ -44,6 +49,10 @@ const { values: args } = parseArgs({
     workers: { type: 'string', default: '1' },
     /** The fleets' monitor poll interval (policy `heartbeatIntervalMs`; the default policy says 500). */
     'heartbeat-ms': { type: 'string' },
+    /** Run the simulated hosts in a process of their own rather than in this one. */
+    'sim-process': { type: 'boolean', default: false },
+    /** Measure the idle machine only: no promotions. */
+    'idle-only': { type: 'boolean', default: false },
   },
 });
 const WORKER_COUNT = Number(args.workers);
@@ -67,6 +76,12 @@ interface ScaleFigures {
   /** Before the promotions: supervisor polls per second (all workers) and what each costs, in CPU ms. */
   idle: {
     pollsPerSecond: number;
+    /** What the fleets' policy asks for: two domains per fleet, one poll each per poll interval. */
+    expectedPollsPerSecond: number;
+    /** CPU ms per fleet and second: the control plane (workers + Postgres + Temporal), and the simulated hosts. */
+    cpuMsPerFleetSecond: { controlPlane: number; simHost: number };
+    /** `uptime`'s load averages (1, 5, 15 min) at the end of the sample: the machine is shared. */
+    loadAverage: number[];
     /** The share of those polls each worker made (the monitors' activities spread over the workers). */
     pollsPerWorker: number[];
     cpuPercent: { workers: number; postgres: number; temporalServer: number | null; simHost: number };
@@ -102,6 +117,10 @@ async function workerPolls(worker: HaruProcess): Promise<number> {
 /** Supervisor polls so far, summed over the workers. */
 const pollCount = async (workers: HaruProcess[]): Promise<number> =>
   (await Promise.all(workers.map(workerPolls))).reduce((a, b) => a + b, 0);
+
+/** Node's flags for a V8 CPU profile of a child process under `--profile-dir` (files named by pid). */
+const profileArgs = (): string[] =>
+  args['profile-dir'] ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(args['profile-dir'])}`] : [];
 
 async function layouts(count: number, stateDir: string, run: string): Promise<FleetLayout[]> {
   const out: FleetLayout[] = [];
@@ -141,6 +160,32 @@ async function layouts(count: number, stateDir: string, run: string): Promise<Fl
   return out;
 }
 
+/** The figures of an `--idle-only` run: the idle sample, no promotions. */
+function idleOnly(
+  count: number,
+  idle: ScaleFigures['idle'],
+  worker: HaruProcess,
+  idleCpuShare: number,
+  rssBefore: number | null,
+): ScaleFigures {
+  const none = { p50: null, p99: null, max: null };
+  return {
+    fleets: count,
+    wallMs: 0,
+    promotionsPerSecond: 0,
+    toCommitMs: none,
+    toDoneMs: none,
+    failed: 0,
+    failures: [],
+    workerRssBeforeMiB: rssBefore,
+    workerPeakRssMiB: worker.peakRssMiB(),
+    workerIdleCpuPercent: idleCpuShare * 100,
+    idle,
+    cpuPerPromotionMs: { worker: 0, temporalServer: null, simHostAndBench: 0 },
+    monitors: !args['without-monitors'],
+  };
+}
+
 async function oneScale(
   count: number,
   temporal: { address: string; pid: number | null },
@@ -154,8 +199,23 @@ async function oneScale(
   const cleanups: (() => Promise<unknown>)[] = [() => db.drop()];
   try {
     const fleetLayouts = await layouts(count, stateDir, run);
-    const host = await startSimHost({ layouts: fleetLayouts, stateDir, standby: (_f, d) => d === 'west' });
+    const hostOptions = {
+      layouts: fleetLayouts,
+      stateDir,
+      standby: (_f: string, d: string) => d === 'west',
+      nodeArgs: profileArgs(),
+    };
+    const host: SimHost & { pid?: number } = args['sim-process']
+      ? await startSimHostProcess(hostOptions)
+      : await startSimHost(hostOptions);
     cleanups.push(() => host.stop());
+    if (host.pid !== undefined && args['profile-dir']) process.stdout.write(`sim host: pid ${host.pid}\n`);
+    // The simulated hosts' CPU so far: their own process, or this one (then the benchmark's own work counts too).
+    const simCpuMs = () => {
+      if (host.pid !== undefined) return cpuMs(host.pid);
+      const own = process.cpuUsage();
+      return (own.user + own.system) / 1000;
+    };
     const fleets = [];
     for (const layout of fleetLayouts) {
       const { fleetId } = await seedLayout(db.store, layout);
@@ -184,7 +244,7 @@ async function oneScale(
         },
         'worker running',
         {
-          nodeArgs: args['profile-dir'] ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(args['profile-dir'])}`] : [],
+          nodeArgs: profileArgs(),
         },
       );
       cleanups.push(() => worker.stop());
@@ -219,24 +279,31 @@ async function oneScale(
       worker: cpuMs(worker.pid),
       workers: workersCpuMs(),
       temporal: temporal.pid ? cpuMs(temporal.pid) : 0,
-      host: process.cpuUsage(),
+      sim: simCpuMs(),
       polls: await pollCount(workers),
       pollsPerWorker: await Promise.all(workers.map(workerPolls)),
     };
     await new Promise((r) => setTimeout(r, IDLE_SAMPLE_MS));
     const idleCpuShare = (cpuMs(worker.pid) - idleFrom.worker) / IDLE_SAMPLE_MS;
-    const idleHost = process.cpuUsage(idleFrom.host);
     const idleCpu = {
       workers: workersCpuMs() - idleFrom.workers,
       postgres: (await postgresPids()).reduce((sum, pid) => sum + cpuMs(pid) - (pgFrom.get(pid) ?? 0), 0),
       temporalServer: temporal.pid ? cpuMs(temporal.pid) - idleFrom.temporal : null,
-      simHost: (idleHost.user + idleHost.system) / 1000,
+      simHost: simCpuMs() - idleFrom.sim,
     };
     const idlePolls = (await pollCount(workers)) - idleFrom.polls;
     const pollsPerWorker = (await Promise.all(workers.map(workerPolls))).map((n, i) => n - idleFrom.pollsPerWorker[i]!);
     const share = (ms: number) => (ms / IDLE_SAMPLE_MS) * 100;
+    const perFleetSecond = (ms: number) => ms / count / (IDLE_SAMPLE_MS / 1000);
+    const intervalMs = HEARTBEAT_MS ?? defaultFleetPolicy().heartbeatIntervalMs;
     const idle = {
       pollsPerSecond: (idlePolls / IDLE_SAMPLE_MS) * 1000,
+      expectedPollsPerSecond: (2 * count * 1000) / intervalMs,
+      cpuMsPerFleetSecond: {
+        controlPlane: perFleetSecond(idleCpu.workers + idleCpu.postgres + (idleCpu.temporalServer ?? 0)),
+        simHost: perFleetSecond(idleCpu.simHost),
+      },
+      loadAverage: os.loadavg(),
       pollsPerWorker,
       cpuPercent: {
         workers: share(idleCpu.workers),
@@ -253,6 +320,8 @@ async function oneScale(
             }
           : null,
     };
+
+    if (args['idle-only']) return idleOnly(count, idle, worker, idleCpuShare, rssBefore);
 
     const cpuBefore = {
       worker: workersCpuMs(),
@@ -348,6 +417,11 @@ async function main(): Promise<void> {
           `commit p50 ${f.toCommitMs.p50} p99 ${f.toCommitMs.p99} ms, worker peak ${fmt(f.workerPeakRssMiB)} MiB, failed ${f.failed}, ` +
           `idle polls per worker ${f.idle.pollsPerWorker.join(' / ')}\n`,
       );
+      process.stdout.write(
+        `${count} fleets idle: ${fmt(f.idle.pollsPerSecond)} polls/s (expected ${fmt(f.idle.expectedPollsPerSecond)}), ` +
+          `control plane ${fmt(f.idle.cpuMsPerFleetSecond.controlPlane, 2)} CPU ms/fleet/s, sim hosts ` +
+          `${fmt(f.idle.cpuMsPerFleetSecond.simHost, 2)}, load ${f.idle.loadAverage.map((l) => l.toFixed(2)).join(' ')}\n`,
+      );
     }
   } finally {
     await stop();
@@ -364,7 +438,8 @@ async function main(): Promise<void> {
       'done p99',
       'failed',
       'worker idle CPU %',
-      'idle polls/s',
+      'idle polls/s (expected)',
+      'control-plane CPU ms/fleet/s',
       'idle CPU % workers/pg/temporal/host',
       'CPU ms/poll workers/pg/host',
       'worker RSS before MiB',
@@ -383,7 +458,8 @@ async function main(): Promise<void> {
       fmt(f.toDoneMs.p99),
       f.failed,
       fmt(f.workerIdleCpuPercent),
-      fmt(f.idle.pollsPerSecond),
+      `${fmt(f.idle.pollsPerSecond)} (${fmt(f.idle.expectedPollsPerSecond)})`,
+      fmt(f.idle.cpuMsPerFleetSecond.controlPlane, 2),
       [
         f.idle.cpuPercent.workers,
         f.idle.cpuPercent.postgres,
@@ -410,6 +486,8 @@ async function main(): Promise<void> {
       monitors: !args['without-monitors'],
       workers: WORKER_COUNT,
       heartbeatIntervalMs: HEARTBEAT_MS ?? null,
+      simProcess: args['sim-process'],
+      idleOnly: args['idle-only'],
     },
     results: all,
   });

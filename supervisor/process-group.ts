@@ -18,7 +18,8 @@ interface ProcStat {
   startTime: string;
 }
 
-function readProcStat(pid: number): ProcStat | null {
+/** `/proc/<pid>/stat`'s fields the table uses; null when the process is gone or unreadable. */
+export function readProcStat(pid: number): ProcStat | null {
   let text: string;
   try {
     text = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -30,9 +31,11 @@ function readProcStat(pid: number): ProcStat | null {
   return { pid, state: rest[0] ?? '?', pgrp: Number(rest[2]), startTime: rest[19] ?? '' };
 }
 
-const isGone = (state: string) => state.startsWith('Z') || state.startsWith('X');
+/** Zombies and dead processes: gone for every purpose here. */
+export const isGone = (state: string) => state.startsWith('Z') || state.startsWith('X');
 
-function leaderFirst(pids: number[], pgid: number): number[] {
+/** Sorts a group's pids ascending with its leader (pid = pgid) first when alive. */
+export function leaderFirst(pids: number[], pgid: number): number[] {
   pids.sort((a, b) => a - b);
   const i = pids.indexOf(pgid);
   if (i > 0) pids.unshift(...pids.splice(i, 1));

@@ -1,5 +1,6 @@
+import { spawn } from 'node:child_process';
 import type { Server } from 'node:http';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FleetLayout } from '../../schemas/layout';
 import { planSimDomain } from '../../sim/domain-plan';
@@ -10,9 +11,15 @@ import { createGpuReader, type Exec } from '../../supervisor/gpu';
 import { NVIDIA_APPS_QUERY, NVIDIA_GPU_QUERY } from '../../supervisor/gpu/nvidia';
 import { createObservedInference } from '../../supervisor/status-view';
 import { silentLogger } from '../../lib/logger';
-import { createListenerTable } from '../../supervisor/listeners';
+import type { ListenerTable } from '../../supervisor/listeners';
 import { createSupervisorMetrics } from '../../supervisor/metrics';
-import { createProcessTable } from '../../supervisor/process-group';
+import {
+  createProcessTable,
+  isGone,
+  leaderFirst,
+  type ProcessTable,
+  readProcStat,
+} from '../../supervisor/process-group';
 import { createTrainingManager, type TrainingManager } from '../../supervisor/training';
 import { createVllmClient } from '../../supervisor/vllm';
 
@@ -54,6 +61,49 @@ function inProcessNvidiaSmi(gpuStateDir: string): Exec {
   };
 }
 
+/**
+ * Who serves each fake vLLM's port: this process (it listens and writes their VRAM under its own pid). The
+ * supervisor's own table finds that out per status read by scanning every process's fds in /proc, which
+ * with hundreds of servers and sockets in one process costs the host more than everything else it does
+ * per poll, and would make the benchmark measure the scan rather than Haru. `haru sim domain` and real
+ * hosts keep the scan.
+ */
+function inProcessListeners(ports: ReadonlySet<number>): ListenerTable {
+  return {
+    canSeeProcesses: true,
+    servingPids: (port) => (ports.has(port) ? [process.pid] : []),
+    stoppedOf: () => [], // a process answering this call is not stopped
+  };
+}
+
+/**
+ * The host's process table with `groupPids` answered from one /proc scan shared by every domain of this
+ * process and at most `maxAgeMs` old: each training manager's status otherwise reads every process's stat
+ * once per poll (what a real supervisor does for its one host), hundreds of full scans a second here. A
+ * group missing from the scan (a run started since) scans again at once, so a new run is never missed; a
+ * run ended within `maxAgeMs` may still show its pids that long.
+ */
+function sharedProcessTable(maxAgeMs: number): ProcessTable {
+  const table = createProcessTable();
+  let scan: { atMs: number; groups: Map<number, number[]> } | null = null;
+  const rescan = () => {
+    const groups = new Map<number, number[]>();
+    for (const name of readdirSync('/proc')) {
+      const stat = /^\d+$/.test(name) ? readProcStat(Number(name)) : null;
+      if (stat && !isGone(stat.state)) groups.set(stat.pgrp, [...(groups.get(stat.pgrp) ?? []), stat.pid]);
+    }
+    scan = { atMs: Date.now(), groups };
+    return groups;
+  };
+  return {
+    ...table,
+    groupPids(pgid) {
+      const isFresh = scan !== null && Date.now() - scan.atMs < maxAgeMs && scan.groups.has(pgid);
+      return leaderFirst([...((isFresh ? scan!.groups : rescan()).get(pgid) ?? [])], pgid);
+    },
+  };
+}
+
 /** Starts every domain of `layouts` in this process; a domain named in `standby` sleeps and trains. */
 export async function startSimHost(opts: {
   layouts: FleetLayout[];
@@ -65,6 +115,7 @@ export async function startSimHost(opts: {
   const fakes: FakeVllm[] = [];
   const trainers: TrainingManager[] = [];
   const standbyUrls: string[] = [];
+  const processTable = sharedProcessTable(250);
   for (const layout of opts.layouts) {
     for (const domain of layout.domains) {
       const dir = path.join(opts.stateDir, layout.fleet.slug, domain.slug);
@@ -86,12 +137,13 @@ export async function startSimHost(opts: {
         await fake.listen();
         fakes.push(fake);
       }
+      const listeners = inProcessListeners(new Set(plan.models.map((m) => m.port)));
       const vllm = createVllmClient({ timeoutMs: 5_000, wakeTimeoutMs: 300_000 });
       const training = createTrainingManager({
         slots: plan.supervisorConfig.training,
         baseEnv: { ...process.env, HARU_SIM_GPU_STATE: gpuStateDir },
         cwd: dir,
-        processTable: createProcessTable(),
+        processTable,
         now: () => new Date(),
         logger: silentLogger,
         output: 'ignore',
@@ -104,14 +156,14 @@ export async function startSimHost(opts: {
           config: plan.supervisorConfig,
           vllm,
           logger: silentLogger,
-          listeners: createListenerTable(),
+          listeners,
           now: () => new Date(),
           slowMs: 1_000,
         }),
         statusFreshWaitMs: 200,
         training,
         config: plan.supervisorConfig,
-        listeners: createListenerTable(),
+        listeners,
         gpu: createGpuReader({ vendor: 'nvidia', exec: inProcessNvidiaSmi(gpuStateDir), timeoutMs: 10_000 }),
         vllm,
         metrics: createSupervisorMetrics({ trainingStatus: () => training.status() }),
@@ -152,4 +204,78 @@ export async function startSimHost(opts: {
       await Promise.all(fakes.map((f) => f.close()));
     },
   };
+}
+
+/** What `startSimHostProcess` hands the child process (a JSON file): `startSimHost`'s options as data. */
+interface SimHostSpec {
+  layouts: FleetLayout[];
+  stateDir: string;
+  /** `fleet/domain` of each domain that starts as a standby. */
+  standby: string[];
+  wakeDelayMs?: number;
+}
+
+/** A sim host in a child process of its own (its pid, so its CPU can be told apart from the benchmark's). */
+export interface SimHostProcess extends SimHost {
+  pid: number;
+}
+
+/**
+ * `startSimHost` in a process of its own (this file run by tsx), for benchmarks whose simulated hosts would
+ * otherwise share the benchmark's event loop and CPU figures: with 1,000 fleets they need a core of their own.
+ */
+export async function startSimHostProcess(
+  opts: Parameters<typeof startSimHost>[0] & { nodeArgs?: string[] },
+): Promise<SimHostProcess> {
+  const spec: SimHostSpec = {
+    layouts: opts.layouts,
+    stateDir: opts.stateDir,
+    standby: opts.layouts.flatMap((l) =>
+      l.domains.filter((d) => opts.standby(l.fleet.slug, d.slug)).map((d) => `${l.fleet.slug}/${d.slug}`),
+    ),
+    wakeDelayMs: opts.wakeDelayMs,
+  };
+  const specFile = path.join(opts.stateDir, 'sim-host.json');
+  writeFileSync(specFile, JSON.stringify(spec));
+  const child = spawn(
+    process.execPath,
+    [...(opts.nodeArgs ?? []), '-r', require.resolve('tsx/cjs'), __filename, specFile],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const domains = await new Promise<number>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const ready = /^ready (\d+)$/m.exec(out);
+      if (ready) resolve(Number(ready[1]));
+    });
+    void exited.then(() => reject(new Error(`sim host exited before it was ready:\n${out}`)));
+  });
+  return {
+    pid: child.pid!,
+    domains,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+if (require.main === module) {
+  const spec = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as SimHostSpec;
+  const standby = new Set(spec.standby);
+  void startSimHost({ ...spec, standby: (f, d) => standby.has(`${f}/${d}`) }).then(
+    (host) => {
+      process.stdout.write(`ready ${host.domains}\n`);
+      process.once('SIGTERM', () => void host.stop().then(() => process.exit(0)));
+    },
+    (err: unknown) => {
+      process.stderr.write(`sim host failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+      process.exit(1);
+    },
+  );
 }

@@ -1,0 +1,49 @@
+import type { FleetPolicy } from '../schemas/policy';
+
+/** What the store holds of a domain's polls (a Domain row fits). */
+export interface StoredPollFields {
+  lastSeenAt: string | null;
+  consecutiveFailures: number;
+  lastError: string | null;
+}
+
+/**
+ * How stale the stored `lastSeenAt` of a domain that keeps answering may get before a poll writes it again:
+ * half the stale limit, never under one poll interval. Readers of the store (`haru fleet status`'s last-poll
+ * age, a promotion's standby ranking, the API's stored health) then never see a live domain as stale: its
+ * stored sighting is at most this plus one late round old, well under `heartbeatStaleMs`.
+ */
+export const lastSeenRefreshMs = (policy: Pick<FleetPolicy, 'heartbeatIntervalMs' | 'heartbeatStaleMs'>): number =>
+  Math.max(policy.heartbeatIntervalMs, Math.floor(policy.heartbeatStaleMs / 2));
+
+/**
+ * Whether a poll must be written to the domain's row, or carries nothing the store does not already say. A
+ * failed poll always counts (one more failure, its error); a successful one is written when it clears a
+ * failure count or an error, when the stored sighting is `refreshMs` old or older (or missing), and on
+ * `isForced` (a watch's first round, so `checkNow` and a restarted monitor leave a fresh sighting). Pure.
+ */
+export function needsPollWrite(
+  stored: StoredPollFields,
+  poll: { ok: boolean; atMs: number },
+  refreshMs: number,
+  isForced = false,
+): boolean {
+  if (isForced || !poll.ok) return true;
+  if (stored.consecutiveFailures !== 0 || stored.lastError !== null) return true;
+  if (stored.lastSeenAt === null) return true;
+  return poll.atMs - Date.parse(stored.lastSeenAt) >= refreshMs;
+}
+
+/**
+ * Whether the watch should heartbeat Temporal now: when none was sent yet, or the last one is a fifth of
+ * the heartbeat timeout old (at least four beats per timeout, so a late round never lets it lapse). Without
+ * a timeout (a test environment) every round heartbeats. Pure.
+ */
+export function isHeartbeatDue(
+  lastAtMs: number | null,
+  nowMs: number,
+  heartbeatTimeoutMs: number | undefined,
+): boolean {
+  if (lastAtMs === null || !heartbeatTimeoutMs) return true;
+  return nowMs - lastAtMs >= heartbeatTimeoutMs / 5;
+}
