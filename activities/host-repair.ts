@@ -196,16 +196,18 @@ export function createHostRepairActivities(deps: ActivityDeps) {
     ];
     if (problems.length === 0 && done.length === 0) return;
     const reason = `standby not fully restored: ${problems.join('; ')}`;
+    let degraded = false;
     if (problems.length > 0) {
       log.warn('standby not fully restored', { domainId: input.domainId, why: input.why, problems });
-      await store.domains.transition(input.domainId, 'degraded', { lastError: reason, from: ['ready'] });
+      degraded = !!(await store.domains.transition(input.domainId, 'degraded', { lastError: reason, from: ['ready'] }));
     }
     await store.events.append({
       fleetId: input.fleetId,
       domainId: input.domainId,
       type: 'domain.restore',
       message: `standby ${slug} (${input.why}): ${[...done, ...(problems.length ? [reason] : ['at rest'])].join('; ')}`,
-      data: { why: input.why, sleptGpus: slept, trainingStartedGpus: started, problems },
+      // `degraded`: this restore moved the domain ready -> degraded (false: it was not ready, e.g. already failed).
+      data: { why: input.why, sleptGpus: slept, trainingStartedGpus: started, problems, degraded },
     });
   }
 }

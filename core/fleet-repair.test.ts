@@ -1,5 +1,5 @@
 import type { Operation } from '../schemas/entities';
-import { domain, fleet, ID, ago } from './fleet-fixtures';
+import { ago, domain, fleet, ID, operation } from './fleet-fixtures';
 import { planFleetRepair } from './fleet-repair';
 
 const stored = (over: Partial<Operation> = {}): Operation =>
@@ -23,19 +23,22 @@ const stored = (over: Partial<Operation> = {}): Operation =>
     ...over,
   }) as Operation;
 
-const awakeStandby = fleet({
-  domains: [
-    domain({ slots: [{ kind: 'inference', gpuIndex: 0, state: 'serving' }] }),
-    domain({
-      id: ID.b,
-      slug: 'b',
-      slots: [
-        { kind: 'inference', gpuIndex: 0, state: 'serving' },
-        { kind: 'training', gpuIndex: 0, state: 'idle' },
-      ],
-    }),
-  ],
-});
+/** Standby `b` left awake (serving, trainer idle) while `operation` (started `startedAgoMs` ago) is in flight. */
+const awakeStandbyDuring = (startedAgoMs: number) =>
+  fleet({
+    inFlightOperation: operation({ createdAt: ago(startedAgoMs) }),
+    domains: [
+      domain({ slots: [{ kind: 'inference', gpuIndex: 0, state: 'serving' }] }),
+      domain({
+        id: ID.b,
+        slug: 'b',
+        slots: [
+          { kind: 'inference', gpuIndex: 0, state: 'serving' },
+          { kind: 'training', gpuIndex: 0, state: 'idle' },
+        ],
+      }),
+    ],
+  });
 
 describe('planFleetRepair', () => {
   it('only makes sure of the monitor for a fleet with nothing wrong', () => {
@@ -46,16 +49,7 @@ describe('planFleetRepair', () => {
 
   it('ends an operation whose workflow closed, then repairs the standby it left awake', () => {
     const steps = planFleetRepair({
-      fleet: {
-        ...awakeStandby,
-        inFlightOperation: {
-          id: ID.op,
-          kind: 'promote',
-          state: 'running',
-          targetDomainId: ID.b,
-          createdAt: ago(60_000),
-        },
-      },
+      fleet: awakeStandbyDuring(60_000),
       operation: stored(),
       workflowStatus: 'TERMINATED',
     });
@@ -78,16 +72,7 @@ describe('planFleetRepair', () => {
 
   it('leaves a running operation and its hosts alone', () => {
     const steps = planFleetRepair({
-      fleet: {
-        ...awakeStandby,
-        inFlightOperation: {
-          id: ID.op,
-          kind: 'promote',
-          state: 'running',
-          targetDomainId: ID.b,
-          createdAt: ago(1_000),
-        },
-      },
+      fleet: awakeStandbyDuring(1_000),
       operation: stored(),
       workflowStatus: 'RUNNING',
     });

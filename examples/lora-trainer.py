@@ -14,6 +14,9 @@ is stopped at *any* instant:
   directory that the next start removes; the previous checkpoint stays intact.
 * On start it resumes from the newest complete checkpoint: adapter weights, optimizer, LR schedule, RNG
   state and the position in the data, so no batch is trained twice or skipped.
+* After every step it reports ``{step, totalSteps, loss}`` to the supervisor by replacing the file named in
+  ``HARU_TRAINING_PROGRESS_FILE`` (shown by ``haru domain status``; an HF ``Trainer`` does the same from a
+  ``TrainerCallback``, see ``progress_callback`` below).
 * On SIGTERM it finishes the step in flight, saves, and exits 0 well within the grace; during the model load,
   with nothing to save yet, SIGTERM ends it at once.
 
@@ -145,6 +148,38 @@ def clean_checkpoints(root: str, keep: int = KEEP_CHECKPOINTS) -> None:
     for _, path in sorted(complete)[:-keep] if keep > 0 else []:
         if path != newest:
             shutil.rmtree(path, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Progress for the supervisor (docs/architecture.md section 6.4).
+# ---------------------------------------------------------------------------------------------------------
+
+
+def report_progress(step: int, total_steps: Optional[int], loss: Optional[float]) -> None:
+    """Replaces ``$HARU_TRAINING_PROGRESS_FILE`` with this step's figures; a no-op without the variable.
+
+    Write-then-rename, so the supervisor never reads half an object; no fsync: a figure lost in a crash is
+    replaced by the next step's, and an fsync per step would slow training for nothing.
+    """
+    path = os.environ.get("HARU_TRAINING_PROGRESS_FILE")
+    if not path:
+        return
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump({"step": step, "totalSteps": total_steps, "loss": loss}, f)
+    os.replace(tmp, path)
+
+
+def progress_callback() -> Any:
+    """The same report from a Hugging Face ``Trainer``: ``Trainer(..., callbacks=[progress_callback()])``."""
+    from transformers import TrainerCallback
+
+    class ProgressCallback(TrainerCallback):
+        def on_log(self, args: Any, state: Any, control: Any, logs: Optional[dict] = None, **kwargs: Any) -> None:
+            loss = (logs or {}).get("loss")
+            report_progress(state.global_step, state.max_steps or None, float(loss) if loss is not None else None)
+
+    return ProgressCallback()
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -315,6 +350,7 @@ def train(args: argparse.Namespace, root: str, stop: StopRequested) -> int:
         optimizer.zero_grad(set_to_none=True)
         state["step"] += 1
         state["offset"] += len(idx)
+        report_progress(state["step"], args.max_steps, float(loss))
         due = state["step"] % args.save_every_steps == 0 or time.monotonic() - last_save >= args.save_every_seconds
         if due:
             save(root, state["step"], model, optimizer, scheduler, state)

@@ -253,6 +253,20 @@ export const trainingRestartSchema = z.object({
 });
 export type TrainingRestart = z.infer<typeof trainingRestartSchema>;
 
+/**
+ * What a trainer last reported through its progress file (supervisor/training-progress.ts): `at` is when (the
+ * file's mtime), `ageMs` how long ago; `error` says why a file there could not be read (the figures are then null).
+ */
+export const trainerProgressSchema = z.object({
+  step: z.number().int().nullable(),
+  totalSteps: z.number().int().nullable(),
+  loss: z.number().nullable(),
+  at: z.string().nullable(),
+  ageMs: z.number().nullable(),
+  error: z.string().nullable(),
+});
+export type TrainerProgress = z.infer<typeof trainerProgressSchema>;
+
 export const trainingRunStatusSchema = z.object({
   gpuIndex: z.number().int(),
   state: trainingRunStateSchema,
@@ -269,6 +283,11 @@ export const trainingRunStatusSchema = z.object({
    * group is still found), or its process group (`detail`: why no cgroup could be had).
    */
   tracking: z.object({ kind: z.enum(['cgroup', 'process-group']), detail: z.string() }).optional(),
+  /**
+   * The trainer's last reported progress (its current run's, or the last run's on an idle slot); null when it
+   * reported none. Absent from older supervisors.
+   */
+  progress: trainerProgressSchema.nullable().optional(),
 });
 export type TrainingRunStatus = z.infer<typeof trainingRunStatusSchema>;
 

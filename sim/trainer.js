@@ -24,12 +24,15 @@
  *                                                          CUDA_VISIBLE_DEVICES (an index, a GPU-/MIG- UUID),
  *                                                          else GPU 0
  *   --crash-after-ms N   HARU_SIM_TRAINER_CRASH_AFTER_MS   crash (exit 1, no final checkpoint) N ms after starting
+ *   --total-steps N      HARU_SIM_TRAINER_TOTAL_STEPS      the run's length it reports (reported as null when unset;
+ *                                                          it trains on past it, as a preemptible job does)
  *   --escape             HARU_SIM_TRAINER_ESCAPE=1         start a worker that leaves the process group as a daemon
  *                                                          does (setsid, then a second fork whose parent exits,
  *                                                          like `docker run -d` or a Ray worker) and holds
  *                                                          --vram-mib on the GPU until it gets SIGTERM; its pid
  *                                                          goes to escaped.pid. Only a cgroup still finds it.
- * Every event is appended as a JSON line to `$HARU_CHECKPOINT_DIR/trainer.log`.
+ * Every event is appended as a JSON line to `$HARU_CHECKPOINT_DIR/trainer.log`. Each step is reported as a real
+ * trainer does (supervisor/training-progress.ts): `{step, totalSteps, loss}` replacing `$HARU_TRAINING_PROGRESS_FILE`.
  */
 const fs = require('node:fs');
 const path = require('node:path');
@@ -62,6 +65,8 @@ const spawnChild = isTrue(option('--spawn-child', 'HARU_SIM_TRAINER_SPAWN_CHILD'
 const workerCount = Number(option('--workers', 'HARU_SIM_TRAINER_WORKERS', '0'));
 const crashAfterMs = Number(option('--crash-after-ms', 'HARU_SIM_TRAINER_CRASH_AFTER_MS', '0'));
 const gpuStateDir = process.env.HARU_SIM_GPU_STATE;
+const totalSteps = Number(option('--total-steps', 'HARU_SIM_TRAINER_TOTAL_STEPS', '0')) || null;
+const progressFile = process.env.HARU_TRAINING_PROGRESS_FILE;
 const cudaDevice0 = isTrue(option('--cuda-device-0', 'HARU_SIM_TRAINER_CUDA_DEVICE_0', '0'));
 
 /** Where the memory goes: `HARU_GPU_INDEX`, or with --cuda-device-0 where CUDA's device 0 is. */
@@ -100,6 +105,11 @@ function readStep() {
 
 function checkpoint(step, final) {
   gpuState.writeJsonAtomic(checkpointFile, { step, final, pid: process.pid, at: new Date().toISOString() });
+}
+
+/** A made-up loss that falls with the steps, so a reader can tell one report from the next. */
+function report(step) {
+  if (progressFile) gpuState.writeJsonAtomic(progressFile, { step, totalSteps, loss: 2 / (1 + step / 100) });
 }
 
 let step = readStep();
@@ -154,6 +164,7 @@ let finished = false;
 const timer = setInterval(() => {
   step += 1;
   checkpoint(step, false);
+  report(step);
 }, intervalMs);
 
 if (crashAfterMs > 0) {

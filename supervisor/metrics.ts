@@ -38,6 +38,17 @@ export function createSupervisorMetrics(opts: { trainingStatus: () => TrainingRu
       }
     },
   });
+  new Gauge({
+    name: 'haru_supervisor_training_step',
+    help: "The step a GPU's trainer last reported through its progress file (absent until it reports one).",
+    labelNames: ['gpu'] as const,
+    registers: [registry],
+    collect() {
+      for (const run of opts.trainingStatus()) {
+        if (typeof run.progress?.step === 'number') this.set({ gpu: String(run.gpuIndex) }, run.progress.step);
+      }
+    },
+  });
   const trainingExits = new Counter({
     name: 'haru_supervisor_training_exits_total',
     help: 'Finished training runs, by GPU and how the leader ended (exit code or signal).',

@@ -22,6 +22,7 @@ import { type ProcessTable, signalGroup, signalProcess } from './process-group';
 import { type RunAsUser, runAsCommand } from './run-as';
 import { DEFAULT_RESTART_POLICY, nextRestart, type RestartPolicy } from './restart-backoff';
 import { createKeyedSerializer } from './serial';
+import { clearProgress, PROGRESS_ENV, progressFile, readProgress } from './training-progress';
 
 type TrainingSlot = SupervisorConfig['training'][number];
 
@@ -39,8 +40,8 @@ export const RUN_FILE = '.haru-training-run.json';
 
 /**
  * The environment of a training process: the supervisor's own minus its secrets, plus the slot's `env`, plus
- * `HARU_CHECKPOINT_DIR`, `HARU_GPU_INDEX`, `CUDA_VISIBLE_DEVICES` (the slot's MIG instance, else its GPU index)
- * and `CUDA_DEVICE_ORDER=PCI_BUS_ID`, none of which the slot can override. CUDA numbers devices fastest first
+ * `HARU_CHECKPOINT_DIR`, `HARU_GPU_INDEX`, `HARU_TRAINING_PROGRESS_FILE` (supervisor/training-progress.ts),
+ * `CUDA_VISIBLE_DEVICES` (the slot's MIG instance, else its GPU index) and `CUDA_DEVICE_ORDER=PCI_BUS_ID`, none of which the slot can override. CUDA numbers devices fastest first
  * unless told PCI_BUS_ID, the order nvidia-smi's indexes follow (CUDA C Programming Guide, "CUDA Environment
  * Variables"); and a trainer that ignores HARU_GPU_INDEX (a Ray task on SkyPilot inherits every GPU) would
  * otherwise start on device 0, the inference GPU. Secrets are removed after the merge, so a slot's `env`
@@ -57,6 +58,7 @@ export function buildTrainingEnv(
   for (const key of SUPERVISOR_SECRET_ENV) delete env[key];
   env.HARU_CHECKPOINT_DIR = checkpointDir;
   env.HARU_GPU_INDEX = String(slot.gpuIndex);
+  env[PROGRESS_ENV] = progressFile(checkpointDir);
   env.CUDA_VISIBLE_DEVICES = slot.mig ?? String(slot.gpuIndex);
   env.CUDA_DEVICE_ORDER = 'PCI_BUS_ID';
   return env;
@@ -359,6 +361,7 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
     mkdirSync(dir, { recursive: true });
     const user = deps.runAs?.get(slot.gpuIndex);
     if (user) chownSync(dir, user.uid, user.gid); // its checkpoints are its own; the run file stays ours
+    clearProgress(dir);
     const cgroup = runCgroup(slot);
     const command = user ? runAsCommand(user, slot.command) : slot.command;
     const [file, ...args] = cgroup ? enterCgroupCommand(cgroup, command) : command;
@@ -506,7 +509,10 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
       await runs.get(gpuIndex)?.done;
     },
 
-    /** Every training slot: state, live pids of its group (leader first), start time, last exit, restarts. */
+    /**
+     * Every training slot: state, live pids of its group (leader first), start time, last exit, restarts, and
+     * the trainer's last reported progress.
+     */
     status(): TrainingRunStatus[] {
       return deps.slots.map((slot) => {
         const run = runs.get(slot.gpuIndex);
@@ -523,6 +529,7 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
           tracking: trackingOf(run),
           startedAt: run?.startedAt.toISOString() ?? null,
           lastExit: lastExits.get(slot.gpuIndex) ?? null,
+          progress: readProgress(checkpointDir(slot), deps.now()),
         };
       });
     },

@@ -71,6 +71,12 @@ export function createWorkerMetrics(opts: { withDefaults?: boolean } = {}): Work
     labelNames: ['fleet', 'domain', 'gpu'],
     registers,
   });
+  const trainingStep = new Gauge({
+    name: 'haru_training_step',
+    help: "The step a training run's trainer had reported at the monitor's last successful poll",
+    labelNames: ['fleet', 'domain', 'gpu'],
+    registers,
+  });
   const lastPoll = new Gauge({
     name: 'haru_domain_last_poll_timestamp_seconds',
     help: "When the monitor last polled the domain's supervisor successfully (Unix seconds)",
@@ -93,6 +99,8 @@ export function createWorkerMetrics(opts: { withDefaults?: boolean } = {}): Work
       for (const t of status.training) {
         const state = t.state === 'idle' ? 0 : t.state === 'running' ? 1 : 2;
         trainingState.set({ ...labels, gpu: String(t.gpuIndex) }, state);
+        if (typeof t.progress?.step === 'number')
+          trainingStep.set({ ...labels, gpu: String(t.gpuIndex) }, t.progress.step);
       }
     },
     activityInterceptor: (ctx) => ({

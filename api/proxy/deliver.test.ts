@@ -1,6 +1,6 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import { listenLocal, type LocalServer } from '../../test/support/local-server';
-import { withDeadline, writesStall } from '../../test/support/stall';
+import { largeBodyUpstream, withDeadline, writesStall } from '../../test/support/stall';
 import { deliver, type DeliveryResult } from './deliver';
 import { createForwarder } from './forwarder';
 import { startSse } from './sse';
@@ -94,25 +94,15 @@ describe('deliver', () => {
   });
 
   it('streams a large body to a client that reads slowly, resuming the upstream after each pause', async () => {
-    const chunk = Buffer.alloc(128 * 1024, 'y');
-    const chunkCount = 256; // 32 MiB: more than the sockets and the forwarder's queue hold
-    const progress = { written: 0, ended: false };
-    const upstream = await serve(async (_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/octet-stream' });
-      for (let i = 0; i < chunkCount; i += 1) {
-        const more = res.write(chunk);
-        progress.written += chunk.length;
-        if (!more) await new Promise((resolve) => res.once('drain', resolve));
-      }
-      res.end(() => (progress.ended = true));
-    });
+    const { handler, progress, totalBytes } = largeBodyUpstream('y'); // more than the sockets and the queue hold
+    const upstream = await serve(handler);
     const proxy = await proxyTo(upstream);
     const res = await get(`${proxy.url}/v1/chat/completions`);
     // The client has read nothing: backpressure reaches the upstream, which stops being read.
     await writesStall(() => progress.written);
     expect(progress.ended).toBe(false);
     const body = await withDeadline(readAll(res), 20_000, 'the whole body');
-    expect(body.length).toBe(chunk.length * chunkCount);
+    expect(body.length).toBe(totalBytes);
     expect(await proxy.results[0]).toBe('ok');
   });
 

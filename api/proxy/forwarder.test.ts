@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { closedPort, listenLocal, type LocalServer } from '../../test/support/local-server';
-import { withDeadline, writesStall } from '../../test/support/stall';
+import { largeBodyUpstream, withDeadline, writesStall } from '../../test/support/stall';
 import { createForwarder, type ForwardOutcome, type ForwardRequest, isConnectionFailure } from './forwarder';
 
 type Response = Extract<ForwardOutcome, { kind: 'response' }>;
@@ -185,24 +185,14 @@ describe('createForwarder', () => {
   });
 
   it('pauses a fast upstream while the reader lags and resumes it, so a large body arrives whole', async () => {
-    const chunk = Buffer.alloc(128 * 1024, 'x');
-    const chunkCount = 256; // 32 MiB: far past the queue's high-water mark and what the sockets buffer
-    const progress = { written: 0, ended: false };
-    const url = await upstream(async (_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/octet-stream' });
-      for (let i = 0; i < chunkCount; i += 1) {
-        const more = res.write(chunk);
-        progress.written += chunk.length;
-        if (!more) await new Promise((resolve) => res.once('drain', resolve));
-      }
-      res.end(() => (progress.ended = true));
-    });
+    const { handler, progress, totalBytes } = largeBodyUpstream('x'); // far past the queue's high-water mark
+    const url = await upstream(handler);
     const outcome = expectResponse(await forwarder.send(request(url)));
     // Read nothing until the upstream stops making progress: the forwarder has paused it.
     await writesStall(() => progress.written);
     expect(progress.ended).toBe(false);
     const body = await withDeadline(readRest(outcome), 20_000, 'the rest of the body after a pause');
-    expect(body.length).toBe(chunk.length * chunkCount);
+    expect(body.length).toBe(totalBytes);
   });
 });
 

@@ -16,6 +16,7 @@ Environment (blank counts as unset):
   HARU_TEMPORAL_PORT        Temporal dev server gRPC port (default 7233)
   HARU_TEMPORAL_UI_PORT     Temporal Web UI port (default 8233)
   HARU_WORKER_METRICS_PORT  worker /metrics port (default 9464, 0 = any free port)
+  HARU_WORKER_SDK_METRICS_PORT  Temporal SDK metrics port (default 9465, 0 = off)
   HARU_SIM_PORT_OFFSET      added to every simulated supervisor and model port (default 0)
   HARU_STATE_DIR            local state: embedded Postgres, Temporal SQLite, logs (default .haru)
   HARU_DEV_LAYOUT           fleet layout to run (default examples/dev.layout.json)

@@ -7,12 +7,21 @@ import {
   type FleetHealthResponse,
   fleetHealthResponseSchema,
   type PolledDomain,
+  type TrainingProgress,
 } from '../../schemas/status';
 import { cliEnvSchema, createApiClient } from '../api-client';
 import { table } from '../format';
 
 const MIB_PER_GIB = 1024;
 const gib = (mib: number | null) => (mib === null ? '?' : `${(mib / MIB_PER_GIB).toFixed(1)}`);
+/** `120/1000 loss 1.234 (3s ago)`; the error when the trainer's report could not be read. */
+function progress(p: TrainingProgress['progress']): string | null {
+  if (!p) return null;
+  const age = p.ageMs === null ? '' : ` (${formatAge(p.ageMs)} ago)`;
+  if (p.error !== null) return `unreadable: ${p.error}${age}`;
+  const loss = p.loss === null ? '' : ` loss ${p.loss.toPrecision(4)}`;
+  return `${p.step}${p.totalSteps === null ? '' : `/${p.totalSteps}`}${loss}${age}`;
+}
 const lastPoll = (d: PolledDomain) => (d.lastSeenAt ? `${d.lastSeenAt} (${formatAge(d.lastSeenAgeMs)} ago)` : 'never');
 
 /** `haru fleet health` as a human reads it: the monitor's look and its age, then each domain's last poll. */
@@ -75,12 +84,13 @@ export function formatDomainStatus(s: DomainStatusResponse): string {
   );
   lines.push(
     table(
-      ['TRAINING GPU', 'STATE', 'PIDS', 'RUNNING FOR', 'RESTARTS', 'LAST EXIT'],
+      ['TRAINING GPU', 'STATE', 'PIDS', 'RUNNING FOR', 'PROGRESS', 'RESTARTS', 'LAST EXIT'],
       host.training.map((t) => [
         t.gpuIndex,
         t.state,
         t.pids.join(',') || null,
         t.runningForMs === null ? null : formatAge(t.runningForMs),
+        progress(t.progress),
         t.restart ? `${t.restart.attempts}${t.restart.gaveUp ? ' (gave up)' : ''}` : 0,
         t.lastExit ? `${t.lastExit.code ?? t.lastExit.signal} at ${t.lastExit.at}` : null,
       ]),
@@ -123,7 +133,9 @@ export function registerFleetHealth(fleet: Command): void {
 export function registerDomainStatus(domain: Command): void {
   domain
     .command('status <fleet> <domain>')
-    .description("one domain: state and last poll, each model's state, training runs, GPU memory per GPU")
+    .description(
+      "one domain: state and last poll, each model's state, training runs and their progress, GPU memory per GPU",
+    )
     .option('--json', 'print JSON')
     .action(async (fleet: string, ref: string, opts: { json?: boolean }) => {
       const status = await client().get(

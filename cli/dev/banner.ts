@@ -4,6 +4,10 @@ export interface BannerInfo {
   /** null when TEMPORAL_ADDRESS points at a server whose UI we do not know. */
   temporalUiUrl: string | null;
   temporalAddress: string;
+  /** The worker's Prometheus endpoint. */
+  metricsUrl: string;
+  /** The Temporal SDK runtime's; null when HARU_WORKER_SDK_METRICS_PORT is 0. */
+  sdkMetricsUrl: string | null;
   namespace: string;
   fleetSlug: string;
   fleetId: string;
@@ -49,6 +53,7 @@ export function renderBanner(b: BannerInfo): string {
     `  API (OpenAI-compatible)  ${b.apiUrl}/v1`,
     `  Temporal Web UI          ${b.temporalUiUrl ?? `(your server at ${b.temporalAddress})`}`,
     `  Fleet                    ${b.fleetSlug}: active ${b.activeDomain}, standby ${b.standbyDomains.join(', ') || 'none'}, route revision ${b.routeRevision}`,
+    `  Metrics                  worker ${b.metricsUrl}, Temporal SDK ${b.sdkMetricsUrl ?? 'off (HARU_WORKER_SDK_METRICS_PORT=0)'}`,
     `  State                    ${b.stateDir} (${b.databaseLabel})`,
     `  Logs                     ${b.logFile}`,
     '',

@@ -42,6 +42,8 @@ export const devEnvSchema = z.object({
   PORT: port(8700),
   /** The worker's Prometheus endpoint; 0 picks a free port. */
   HARU_WORKER_METRICS_PORT: blankable(portSchema.default(9464)),
+  /** The Temporal SDK runtime's own Prometheus endpoint (`temporal_*`), as `haru worker` serves it; 0 turns it off. */
+  HARU_WORKER_SDK_METRICS_PORT: blankable(portSchema.default(9465)),
   /** Bearer token for the API; unset leaves /v1/* open on 127.0.0.1 only (with a warning). */
   HARU_API_TOKEN: optionalString,
   /** Bearer token between the worker and the simulated supervisors; unset: loopback only, no token. */

@@ -71,6 +71,7 @@ export function configureDevStack(env: NodeJS.ProcessEnv, cwd: string, projectRo
     ...env,
     ...shared,
     HARU_WORKER_METRICS_PORT: String(e.HARU_WORKER_METRICS_PORT),
+    HARU_WORKER_SDK_METRICS_PORT: String(e.HARU_WORKER_SDK_METRICS_PORT),
     HARU_WORKER_METRICS_HOST: '127.0.0.1',
     HARU_SUPERVISOR_TOKEN: e.HARU_SUPERVISOR_TOKEN ?? '',
   });

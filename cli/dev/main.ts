@@ -20,7 +20,7 @@ import { createApiClient } from '../api-client';
 import { startTemporalDevServer } from '../temporal-dev-server';
 import { findTemporalCli, PROJECT_ROOT } from '../temporal-cli';
 import { startDevApi } from './api-part';
-import { renderBanner } from './banner';
+import { type BannerInfo, renderBanner } from './banner';
 import { type ManagedChild, signalGroup } from './children';
 import { type Closer, runClosers } from './closers';
 import { configureDevStack, type DevSetup, displayPath } from './configure';
@@ -229,6 +229,7 @@ export async function startDevStack(
       (err: Error) => reportFailure(new Error(`the worker failed: ${err.message}`)),
     );
     io.out(`  worker               task queue ${e.HARU_TASK_QUEUE}, monitor haru/${fleetId}/monitor`);
+    const metrics = { metricsUrl: worker.metricsUrl, sdkMetricsUrl: worker.sdkMetricsUrl };
     checkAbort();
 
     const { url: apiUrl } = await startDevApi({ config: setup.api, store, database, writeLog, closers });
@@ -249,7 +250,7 @@ export async function startDevStack(
       if (d.state !== 'ready')
         io.err(`haru dev: domain ${d.slug} is ${d.state}${d.lastError ? `: ${d.lastError}` : ''}`);
 
-    const banner = bannerFor(setup, snapshot, { apiUrl, temporalUiUrl, cwd, env });
+    const banner = bannerFor(setup, snapshot, { apiUrl, temporalUiUrl, cwd, env, ...metrics });
     io.out(banner);
 
     let stopping: Promise<void> | undefined;
@@ -280,7 +281,10 @@ const slugOfActive = (fleet: FleetSnapshot | null) => fleet?.domains.find((d) =>
 function bannerFor(
   setup: DevSetup,
   snapshot: FleetSnapshot,
-  at: { apiUrl: string; temporalUiUrl: string | null; cwd: string; env: NodeJS.ProcessEnv },
+  at: Pick<BannerInfo, 'apiUrl' | 'temporalUiUrl' | 'metricsUrl' | 'sdkMetricsUrl'> & {
+    cwd: string;
+    env: NodeJS.ProcessEnv;
+  },
 ): string {
   const { config, layout } = setup;
   const show = (p: string) => displayPath(at.cwd, p);
@@ -294,6 +298,8 @@ function bannerFor(
   return renderBanner({
     apiUrl: at.apiUrl,
     temporalUiUrl: at.temporalUiUrl,
+    metricsUrl: at.metricsUrl,
+    sdkMetricsUrl: at.sdkMetricsUrl,
     temporalAddress: config.temporal.address,
     namespace: config.temporal.namespace,
     fleetSlug: snapshot.slug,

@@ -34,6 +34,13 @@ export function planPorts(config: DevConfig, layout: FleetLayout): PlannedPort[]
       variable: 'HARU_WORKER_METRICS_PORT',
     });
   }
+  if (env.HARU_WORKER_SDK_METRICS_PORT !== 0) {
+    plan.push({
+      port: env.HARU_WORKER_SDK_METRICS_PORT,
+      what: 'the Temporal SDK metrics endpoint',
+      variable: 'HARU_WORKER_SDK_METRICS_PORT',
+    });
+  }
   return [...plan, ...simulatorPorts(layout)];
 }
 

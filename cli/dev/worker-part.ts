@@ -13,6 +13,7 @@ import type { WorkerConfig } from '../../workers/config';
 import { createWorkerLogger } from '../../workers/logger';
 import { createWorkerMetrics } from '../../workers/metrics';
 import { ensureSearchAttributes } from '../../workers/search-attributes';
+import { sdkTelemetry } from '../../workers/main';
 import { ensureMonitor, keepMonitors } from '../../workers/start';
 import { createHaruWorker } from '../../workers/worker';
 import { monitorWorkflowId, resumeAutoFailoverSignal } from '../../workflows/definitions';
@@ -33,15 +34,25 @@ export interface DevWorkerOptions {
   env: NodeJS.ProcessEnv;
 }
 
+export interface DevWorker {
+  /** Settles when the worker stops (rejects on a fatal worker error). */
+  done: Promise<void>;
+  /** The worker's own Prometheus endpoint (`haru_*`). */
+  metricsUrl: string;
+  /** The Temporal SDK runtime's (`temporal_*`); null when HARU_WORKER_SDK_METRICS_PORT is 0. */
+  sdkMetricsUrl: string | null;
+}
+
 /**
- * Starts the worker and the fleet's monitor. Resolves with `done`, which settles when the worker stops
- * (rejecting on a fatal worker error). Installs the Temporal Runtime once per process, without its own
- * signal handlers: `haru dev` stops the worker itself, in order.
+ * Starts the worker and the fleet's monitor. Installs the Temporal Runtime once per process, without its own
+ * signal handlers (`haru dev` stops the worker itself, in order), with the SDK's metrics endpoint as
+ * `haru worker` has it.
  */
-export async function startDevWorker(opts: DevWorkerOptions): Promise<{ done: Promise<void> }> {
+export async function startDevWorker(opts: DevWorkerOptions): Promise<DevWorker> {
   const { config, closers } = opts;
   const logger = createWorkerLogger(config.LOG_LEVEL, opts.writeLog);
-  Runtime.install({ logger, shutdownSignals: [] });
+  const telemetryOptions = sdkTelemetry(config);
+  Runtime.install({ logger, shutdownSignals: [], telemetryOptions });
   const connection = await connectWorkerTemporal(config.temporal);
   closers.push({ what: 'the worker connection', fn: () => connection.close() });
   await ensureSearchAttributes(connection, config.temporal.namespace).catch((err: Error) =>
@@ -76,7 +87,7 @@ export async function startDevWorker(opts: DevWorkerOptions): Promise<{ done: Pr
       () => res.writeHead(500).end(),
     );
   });
-  await listenLocal(metricsServer, config.HARU_WORKER_METRICS_PORT);
+  const metricsPort = await listenLocal(metricsServer, config.HARU_WORKER_METRICS_PORT);
   closers.push({ what: 'the worker metrics endpoint', fn: () => closeServer(metricsServer) });
 
   const client = new Client({ connection, namespace: config.temporal.namespace });
@@ -93,5 +104,9 @@ export async function startDevWorker(opts: DevWorkerOptions): Promise<{ done: Pr
   closers.push({ what: 'the monitor keeper', fn: () => keeper.stop() });
   // A pause signalled in an earlier run survives in the monitor's state: the dev stack starts with it on.
   await client.workflow.getHandle(monitorWorkflowId(opts.fleetId)).signal(resumeAutoFailoverSignal);
-  return { done };
+  return {
+    done,
+    metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
+    sdkMetricsUrl: telemetryOptions ? `http://${telemetryOptions.metrics.prometheus.bindAddress}/metrics` : null,
+  };
 }

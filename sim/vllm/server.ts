@@ -1,6 +1,7 @@
 import { statSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { passesApiKeyGuard } from './auth';
 import { NO_FAULTS, readControlFile, type VllmControl, type VllmControlInput, vllmControlSchema } from './control';
 import { createEngine, MEMORY_TAGS, type MemoryTag } from './engine';
 import { delay, internalServerError, readBody, send } from './http-util';
@@ -29,7 +30,7 @@ export interface FakeVllmOptions {
   maxModelLen?: number;
   /** `--lora-modules NAME=PATH …`: adapters served beside the base model, listed in /v1/models with `parent`. */
   loraModules?: { name: string; path: string }[];
-  /** `--api-key` (or VLLM_API_KEY): `/v1/*` answers 401 without `Authorization: Bearer <key>`. */
+  /** `--api-key` (or VLLM_API_KEY): a guarded path (sim/vllm/auth.ts) answers 401 without `Authorization: Bearer <key>`. */
   apiKey?: string;
   /** Start asleep at level 1 instead of awake (vLLM itself always starts awake). */
   startAsleep?: boolean;
@@ -245,11 +246,9 @@ export function createFakeVllm(opts: FakeVllmOptions) {
     }
     const isInference = req.method === 'POST' && url.pathname.startsWith('/v1/') && url.pathname !== '/v1/models';
     if (!isInference && url.pathname !== '/_sim/state') await delay(lagMs());
-    // vLLM's AuthenticationMiddleware (vllm/entrypoints/openai/api_server.py): with --api-key, every path under
-    // /v1 needs the bearer token, answered `401 {"error": "Unauthorized"}` otherwise; other paths stay open.
-    if (opts.apiKey && url.pathname.startsWith('/v1') && req.headers.authorization !== `Bearer ${opts.apiKey}`) {
-      return send(res, 401, { error: 'Unauthorized' });
-    }
+    // vLLM's AuthenticationMiddleware (sim/vllm/auth.ts): a guarded path without the key is 401 before routing.
+    const request = { method: req.method, pathname: url.pathname, authorization: req.headers.authorization };
+    if (!passesApiKeyGuard(request, opts.apiKey ? [opts.apiKey] : [])) return send(res, 401, { error: 'Unauthorized' });
     switch (`${req.method} ${url.pathname}`) {
       case 'GET /health':
         return send(res, 200);

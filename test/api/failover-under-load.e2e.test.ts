@@ -10,11 +10,11 @@ import path from 'node:path';
 import type { Worker } from '@temporalio/worker';
 import OpenAI from 'openai';
 import { fleetLayoutSchema, type FleetLayoutInput } from '../../schemas/layout';
-import { SIM_TRAINER, type SimDomain, startSimDomain } from '../../sim/domain';
+import { type SimDomain, startSimDomain } from '../../sim/domain';
 import { ensureMonitor } from '../../workers/start';
 import { createHaruWorker } from '../../workers/worker';
 import { monitorWorkflowId } from '../../workflows/definitions';
-import { freePort } from '../support/ports';
+import { twoDomainLayout } from '../support/sim-layout';
 import { workflowBundle } from '../workflows/support/bundle';
 import { useTestServer } from '../workflows/support/temporal';
 import { call, type Harness, startHarness, uniqueSlug } from './support/harness';
@@ -33,43 +33,23 @@ interface Outcome {
   content?: string;
 }
 
-async function layoutFor(stateDir: string): Promise<FleetLayoutInput> {
-  const domain = async (slug: string) => ({
-    slug,
-    supervisorUrl: `http://127.0.0.1:${await freePort()}`,
-    slots: [
-      {
-        kind: 'inference' as const,
-        gpuIndex: 0,
-        models: [{ name: model, servingUrl: `http://127.0.0.1:${await freePort()}` }],
-      },
-      {
-        kind: 'training' as const,
-        gpuIndex: 0,
-        command: ['node', SIM_TRAINER],
-        checkpointDir: path.join(stateDir, slug, 'checkpoints'),
-      },
-    ],
-  });
-  return {
-    fleet: {
-      slug: uniqueSlug('e2e'),
-      activeDomain: 'east',
-      policy: {
-        autoFailover: true,
-        heartbeatIntervalMs: 250,
-        heartbeatStaleMs: 3_000,
-        failureThreshold: 2,
-        trainingStopGraceMs: 1_000,
-        stopTrainingTimeoutMs: 15_000,
-        wakeTimeoutMs: 30_000,
-        probeTimeoutMs: 15_000,
-        drainTimeoutMs: 5_000,
-      },
+const layoutFor = (stateDir: string): Promise<FleetLayoutInput> =>
+  twoDomainLayout({
+    slug: uniqueSlug('e2e'),
+    model,
+    stateDir,
+    policy: {
+      autoFailover: true,
+      heartbeatIntervalMs: 250,
+      heartbeatStaleMs: 3_000,
+      failureThreshold: 2,
+      trainingStopGraceMs: 1_000,
+      stopTrainingTimeoutMs: 15_000,
+      wakeTimeoutMs: 30_000,
+      probeTimeoutMs: 15_000,
+      drainTimeoutMs: 5_000,
     },
-    domains: [await domain('east'), await domain('west')],
-  };
-}
+  });
 
 describe('failover under load', () => {
   let stateDir: string;

@@ -56,7 +56,7 @@ it("fleet health says STALE once the monitor's last look is older than a checkpo
   live.advanceApiClock(-2 * 60_000);
 });
 
-it("domain status shows each model's state, the training run and GPU memory per GPU from the host now", async () => {
+it("domain status shows each model's state, the training run with its reported progress and GPU memory per GPU from the host now", async () => {
   const json = await haru('domain', 'status', live.slug, 'west', '-o', 'json');
   expect(json).toMatchObject({ code: 0, stderr: '' });
   const status = domainStatusResponseSchema.parse(JSON.parse(json.stdout));
@@ -66,6 +66,12 @@ it("domain status shows each model's state, the training run and GPU memory per 
   expect(status.host.training).toHaveLength(1);
   expect(status.host.training[0]).toMatchObject({ gpuIndex: 0, state: 'running' });
   expect(status.host.training[0]!.runningForMs).toBeGreaterThanOrEqual(0);
+  // The simulated trainer reports each step through $HARU_TRAINING_PROGRESS_FILE, as a real one does.
+  const progress = status.host.training[0]!.progress;
+  expect(progress).toMatchObject({ totalSteps: null, error: null });
+  expect(progress!.step).toBeGreaterThan(0);
+  expect(progress!.loss).toBeCloseTo(2 / (1 + progress!.step! / 100));
+  expect(progress!.ageMs).toBeGreaterThanOrEqual(0);
   expect(status.host.gpus.map((g) => g.index)).toEqual([0]);
   expect(status.host.gpus[0]!.usedMiB).toBeGreaterThan(0);
 
@@ -74,6 +80,9 @@ it("domain status shows each model's state, the training run and GPU memory per 
   expect(text.stdout).toContain(`domain east of fleet ${live.slug}: ready (active)`);
   expect(text.stdout).toMatch(/^llama-1b\s+0\s+awake/m);
   expect(text.stdout).toMatch(/^0\s+[\d.]+\s+[\d.]+\s+device/m);
+  const west = await haru('domain', 'status', live.slug, 'west');
+  expect(west.stdout).toMatch(/^TRAINING GPU\s+STATE\s+PIDS\s+RUNNING FOR\s+PROGRESS\s+RESTARTS/m);
+  expect(west.stdout).toMatch(/^0\s+running\s+[\d,]+\s+\S+\s+\d+ loss [\d.]+ \([\d.]+m?s ago\)\s+0/m);
 });
 
 it('domain status of a dead host answers with the host unreachable, and an unknown domain is domain_not_found', async () => {

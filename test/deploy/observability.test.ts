@@ -130,6 +130,8 @@ describe('a failover seen through the exporters', () => {
       new RegExp(`haru_worker_routing_commits_total\\{fleet="${live.slug}",outcome="committed"\\} 1`),
     );
     expect(text).toMatch(new RegExp(`haru_model_awake\\{fleet="${live.slug}",domain="west",model="llama-1b"\\} 1`));
+    // West trained until its promotion: the step its trainer had reported at the monitor's last poll of it.
+    expect(text).toMatch(new RegExp(`haru_training_step\\{fleet="${live.slug}",domain="west",gpu="0"\\} [1-9]\\d*\n`));
   });
 
   it('writes one access log line per request with route, status, duration, fleet and domain', async () => {

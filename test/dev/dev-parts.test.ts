@@ -11,6 +11,7 @@ import { manageChild, signalGroup } from '../../cli/dev/children';
 import { simSupervisorToken } from '../../cli/commands/sim';
 import { loadDevConfig } from '../../cli/dev/config';
 import { configureDevStack } from '../../cli/dev/configure';
+import { sdkTelemetry } from '../../workers/main';
 import { simDomainArgs, simDomainEnv } from '../../cli/dev/domains';
 import { buildDevLayout, simulatorPorts } from '../../cli/dev/layout';
 import { assertPortsFree, duplicatePorts, planPorts, PortInUseError } from '../../cli/dev/ports';
@@ -32,6 +33,7 @@ describe('haru dev configuration', () => {
       HARU_TEMPORAL_PORT: 7233,
       HARU_TEMPORAL_UI_PORT: 8233,
       HARU_WORKER_METRICS_PORT: 9464,
+      HARU_WORKER_SDK_METRICS_PORT: 9465,
       HARU_SIM_PORT_OFFSET: 0,
       HARU_TASK_QUEUE: 'haru',
     });
@@ -132,23 +134,38 @@ describe('the port plan', () => {
   const config = loadDevConfig({}, '/srv/app', ROOT);
   const layout = buildDevLayout(devLayout(), { portOffset: 0, stateDir: '/s' });
 
-  it('lists the API, Temporal, its UI, the worker metrics and every simulated port, each with its variable', () => {
+  it('lists the API, Temporal, its UI, both metrics endpoints and every simulated port, each with its variable', () => {
     const plan = planPorts(config, layout);
-    expect(plan.slice(0, 4)).toEqual([
+    expect(plan.slice(0, 5)).toEqual([
       { port: 8700, what: 'the Haru API', variable: 'PORT' },
       { port: 7233, what: 'the Temporal dev server (gRPC)', variable: 'HARU_TEMPORAL_PORT' },
       { port: 8233, what: 'the Temporal Web UI', variable: 'HARU_TEMPORAL_UI_PORT' },
       { port: 9464, what: 'the worker metrics endpoint', variable: 'HARU_WORKER_METRICS_PORT' },
+      { port: 9465, what: 'the Temporal SDK metrics endpoint', variable: 'HARU_WORKER_SDK_METRICS_PORT' },
     ]);
-    expect(plan.slice(4).every((p) => p.variable === 'HARU_SIM_PORT_OFFSET')).toBe(true);
-    expect(plan).toHaveLength(4 + 8);
+    expect(plan.slice(5).every((p) => p.variable === 'HARU_SIM_PORT_OFFSET')).toBe(true);
+    expect(plan).toHaveLength(5 + 8);
     expect(duplicatePorts(plan)).toEqual([]);
   });
 
-  it('leaves out Temporal with TEMPORAL_ADDRESS and the metrics port when it is 0', () => {
-    const own = loadDevConfig({ TEMPORAL_ADDRESS: 'x:1', HARU_WORKER_METRICS_PORT: '0' }, '/w', ROOT);
-    expect(planPorts(own, layout).map((p) => p.variable)).not.toContain('HARU_TEMPORAL_PORT');
-    expect(planPorts(own, layout).map((p) => p.variable)).not.toContain('HARU_WORKER_METRICS_PORT');
+  it('leaves out Temporal with TEMPORAL_ADDRESS and each metrics port when it is 0', () => {
+    const own = loadDevConfig(
+      { TEMPORAL_ADDRESS: 'x:1', HARU_WORKER_METRICS_PORT: '0', HARU_WORKER_SDK_METRICS_PORT: '0' },
+      '/w',
+      ROOT,
+    );
+    const variables = planPorts(own, layout).map((p) => p.variable);
+    expect(variables).not.toContain('HARU_TEMPORAL_PORT');
+    expect(variables).not.toContain('HARU_WORKER_METRICS_PORT');
+    expect(variables).not.toContain('HARU_WORKER_SDK_METRICS_PORT');
+  });
+
+  it('gives the dev worker the SDK metrics endpoint as haru worker has it: the same telemetry, on 127.0.0.1', () => {
+    const setup = configureDevStack({ HARU_WORKER_SDK_METRICS_PORT: '19465' }, '/w', ROOT);
+    expect(setup.worker.HARU_WORKER_SDK_METRICS_PORT).toBe(19465);
+    expect(sdkTelemetry(setup.worker)).toEqual({ metrics: { prometheus: { bindAddress: '127.0.0.1:19465' } } });
+    const off = configureDevStack({ HARU_WORKER_SDK_METRICS_PORT: '0' }, '/w', ROOT);
+    expect(sdkTelemetry(off.worker)).toBeUndefined();
   });
 
   it('reports two parts wanting one port', () => {
@@ -220,6 +237,8 @@ describe('the banner', () => {
     apiUrl: 'http://127.0.0.1:8700',
     temporalUiUrl: 'http://127.0.0.1:8233',
     temporalAddress: '127.0.0.1:7233',
+    metricsUrl: 'http://127.0.0.1:9464/metrics',
+    sdkMetricsUrl: 'http://127.0.0.1:9465/metrics',
     namespace: 'default',
     fleetSlug: 'dev',
     fleetId: '11111111-1111-4111-8111-111111111111',
@@ -243,6 +262,12 @@ describe('the banner', () => {
     const text = renderBanner(info);
     expect(text).toContain('API (OpenAI-compatible)  http://127.0.0.1:8700/v1');
     expect(text).toContain('Temporal Web UI          http://127.0.0.1:8233');
+    expect(text).toContain(
+      'Metrics                  worker http://127.0.0.1:9464/metrics, Temporal SDK http://127.0.0.1:9465/metrics',
+    );
+    expect(renderBanner({ ...info, sdkMetricsUrl: null })).toContain(
+      'Temporal SDK off (HARU_WORKER_SDK_METRICS_PORT=0)',
+    );
     expect(text).toContain(
       `curl -s http://127.0.0.1:8700/v1/chat/completions -H 'content-type: application/json' \\\n    -d '{"model":"qwen-0.5b","messages":[{"role":"user","content":"Hello from Haru!"}]}'`,
     );

@@ -25,6 +25,7 @@ import {
   stillRunning,
 } from './support';
 import { eventually } from '../support/eventually';
+import { freePort } from '../support/ports';
 
 const run = promisify(execFile);
 jest.setTimeout(300_000);
@@ -72,7 +73,8 @@ describe('haru dev, end to end', () => {
 
   beforeAll(async () => {
     stateDir = mkdtempSync(path.join(os.tmpdir(), 'haru-dev-e2e-'));
-    env = await devEnv(stateDir);
+    // The SDK's exporter on a port of its own: the dev worker serves it as `haru worker` does.
+    env = { ...(await devEnv(stateDir)), HARU_WORKER_SDK_METRICS_PORT: String(await freePort()) };
     apiUrl = `http://127.0.0.1:${env.PORT}`;
     dev = spawnDev(env);
     const exitedEarly = dev.exited.then(({ code, signal }) => {
@@ -103,8 +105,12 @@ describe('haru dev, end to end', () => {
     rmSync(stateDir, { recursive: true, force: true });
   });
 
-  it('prints the URLs and the commands to try', () => {
+  it("prints the URLs and the commands to try, and serves both the worker's and the Temporal SDK's metrics", async () => {
     const out = dev.stdout();
+    const [, workerMetrics, sdkMetrics] = /Metrics {18}worker (\S+), Temporal SDK (\S+)/.exec(out) ?? [];
+    expect(sdkMetrics).toBe(`http://127.0.0.1:${env.HARU_WORKER_SDK_METRICS_PORT}/metrics`);
+    expect(await (await fetch(workerMetrics!)).text()).toContain('haru_worker_activity_');
+    expect(await (await fetch(sdkMetrics!)).text()).toMatch(/^temporal_\w+/m);
     expect(out).toContain(`API (OpenAI-compatible)  ${apiUrl}/v1`);
     expect(out).toContain(`Temporal Web UI          http://127.0.0.1:${env.HARU_TEMPORAL_UI_PORT}`);
     expect(bannerCommand(/# 1\. chat/)).toMatch(/^curl -s .*\/v1\/chat\/completions/);

@@ -11,6 +11,7 @@ import { validateLayout } from '../../db/layout-apply';
 import { fleetLayoutSchema } from '../../schemas/layout';
 import { supervisorConfigSchema } from '../../schemas/supervisor';
 import { loadSupervisorConfig } from '../../supervisor/config';
+import { PROGRESS_FILE, progressFile, readProgress } from '../../supervisor/training-progress';
 import { waitFor } from '../supervisor/support';
 import { freePort } from '../support/ports';
 
@@ -305,6 +306,24 @@ describe('examples/lora-trainer.py', () => {
     });
     expect(noCheckpointDir.status).not.toBe(0);
     expect(noCheckpointDir.stderr).toMatch(/HARU_CHECKPOINT_DIR must be set/);
+  });
+
+  it('reports progress by replacing $HARU_TRAINING_PROGRESS_FILE with what the supervisor reads', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'haru-lora-progress-'));
+    try {
+      const r = python(
+        `${load}t.report_progress(12, 100, 1.5)\nt.report_progress(13, 100, 1.25)\nprint(os.listdir(${JSON.stringify(dir)}))`,
+        {
+          HARU_TRAINING_PROGRESS_FILE: progressFile(dir),
+        },
+      );
+      expect(r.stderr).toBe('');
+      expect(r.stdout.trim()).toBe(`['${PROGRESS_FILE}']`); // no temporary left beside it
+      expect(readProgress(dir, new Date())).toMatchObject({ step: 13, totalSteps: 100, loss: 1.25, error: null });
+      expect(python(`${load}t.report_progress(1, None, None)`, { HARU_TRAINING_PROGRESS_FILE: '' }).status).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('ends at once on SIGTERM while loading, and while training lets the loop finish the step and save', async () => {

@@ -47,6 +47,7 @@ export async function devEnv(stateDir: string): Promise<NodeJS.ProcessEnv & { PO
     HARU_TEMPORAL_PORT: String(await freePort()),
     HARU_TEMPORAL_UI_PORT: String(await freePort()),
     HARU_WORKER_METRICS_PORT: '0',
+    HARU_WORKER_SDK_METRICS_PORT: '0', // off: several stacks share this machine
     HARU_SIM_PORT_OFFSET: String(await freeSimOffset()),
   };
 }

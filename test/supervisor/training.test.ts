@@ -2,8 +2,8 @@
  * Training runs with real processes and real signals: the fake trainer (sim/trainer.js) in its own process
  * group, SIGTERM then SIGKILL, checkpoints on disk.
  */
-import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, readFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { SupervisorConfig } from '../../schemas/supervisor';
@@ -21,6 +21,8 @@ import {
   RUN_FILE,
   type TrainingManager,
 } from '../../supervisor/training';
+import { PROGRESS_FILE } from '../../supervisor/training-progress';
+import { createSupervisorMetrics } from '../../supervisor/metrics';
 import { checkpointStep, tempDirs, TRAINER, trainerEvents, waitFor } from './support';
 
 type Slot = SupervisorConfig['training'][number];
@@ -476,6 +478,67 @@ describeCgroup('training tracked by a cgroup', () => {
     await manager.idle(gpuIndex);
     expect(isAlive(escaped)).toBe(false);
     expect(manager.status()[0]!.lastExit).toMatchObject({ signal: 'SIGKILL' });
+  });
+});
+
+describe('training progress (the trainer replaces $HARU_TRAINING_PROGRESS_FILE)', () => {
+  it('shows the step, total and loss the trainer last reported, with their age, and keeps them once it stopped', async () => {
+    const { manager, checkpointDir, gpuIndex } = setup({ command: trainer('--total-steps', '500') });
+    await startTraining(manager, gpuIndex, checkpointDir);
+    const seen = await waitFor('a reported step past 2', () => {
+      const p = manager.status()[0]!.progress;
+      return p && p.step !== null && p.step > 2 && p;
+    });
+    expect(seen).toMatchObject({ totalSteps: 500, error: null });
+    expect(seen.loss).toBeCloseTo(2 / (1 + seen.step! / 100));
+    expect(seen.ageMs).toBeGreaterThanOrEqual(0);
+    const metrics = createSupervisorMetrics({ trainingStatus: () => manager.status() });
+    const step = Number(
+      (await metrics.registry.metrics()).match(/^haru_supervisor_training_step\{gpu="1"\} (\d+)$/m)?.[1],
+    );
+    expect(step).toBeGreaterThanOrEqual(seen.step!);
+    manager.stop({ gpuIndex, graceMs: 5_000 });
+    await manager.idle(gpuIndex);
+    const final = checkpointStep(checkpointDir);
+    const after = manager.status()[0]!;
+    expect(after.state).toBe('idle');
+    expect(after.progress).toMatchObject({ step: final, totalSteps: 500, error: null });
+    // When it was reported is the file's mtime; the age counts from there.
+    const reportedAt = statSync(path.join(checkpointDir, PROGRESS_FILE)).mtime;
+    expect(after.progress!.at).toBe(reportedAt.toISOString());
+    expect(after.progress!.ageMs).toBeGreaterThanOrEqual(0);
+  });
+
+  it("starts a run without the last run's figure: nothing until the new run reports", async () => {
+    const { manager, checkpointDir, gpuIndex } = setup({ command: trainer('--interval-ms', '60000') });
+    mkdirSync(checkpointDir, { recursive: true });
+    writeFileSync(path.join(checkpointDir, PROGRESS_FILE), JSON.stringify({ step: 999 }));
+    expect(manager.status()[0]!.progress).toMatchObject({ step: 999, totalSteps: null, loss: null });
+    expect(await manager.start({ gpuIndex })).toMatchObject({ accepted: true });
+    expect(manager.status()[0]).toMatchObject({ state: 'running', progress: null });
+  });
+
+  it('reports a progress file it cannot use as an error, never following a symlink or blocking on a FIFO', () => {
+    const { manager, checkpointDir } = setup({ command: trainer() });
+    mkdirSync(checkpointDir, { recursive: true });
+    const file = path.join(checkpointDir, PROGRESS_FILE);
+    const progress = () => manager.status()[0]!.progress;
+
+    writeFileSync(file, '{"step": "ten"}');
+    expect(progress()).toMatchObject({
+      step: null,
+      error: `${PROGRESS_FILE}: step: Invalid input: expected number, received string`,
+    });
+    writeFileSync(file, 'step=10');
+    expect(progress()).toMatchObject({ step: null, error: `${PROGRESS_FILE} is not JSON` });
+    rmSync(file);
+    const secret = path.join(checkpointDir, 'secret.json');
+    writeFileSync(secret, JSON.stringify({ step: 7 }));
+    symlinkSync(secret, file);
+    expect(progress()).toMatchObject({ step: null, error: expect.stringMatching(/^cannot open .*ELOOP/) });
+    rmSync(file);
+    execFileSync('mkfifo', [file]);
+    expect(progress()).toMatchObject({ step: null, error: `${PROGRESS_FILE} is not a regular file` });
   });
 });
 
