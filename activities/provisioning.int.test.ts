@@ -1,3 +1,4 @@
+import type { fetch as undiciFetch } from 'undici';
 import { ApplicationFailure } from '@temporalio/common';
 import { eq } from 'drizzle-orm';
 import { domains as domainsTable } from '../db/schema';
@@ -125,7 +126,7 @@ function setup(opts: { sky?: FakeSkyCli | null; healthy?: () => boolean } = {}) 
   const fetchImpl = (async () => {
     if (!healthy()) throw Object.assign(new TypeError('fetch failed'), { cause: { code: 'ECONNREFUSED' } });
     return new Response('{"ok":true}', { status: 200 });
-  }) as unknown as typeof fetch;
+  }) as unknown as typeof undiciFetch;
   const acts = createProvisioningActivities({
     store: tdb.store,
     supervisor: host.client,
@@ -134,7 +135,7 @@ function setup(opts: { sky?: FakeSkyCli | null; healthy?: () => boolean } = {}) 
     skyPollIntervalMs: 5,
     teardownCheckWithinMs: 200,
     sky,
-    supervisorTokenFor: (domain) => createSupervisorAccess({ token: TOKEN, env: DOMAIN_ENV }).tokenFor(domain),
+    supervisorAccess: createSupervisorAccess({ token: TOKEN, env: DOMAIN_ENV }),
     fetch: fetchImpl,
   });
   return { acts, sky: sky as FakeSkyCli, host };

@@ -48,7 +48,7 @@ export interface SupervisorAccessResolver {
   tokenFor(target: SupervisorTarget): string | undefined;
   /**
    * The token and the undici dispatcher for a call. Refuses plain http:// to a supervisor off loopback unless
-   * the domain says `insecure: true`; a domain's `caFile` gets its own Agent (read once, kept). Throws
+   * the domain says `insecure: true`; a domain's `caFile` or `serverName` gets its own Agent. Throws
    * SupervisorAccessError.
    */
   connect(target: SupervisorTarget): SupervisorConnection;
@@ -90,26 +90,34 @@ export function domainToken(
 export function createSupervisorAccess(options: SupervisorAccessOptions = {}): SupervisorAccessResolver {
   const env = options.env ?? {};
   const readFile = options.readFile ?? ((file: string) => readFileSync(file));
-  const agentWith = (tls: SupervisorClientTls | undefined) =>
+  const agentWith = (tls: (SupervisorClientTls & { servername?: string }) | undefined) =>
     new Agent({ keepAliveTimeout: 30_000, connect: { ...tls } });
   const fleetAgent = agentWith(options.tls);
-  const caAgents = new Map<string, Agent>();
+  const agents = new Map<string, Agent>();
   const warned = new Set<string>();
 
+  /**
+   * The Agent of a domain: the fleet-wide one, unless its layout names its own CA (`caFile`, read once, kept) or
+   * the name its certificate is verified under (`serverName`, the TLS server name whatever address it is
+   * reached at); one Agent per such pair, so each keeps its connections alive.
+   */
   function agentFor(target: SupervisorTarget): Agent {
-    const caFile = target.supervisor?.caFile;
-    if (!caFile) return fleetAgent;
-    let agent = caAgents.get(caFile);
+    const { caFile, serverName } = target.supervisor ?? {};
+    if (!caFile && !serverName) return fleetAgent;
+    const key = `${caFile ?? ''}\n${serverName ?? ''}`;
+    let agent = agents.get(key);
     if (!agent) {
-      let ca: Buffer;
-      try {
-        ca = readFile(caFile);
-      } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
-        throw new SupervisorAccessError(`${field(target, 'caFile')}: cannot read ${caFile} (${code})`);
+      let ca = options.tls?.ca;
+      if (caFile) {
+        try {
+          ca = readFile(caFile);
+        } catch (err) {
+          const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+          throw new SupervisorAccessError(`${field(target, 'caFile')}: cannot read ${caFile} (${code})`);
+        }
       }
-      agent = agentWith({ ...options.tls, ca });
-      caAgents.set(caFile, agent);
+      agent = agentWith({ ...options.tls, ca, ...(serverName && { servername: serverName }) });
+      agents.set(key, agent);
     }
     return agent;
   }
@@ -137,7 +145,7 @@ export function createSupervisorAccess(options: SupervisorAccessOptions = {}): S
       return { token: tokenFor(target), dispatcher: agentFor(target) };
     },
     async close() {
-      await Promise.all([fleetAgent, ...caAgents.values()].map((a) => a.close()));
+      await Promise.all([fleetAgent, ...agents.values()].map((a) => a.close()));
     },
   };
 }

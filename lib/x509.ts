@@ -5,7 +5,15 @@
  * issuer, basicConstraints CA:FALSE, keyUsage digitalSignature, extKeyUsage serverAuth, the subject
  * alternative names given, the CA's subject key identifier as authority key identifier when it has one.
  */
-import { createHash, createPublicKey, generateKeyPairSync, type KeyObject, randomBytes, sign, X509Certificate } from 'node:crypto';
+import {
+  createHash,
+  createPublicKey,
+  generateKeyPairSync,
+  type KeyObject,
+  randomBytes,
+  sign,
+  X509Certificate,
+} from 'node:crypto';
 
 // --- DER writing (X.690) ---
 
@@ -50,7 +58,10 @@ function oid(dotted: string): Buffer {
 
 /** UTCTime through 2049, GeneralizedTime after (RFC 5280 §4.1.2.5). */
 function time(at: Date): Buffer {
-  const iso = at.toISOString().replace(/\.\d{3}/, '').replace(/[-:T]/g, '');
+  const iso = at
+    .toISOString()
+    .replace(/\.\d{3}/, '')
+    .replace(/[-:T]/g, '');
   return at.getUTCFullYear() < 2050 ? tlv(0x17, Buffer.from(iso.slice(2))) : tlv(0x18, Buffer.from(iso));
 }
 
@@ -80,7 +91,7 @@ function readNode(buf: Buffer, offset: number): Node & { end: number } {
 
 function children(node: Node): Node[] {
   const out: Node[] = [];
-  for (let offset = 0; offset < node.content.length; ) {
+  for (let offset = 0; offset < node.content.length;) {
     const child = readNode(node.content, offset);
     out.push(child);
     offset = child.end;
