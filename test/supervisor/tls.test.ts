@@ -2,7 +2,8 @@
  * A real supervisor serving HTTPS with certificates from a test CA, and requiring client certificates
  * (mTLS), called by the worker's supervisor client; and the key-file and pairing rules that stop it at start.
  */
-import { chmodSync, copyFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, readFileSync } from 'node:fs';
+import { Agent, fetch as undiciFetch } from 'undici';
 import path from 'node:path';
 import { createSupervisorAccess, type SupervisorTarget } from '../../activities/supervisor-access';
 import { createSupervisorClient } from '../../activities/supervisor-client';
@@ -87,7 +88,29 @@ describe('supervisor over HTTPS', () => {
       HARU_SUPERVISOR_CLIENT_KEY_FILE: pki.client.key,
     });
     await expect(withCert.status(east(url))).resolves.toHaveProperty('models');
-    await expect(client({ HARU_SUPERVISOR_CA_FILE: pki.ca }).status(east(url))).rejects.toThrow();
+    // Without a client certificate, or with one from another CA, the caller is told what to set, not "socket closed".
+    await expect(client({ HARU_SUPERVISOR_CA_FILE: pki.ca }).status(east(url))).rejects.toMatchObject({
+      type: FailureType.Unauthorized,
+      nonRetryable: true,
+      message: expect.stringMatching(
+        /requires a client certificate \(mTLS\) and none was presented: set HARU_SUPERVISOR_CLIENT_CERT_FILE/,
+      ),
+    });
+    const foreign = createTestPki();
+    const foreignCert = client({
+      HARU_SUPERVISOR_CA_FILE: pki.ca,
+      HARU_SUPERVISOR_CLIENT_CERT_FILE: foreign.client.cert,
+      HARU_SUPERVISOR_CLIENT_KEY_FILE: foreign.client.key,
+    });
+    await expect(foreignCert.status(east(url))).rejects.toMatchObject({
+      type: FailureType.Unauthorized,
+      message: expect.stringMatching(/client certificate is not from this supervisor's client CA/),
+    });
+    // /healthz, open without a token, is behind the client certificate too.
+    const trusting = new Agent({ connect: { ca: readFileSync(pki.ca) } });
+    const health = await undiciFetch(`${url}/healthz`, { dispatcher: trusting });
+    expect(health.status).toBe(401);
+    await trusting.close();
   });
 
   it('refuses at start a key file readable by others, a certificate without its key, a missing file', async () => {
