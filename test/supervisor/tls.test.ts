@@ -80,6 +80,22 @@ describe('supervisor over HTTPS', () => {
     });
   });
 
+  it("verifies the certificate under the domain's serverName, whatever address it is reached at", async () => {
+    // The test certificate names localhost and 127.0.0.1; reached at 127.0.0.1, the name checked is serverName's.
+    const url = (await start({})).replace('localhost', '127.0.0.1');
+    const fleet = createSupervisorClient({
+      access: createSupervisorAccess({
+        token: TOKEN,
+        tls: loadSupervisorClientTls({ HARU_SUPERVISOR_CA_FILE: pki.ca }),
+      }),
+      defaultTimeoutMs: 5_000,
+    });
+    await expect(fleet.status(east(url, { serverName: 'localhost' }))).resolves.toHaveProperty('models');
+    await expect(fleet.status(east(url, { serverName: 'west.gpu.example.com' }))).rejects.toThrow(
+      /ERR_TLS_CERT_ALTNAME_INVALID.*west\.gpu\.example\.com/,
+    );
+  });
+
   it('requires a client certificate from the CA in HARU_SUPERVISOR_TLS_CLIENT_CA_FILE (mTLS)', async () => {
     const url = await start({ HARU_SUPERVISOR_TLS_CLIENT_CA_FILE: pki.ca });
     const withCert = client({
