@@ -86,6 +86,35 @@ export function domainToken(
   return fallback;
 }
 
+/** Node's codes for a server certificate that did not verify (node:tls, OpenSSL's X509_V_ERR_* names). */
+const CERTIFICATE_REJECTED = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
+
+/**
+ * For a connection refused because the supervisor's certificate did not verify: which settings it was checked
+ * against (the domain's `supervisor.caFile`, else HARU_SUPERVISOR_CA_FILE or the system CAs; under
+ * `supervisor.serverName`, else the URL's host), appended to the failure so that a wrong CA names what to fix.
+ * Empty for any other failure.
+ */
+export function certificateRejectionHint(code: string | undefined, target: SupervisorTarget): string {
+  if (!code || !CERTIFICATE_REJECTED.has(code)) return '';
+  const ca = target.supervisor?.caFile
+    ? `${field(target, 'caFile')} (${target.supervisor.caFile})`
+    : 'HARU_SUPERVISOR_CA_FILE (else the system CAs)';
+  const name = target.supervisor?.serverName
+    ? `${field(target, 'serverName')} (${target.supervisor.serverName})`
+    : `the host of ${target.supervisorUrl}`;
+  return `; the certificate was checked against ${ca} under the name ${name}`;
+}
+
 /** Builds the resolver the supervisor client and the provisioning activities share. */
 export function createSupervisorAccess(options: SupervisorAccessOptions = {}): SupervisorAccessResolver {
   const env = options.env ?? {};
