@@ -1,7 +1,9 @@
+import type { fetch as undiciFetch } from 'undici';
 import type { SupervisorStatus } from '../schemas/supervisor';
 import type { Store } from '../db/store';
 import type { SkyCli } from '../drivers/sky';
-import type { SupervisorTarget } from './supervisor-access';
+import type { SupervisorCertificateIssuer } from './provisioning-certificate';
+import type { SupervisorAccessResolver } from './supervisor-access';
 import type { ProofOfLife } from './proof-of-life';
 import type { SupervisorClient } from './supervisor-client';
 
@@ -37,14 +39,17 @@ export interface ActivityDeps {
   /** The `sky` CLI for skypilot/skyserve domains; provisioning activities fail non-retryably without it. */
   sky?: SkyCli;
   /**
-   * A domain's supervisor token (its layout's `tokenEnv`/`tokenFile`, else the fleet-wide one), handed to the
-   * hosts it provisions (`sky launch --secret HARU_SUPERVISOR_TOKEN`); throws SupervisorAccessError.
+   * How the supervisor client reaches each domain (the same resolver): provisioning hands a domain's token to
+   * the host it launches (`sky launch --secret HARU_SUPERVISOR_TOKEN`) and waits for its `/healthz` over the
+   * domain's connection (its CA and TLS server name).
    */
-  supervisorTokenFor?: (domain: SupervisorTarget) => string | undefined;
+  supervisorAccess?: Pick<SupervisorAccessResolver, 'tokenFor' | 'connect'>;
+  /** Issues the certificates of `supervisor.issueCertificate` domains (HARU_SUPERVISOR_CA_KEY_FILE). */
+  supervisorCertificates?: SupervisorCertificateIssuer;
   /** The proxies' announced proofs of life (default: heard over the store's database). */
   proofOfLife?: ProofOfLife;
-  /** HTTP for the supervisor's open `/healthz` (default: the global fetch). */
-  fetch?: typeof globalThis.fetch;
+  /** HTTP for the supervisor's open `/healthz` (default: undici's fetch, through the domain's connection). */
+  fetch?: typeof undiciFetch;
 }
 
 export const DEFAULT_POLL_INTERVAL_MS = 250;

@@ -1,6 +1,12 @@
+import { createPrivateKey, X509Certificate } from 'node:crypto';
+import { chmodSync, readFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import type { fetch as undiciFetch } from 'undici';
 import { ApplicationFailure } from '@temporalio/common';
 import { eq } from 'drizzle-orm';
 import { domains as domainsTable } from '../db/schema';
+import { createTestPki } from '../test/support/pki';
+import { loadSupervisorCertificateIssuer, type SupervisorCertificateIssuer } from './provisioning-certificate';
 import { createTestDatabase, seedLayout, type TestDatabase } from '../db/testing';
 import { SkyCommandError } from '../drivers/errors';
 import type { SkyCli } from '../drivers/sky';
@@ -118,14 +124,16 @@ async function setState(id: string, state: DomainState) {
   for (const step of paths[state]) await tdb.store.domains.transition(id, step);
 }
 
-function setup(opts: { sky?: FakeSkyCli | null; healthy?: () => boolean } = {}) {
+function setup(
+  opts: { sky?: FakeSkyCli | null; healthy?: () => boolean; certificates?: SupervisorCertificateIssuer } = {},
+) {
   const sky = opts.sky === null ? undefined : (opts.sky ?? new FakeSkyCli());
   const host = new FakeHost();
   const healthy = opts.healthy ?? (() => true);
   const fetchImpl = (async () => {
     if (!healthy()) throw Object.assign(new TypeError('fetch failed'), { cause: { code: 'ECONNREFUSED' } });
     return new Response('{"ok":true}', { status: 200 });
-  }) as unknown as typeof fetch;
+  }) as unknown as typeof undiciFetch;
   const acts = createProvisioningActivities({
     store: tdb.store,
     supervisor: host.client,
@@ -134,7 +142,8 @@ function setup(opts: { sky?: FakeSkyCli | null; healthy?: () => boolean } = {}) 
     skyPollIntervalMs: 5,
     teardownCheckWithinMs: 200,
     sky,
-    supervisorTokenFor: (domain) => createSupervisorAccess({ token: TOKEN, env: DOMAIN_ENV }).tokenFor(domain),
+    supervisorAccess: createSupervisorAccess({ token: TOKEN, env: DOMAIN_ENV }),
+    supervisorCertificates: opts.certificates,
     fetch: fetchImpl,
   });
   return { acts, sky: sky as FakeSkyCli, host };
@@ -229,6 +238,53 @@ describe('launchDomain', () => {
       message: 'domain west: supervisor.tokenEnv: UNSET_TOKEN is not set',
     });
     expect(sky.calls).toHaveLength(1); // nothing launched without its token
+  });
+
+  it('issues a certificate for serverName to a domain that asks, handing it over only as secrets, with an event', async () => {
+    const f = await fleet();
+    const pki = createTestPki();
+    const caKey = path.join(pki.dir, 'ca.key');
+    chmodSync(caKey, 0o600);
+    const certificates = loadSupervisorCertificateIssuer({
+      HARU_SUPERVISOR_CA_FILE: pki.ca,
+      HARU_SUPERVISOR_CA_KEY_FILE: caKey,
+    });
+    const supervisor = { issueCertificate: true, serverName: 'west.gpu.example.com' };
+    await tdb.database.db
+      .update(domainsTable)
+      .set({ supervisor, supervisorUrl: 'https://west.gpu.example.com:8701' })
+      .where(eq(domainsTable.id, f.ids.west!));
+
+    // Without the CA's key the worker cannot issue it: nothing is launched, and the failure says what to set.
+    const unable = setup();
+    const failure = await failureOf(run(unable.acts.launchDomain, { domainId: f.ids.west!, timeoutMs: 60_000 }));
+    expect(failure).toMatchObject({ type: FailureType.SupervisorMisconfigured, nonRetryable: true });
+    expect((failure as Error).message).toMatch(/supervisor\.issueCertificate needs .*HARU_SUPERVISOR_CA_KEY_FILE/);
+    expect(unable.sky.calls).toEqual([]);
+
+    const { acts, sky } = setup({ certificates });
+    const result = await run(acts.launchDomain, { domainId: f.ids.west!, timeoutMs: 60_000 });
+    const secrets = sky.calls[0]!.secrets!;
+    expect(Object.keys(secrets).sort()).toEqual([
+      'HARU_SUPERVISOR_TLS_CERT_B64',
+      'HARU_SUPERVISOR_TLS_KEY_B64',
+      'HARU_SUPERVISOR_TOKEN',
+    ]);
+    const cert = new X509Certificate(Buffer.from(secrets.HARU_SUPERVISOR_TLS_CERT_B64!, 'base64'));
+    const key = createPrivateKey(Buffer.from(secrets.HARU_SUPERVISOR_TLS_KEY_B64!, 'base64'));
+    expect(cert.checkPrivateKey(key)).toBe(true);
+    expect(cert.verify(new X509Certificate(readFileSync(pki.ca)).publicKey)).toBe(true);
+    expect(cert.subjectAltName).toBe('DNS:west.gpu.example.com');
+    expect(result.certificate).toEqual({
+      serverName: 'west.gpu.example.com',
+      serial: cert.serialNumber,
+      notAfter: new Date(cert.validTo).toISOString(),
+      fingerprint256: cert.fingerprint256,
+    });
+    const events = await tdb.store.events.list(f.fleetId, { limit: 100 });
+    expect(events.find((e) => e.type === 'domain.certificate_issued')?.data).toEqual(result.certificate);
+    expect(sky.calls[0]!.yaml).not.toContain(secrets.HARU_SUPERVISOR_TLS_KEY_B64!);
+    rmSync(pki.dir, { recursive: true, force: true });
   });
 
   it('brings a skyserve domain up with serve up', async () => {

@@ -15,7 +15,9 @@ import {
   DEFAULT_TEARDOWN_CHECK_WITHIN_MS,
   type ActivityDeps,
 } from './deps';
-import { SupervisorAccessError } from './supervisor-access';
+import { fetch as undiciFetch } from 'undici';
+import { SUPERVISOR_TLS_SECRETS } from '../schemas/layout';
+import { SupervisorAccessError, type SupervisorConnection } from './supervisor-access';
 import { cancellation, currentAttempt, loadTarget, modelNamesOf, waitUntil } from './support';
 
 /** The environment variable the supervisor reads its bearer token from (passed with `--secret`). */
@@ -78,16 +80,53 @@ const lastLine = (chunk: string) => stripAnsi(chunk).trim().split('\n').at(-1)?.
 export function createProvisioningActivities(deps: ActivityDeps) {
   const { store, supervisor } = deps;
   const intervalMs = deps.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
-  const httpFetch = deps.fetch ?? globalThis.fetch;
+  const httpFetch = deps.fetch ?? undiciFetch;
 
-  /** The token the launched host's supervisor will require. */
-  function supervisorTokenOf(domain: Domain): string | undefined {
+  /** A domain's supervisor settings that cannot work, as the non-retryable failure the client also throws. */
+  function misconfigured<T>(domain: Domain, fn: () => T): T {
     try {
-      return deps.supervisorTokenFor?.(domain);
+      return fn();
     } catch (err) {
       if (!(err instanceof SupervisorAccessError)) throw err;
       throw ApplicationFailure.nonRetryable(err.message, FailureType.SupervisorMisconfigured, { domain: domain.slug });
     }
+  }
+
+  /** The token the launched host's supervisor will require. */
+  const supervisorTokenOf = (domain: Domain) => misconfigured(domain, () => deps.supervisorAccess?.tokenFor(domain));
+  /** How `/healthz` reaches the domain's supervisor: its CA and TLS server name, as the client's calls do. */
+  const connectionOf = (domain: Domain): SupervisorConnection | undefined =>
+    misconfigured(domain, () => deps.supervisorAccess?.connect(domain));
+
+  /**
+   * The secrets carrying a certificate issued now for the domain's `supervisor.serverName` (base64 PEM, see
+   * SUPERVISOR_TLS_SECRETS) and what is known of it; none for a domain that does not ask for one.
+   */
+  function certificateFor(domain: Domain): {
+    secrets: Record<string, string>;
+    issued?: { serverName: string; serial: string; notAfter: string; fingerprint256: string };
+  } {
+    const serverName = domain.supervisor?.serverName;
+    if (!domain.supervisor?.issueCertificate || !serverName) return { secrets: {} };
+    if (!deps.supervisorCertificates) {
+      throw ApplicationFailure.nonRetryable(
+        `domain ${domain.slug}: supervisor.issueCertificate needs the supervisor CA on the worker: set ` +
+          'HARU_SUPERVISOR_CA_FILE and HARU_SUPERVISOR_CA_KEY_FILE',
+        FailureType.SupervisorMisconfigured,
+        { domain: domain.slug },
+      );
+    }
+    const cert = deps.supervisorCertificates.issue(serverName, deps.now());
+    const b64 = (text: string) => Buffer.from(text, 'utf8').toString('base64');
+    return {
+      secrets: { [SUPERVISOR_TLS_SECRETS.cert]: b64(cert.certPem), [SUPERVISOR_TLS_SECRETS.key]: b64(cert.keyPem) },
+      issued: {
+        serverName,
+        serial: cert.serial,
+        notAfter: cert.notAfter.toISOString(),
+        fingerprint256: cert.fingerprint256,
+      },
+    };
   }
   const checkWithinMs = deps.teardownCheckWithinMs ?? DEFAULT_TEARDOWN_CHECK_WITHIN_MS;
 
@@ -214,21 +253,30 @@ export function createProvisioningActivities(deps: ActivityDeps) {
     /**
      * `sky launch` (skypilot) or `sky serve up` (skyserve) of the domain's rendered YAML, the domain's supervisor
      * token (its layout's `tokenEnv`/`tokenFile`, else the fleet-wide one) passed as `--secret
-     * HARU_SUPERVISOR_TOKEN` through the `sky` process's environment. Heartbeats the CLI's last output line
+     * HARU_SUPERVISOR_TOKEN` through the `sky` process's environment, and for a `supervisor.issueCertificate`
+     * domain a certificate issued now for its `serverName` with its key (`--secret HARU_SUPERVISOR_TLS_CERT_B64`,
+     * `…_KEY_B64`; the key exists only in that process's environment and on the host), recorded as a
+     * `domain.certificate_issued` event (serial, expiry, fingerprint). Heartbeats the CLI's last output line
      * while it runs; cancellation kills the command. A failed or timed-out launch throws non-retryable
-     * LaunchFailed carrying the command and its capped stderr; an unset or unreadable token source,
-     * non-retryable SupervisorMisconfigured.
+     * LaunchFailed carrying the command and its capped stderr; an unset or unreadable token source, or a
+     * certificate to issue without the CA's key, non-retryable SupervisorMisconfigured.
      */
-    async launchDomain(input: {
-      domainId: string;
-      timeoutMs: number;
-    }): Promise<{ attempt: number; skyName: string; provider: string }> {
+    async launchDomain(input: { domainId: string; timeoutMs: number }): Promise<{
+      attempt: number;
+      skyName: string;
+      provider: string;
+      certificate?: { serverName: string; serial: string; notAfter: string; fingerprint256: string };
+    }> {
       const sky = requireSky();
       const { domain, fleet } = await loadProvisionable(input.domainId);
       const skyName = skyNameFor(fleet.slug, domain.slug);
       const yaml = renderDomainYaml({ domain, fleetSlug: fleet.slug });
       const token = supervisorTokenOf(domain);
-      const secrets: Record<string, string> = token ? { [SUPERVISOR_TOKEN_ENV]: token } : {};
+      const certificate = certificateFor(domain);
+      const secrets: Record<string, string> = {
+        ...(token ? { [SUPERVISOR_TOKEN_ENV]: token } : {}),
+        ...certificate.secrets,
+      };
       const verb = domain.provider === 'skyserve' ? 'sky serve up' : 'sky launch';
       try {
         await heartbeating(`${verb} ${skyName}`, (onOutput) => {
@@ -242,7 +290,16 @@ export function createProvisioningActivities(deps: ActivityDeps) {
         throw skyFailure(err, FailureType.LaunchFailed, false);
       }
       log.info('domain launched', { domainId: domain.id, skyName, provider: domain.provider });
-      return { attempt: currentAttempt(), skyName, provider: domain.provider };
+      const issued = certificate.issued;
+      if (issued) {
+        await event(
+          domain,
+          'domain.certificate_issued',
+          `domain ${domain.slug}: supervisor certificate for ${issued.serverName} issued, valid until ${issued.notAfter}`,
+          issued,
+        );
+      }
+      return { attempt: currentAttempt(), skyName, provider: domain.provider, ...(issued && { certificate: issued }) };
     },
 
     /**
@@ -264,12 +321,14 @@ export function createProvisioningActivities(deps: ActivityDeps) {
       if (domain.provider === 'skyserve' && (domain.launch.service?.port ?? port) !== port) return keep;
       const sky = requireSky();
       const skyName = skyNameFor(fleet.slug, domain.slug);
+      // `sky status --endpoint` prints `host:port` for a VM: the supervisor there speaks what the layout's URL says.
+      const scheme = new URL(domain.supervisorUrl).protocol === 'https:' ? 'https' : 'http';
       let reported: string | null;
       try {
         reported =
           domain.provider === 'skyserve'
             ? await sky.serveEndpoint(skyName, { signal: cancellation() })
-            : await sky.endpoint(skyName, port, { signal: cancellation() });
+            : await sky.endpoint(skyName, port, { signal: cancellation(), scheme });
       } catch (err) {
         throw skyFailure(err, FailureType.SkyCommandFailed, true);
       }
@@ -319,7 +378,7 @@ export function createProvisioningActivities(deps: ActivityDeps) {
           lastSkyCheck = deps.now().getTime();
           await assertStillLaunched(deps.sky, domain.provider, skyName);
         }
-        const health = await healthz(url);
+        const health = await healthz(url, connectionOf(domain));
         if (health) return { done: false, waitingFor: `supervisor ${url}/healthz: ${health}` };
         let status;
         try {
@@ -546,10 +605,11 @@ export function createProvisioningActivities(deps: ActivityDeps) {
   }
 
   /** Null when `/healthz` answers 2xx; otherwise why not. */
-  async function healthz(url: string): Promise<string | null> {
+  async function healthz(url: string, connection: SupervisorConnection | undefined): Promise<string | null> {
     const signal = AbortSignal.any([cancellation(), AbortSignal.timeout(5_000)]);
     try {
-      const res = await httpFetch(new URL('healthz', url.endsWith('/') ? url : `${url}/`), { signal });
+      const target = new URL('healthz', url.endsWith('/') ? url : `${url}/`);
+      const res = await httpFetch(target, { signal, dispatcher: connection?.dispatcher });
       await res.body?.cancel().catch(() => undefined);
       return res.ok ? null : `HTTP ${res.status}`;
     } catch (err) {

@@ -48,7 +48,7 @@ export interface SupervisorAccessResolver {
   tokenFor(target: SupervisorTarget): string | undefined;
   /**
    * The token and the undici dispatcher for a call. Refuses plain http:// to a supervisor off loopback unless
-   * the domain says `insecure: true`; a domain's `caFile` gets its own Agent (read once, kept). Throws
+   * the domain says `insecure: true`; a domain's `caFile` or `serverName` gets its own Agent. Throws
    * SupervisorAccessError.
    */
   connect(target: SupervisorTarget): SupervisorConnection;
@@ -86,30 +86,67 @@ export function domainToken(
   return fallback;
 }
 
+/** Node's codes for a server certificate that did not verify (node:tls, OpenSSL's X509_V_ERR_* names). */
+const CERTIFICATE_REJECTED = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
+
+/**
+ * For a connection refused because the supervisor's certificate did not verify: which settings it was checked
+ * against (the domain's `supervisor.caFile`, else HARU_SUPERVISOR_CA_FILE or the system CAs; under
+ * `supervisor.serverName`, else the URL's host), appended to the failure so that a wrong CA names what to fix.
+ * Empty for any other failure.
+ */
+export function certificateRejectionHint(code: string | undefined, target: SupervisorTarget): string {
+  if (!code || !CERTIFICATE_REJECTED.has(code)) return '';
+  const ca = target.supervisor?.caFile
+    ? `${field(target, 'caFile')} (${target.supervisor.caFile})`
+    : 'HARU_SUPERVISOR_CA_FILE (else the system CAs)';
+  const name = target.supervisor?.serverName
+    ? `${field(target, 'serverName')} (${target.supervisor.serverName})`
+    : `the host of ${target.supervisorUrl}`;
+  return `; the certificate was checked against ${ca} under the name ${name}`;
+}
+
 /** Builds the resolver the supervisor client and the provisioning activities share. */
 export function createSupervisorAccess(options: SupervisorAccessOptions = {}): SupervisorAccessResolver {
   const env = options.env ?? {};
   const readFile = options.readFile ?? ((file: string) => readFileSync(file));
-  const agentWith = (tls: SupervisorClientTls | undefined) =>
+  const agentWith = (tls: (SupervisorClientTls & { servername?: string }) | undefined) =>
     new Agent({ keepAliveTimeout: 30_000, connect: { ...tls } });
   const fleetAgent = agentWith(options.tls);
-  const caAgents = new Map<string, Agent>();
+  const agents = new Map<string, Agent>();
   const warned = new Set<string>();
 
+  /**
+   * The Agent of a domain: the fleet-wide one, unless its layout names its own CA (`caFile`, read once, kept) or
+   * the name its certificate is verified under (`serverName`, the TLS server name whatever address it is
+   * reached at); one Agent per such pair, so each keeps its connections alive.
+   */
   function agentFor(target: SupervisorTarget): Agent {
-    const caFile = target.supervisor?.caFile;
-    if (!caFile) return fleetAgent;
-    let agent = caAgents.get(caFile);
+    const { caFile, serverName } = target.supervisor ?? {};
+    if (!caFile && !serverName) return fleetAgent;
+    const key = `${caFile ?? ''}\n${serverName ?? ''}`;
+    let agent = agents.get(key);
     if (!agent) {
-      let ca: Buffer;
-      try {
-        ca = readFile(caFile);
-      } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
-        throw new SupervisorAccessError(`${field(target, 'caFile')}: cannot read ${caFile} (${code})`);
+      let ca = options.tls?.ca;
+      if (caFile) {
+        try {
+          ca = readFile(caFile);
+        } catch (err) {
+          const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+          throw new SupervisorAccessError(`${field(target, 'caFile')}: cannot read ${caFile} (${code})`);
+        }
       }
-      agent = agentWith({ ...options.tls, ca });
-      caAgents.set(caFile, agent);
+      agent = agentWith({ ...options.tls, ca, ...(serverName && { servername: serverName }) });
+      agents.set(key, agent);
     }
     return agent;
   }
@@ -137,7 +174,7 @@ export function createSupervisorAccess(options: SupervisorAccessOptions = {}): S
       return { token: tokenFor(target), dispatcher: agentFor(target) };
     },
     async close() {
-      await Promise.all([fleetAgent, ...caAgents.values()].map((a) => a.close()));
+      await Promise.all([fleetAgent, ...agents.values()].map((a) => a.close()));
     },
   };
 }

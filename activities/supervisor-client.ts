@@ -28,6 +28,7 @@ import {
   type WakeRequest,
 } from '../schemas/supervisor';
 import {
+  certificateRejectionHint,
   createSupervisorAccess,
   SupervisorAccessError,
   type SupervisorAccessResolver,
@@ -167,7 +168,9 @@ export function createSupervisorClient(options: SupervisorClientOptions = {}): S
       text = await response.body.text();
     } catch (err) {
       if (opts.signal?.aborted) throw opts.signal.reason ?? err;
-      const reason = isTimedOut ? `timed out after ${timeoutMs} ms` : describeNetworkError(err);
+      const reason = isTimedOut
+        ? `timed out after ${timeoutMs} ms`
+        : describeNetworkError(err) + certificateRejectionHint(errorCode(err), target);
       throw ApplicationFailure.retryable(`supervisor ${what}: ${reason}`, FailureType.SupervisorUnreachable);
     } finally {
       clearTimeout(timer);
@@ -234,6 +237,10 @@ function httpFailure(what: string, response: Dispatcher.ResponseData, text: stri
 
 const headerValue = (value: string | string[] | undefined): string | null =>
   (Array.isArray(value) ? value[0] : value) ?? null;
+
+/** The code of the failure behind `err`, if any. */
+const errorCode = (err: unknown): string | undefined =>
+  findCause(err, (e) => (typeof e.code === 'string' ? e.code : undefined));
 
 /** The socket failure behind `err` (undici throws it, fetch wraps it as `cause`): its code and message. */
 function describeNetworkError(err: unknown): string {

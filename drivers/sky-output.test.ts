@@ -210,6 +210,11 @@ describe('endpoints (sky status --endpoint, sky serve status --endpoint)', () =>
     );
   });
 
+  it('reads host:port with the scheme the caller says the process behind the port speaks', () => {
+    expect(parseEndpoint('35.223.97.21:8701\n', 'https')).toBe('https://35.223.97.21:8701');
+    expect(parseEndpoint('http://44.201.118.77:30001\n', 'https')).toBe('http://44.201.118.77:30001');
+  });
+
   it('refuses output that is not an endpoint', () => {
     for (const text of ['', '-\n', 'No existing clusters.\n', 'just-a-host\n']) {
       expect(() => parseEndpoint(text)).toThrow(UnparseableOutputError);

@@ -275,18 +275,19 @@ export function saysSkippedFailed(output: string, name: string): boolean {
 
 /**
  * The endpoint `sky status --endpoint PORT NAME` or `sky serve status --endpoint NAME` prints, as a URL:
- * `host:port` (a cloud VM's opened port, SkyServe's load balancer) becomes `http://host:port`; an
+ * `host:port` (a cloud VM's opened port, SkyServe's load balancer) becomes `<scheme>://host:port` (default http: what
+ * the process behind the port speaks is the caller's to say); an
  * `http(s)://…` line (a Kubernetes ingress) is taken as it is. The endpoint is the last non-empty line
  * (a hint or a spinner line may come before it). Throws UnparseableOutputError for anything else.
  */
-export function parseEndpoint(stdout: string): string {
+export function parseEndpoint(stdout: string, scheme: 'http' | 'https' = 'http'): string {
   const line =
     stripAnsi(stdout)
       .split('\n')
       .map((l) => l.trim())
       .filter(Boolean)
       .at(-1) ?? '';
-  const candidate = /^https?:\/\//.test(line) ? line : `http://${line}`;
+  const candidate = /^https?:\/\//.test(line) ? line : `${scheme}://${line}`;
   let url: URL;
   try {
     url = new URL(candidate);

@@ -83,10 +83,14 @@ export interface SkyCli {
   /** `sky status [--refresh] NAME`; null when no such cluster. */
   status(cluster: string, opts?: SkyCallOptions & { refresh?: boolean }): Promise<SkyCluster | null>;
   /**
-   * `sky status --endpoint PORT NAME`: the address (as an http URL) at which the cluster's head exposes
-   * `port`; null when no such cluster.
+   * `sky status --endpoint PORT NAME`: the address at which the cluster's head exposes `port`, as a URL
+   * (`scheme`, default http, for the `host:port` a VM prints; a printed URL as it is); null when no such cluster.
    */
-  endpoint(cluster: string, port: number, opts?: SkyCallOptions): Promise<string | null>;
+  endpoint(
+    cluster: string,
+    port: number,
+    opts?: SkyCallOptions & { scheme?: 'http' | 'https' },
+  ): Promise<string | null>;
   /** `sky stop NAME --yes`. */
   stop(cluster: string, opts?: SkyCallOptions): Promise<'stopped' | 'not_found'>;
   /** `sky down NAME --yes`: terminates the cluster. */
@@ -247,11 +251,15 @@ export function createSkyCli(options: SkyCliOptions): SkyCli {
   }
 
   /** An endpoint query: the printed address as a URL, null for an unknown cluster or service. */
-  async function endpointOf(args: string[], name: string, opts: SkyCallOptions | undefined): Promise<string | null> {
+  async function endpointOf(
+    args: string[],
+    name: string,
+    opts: (SkyCallOptions & { scheme?: 'http' | 'https' }) | undefined,
+  ): Promise<string | null> {
     const result = await run(args, timeouts.statusMs, opts);
     if (saysNotFound(`${result.stdout}\n${result.stderr}`, name)) return null;
     if (result.exitCode !== 0) throw failed([bin, ...args], result);
-    return parsed(args, result, () => parseEndpoint(result.stdout));
+    return parsed(args, result, () => parseEndpoint(result.stdout, opts?.scheme));
   }
 
   return {

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 
 /** A secret file that cannot serve: unreadable, or nothing but whitespace. The message names the setting. */
 export class SecretFileError extends Error {
@@ -52,4 +52,26 @@ export function secretFromEnv(
   const file = text(env[`${name}_FILE`]);
   if (inline && file) throw (opts.fail ?? secretFileError)(`${name} and ${name}_FILE are both set: set one`);
   return file ? readSecretFile(file, `${name}_FILE`, opts) : inline;
+}
+
+/**
+ * Reads a private key file as it is (a Buffer, nothing trimmed), refusing one that group or others may read:
+ * a key must be its owner's alone. Throws `fail(message)` (default SecretFileError) starting with `setting`.
+ */
+export function readOwnerOnlyFile(
+  file: string,
+  setting: string,
+  fail: (message: string) => Error = secretFileError,
+): Buffer {
+  let content: Buffer;
+  try {
+    content = readFileSync(file);
+  } catch (err) {
+    throw fail(`${setting}: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+  const mode = statSync(file).mode & 0o777;
+  if (mode & 0o077) {
+    throw fail(`${setting}: ${file} is readable by others (mode ${mode.toString(8).padStart(4, '0')}); chmod 600 it`);
+  }
+  return content;
 }

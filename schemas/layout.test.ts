@@ -211,6 +211,62 @@ describe("a domain's supervisor settings", () => {
   });
 });
 
+describe('an issued supervisor certificate', () => {
+  /** Domain `west` (https) as a skypilot domain with the given supervisor settings. */
+  const issued = (supervisor: Record<string, unknown>, domain: Record<string, unknown> = {}) => {
+    const input = layout();
+    Object.assign(input.domains[1]!, {
+      provider: 'skypilot',
+      launch: { run: 'haru supervisor' },
+      supervisor,
+      ...domain,
+    });
+    return input;
+  };
+
+  it('is accepted for an https skypilot domain with the DNS name it is issued for', () => {
+    expect(problemPaths(issued({ issueCertificate: true, serverName: 'west.gpu.example.com' }))).toEqual([]);
+    // A server name alone (a host image's certificate reached at its IP) is fine on any domain.
+    expect(
+      problemPaths(issued({ serverName: 'west.gpu.example.com' }, { provider: 'static', launch: undefined })),
+    ).toEqual([]);
+  });
+
+  it('refuses it without a name, with its own CA or insecure, on http, and off skypilot', () => {
+    const paths = (input: unknown) => problemPaths(input).map((p) => p.path);
+    expect(problemPaths(issued({ issueCertificate: true }))).toEqual([
+      { path: '$.domains[1].supervisor.serverName', message: expect.stringContaining('stable DNS name') },
+    ]);
+    expect(paths(issued({ issueCertificate: true, serverName: 'w.example', caFile: '/ca.pem' }))).toEqual([
+      '$.domains[1].supervisor.caFile',
+    ]);
+    expect(paths(issued({ issueCertificate: true, serverName: 'w.example', insecure: true }))).toEqual([
+      '$.domains[1].supervisor.insecure',
+    ]);
+    expect(paths(issued({ issueCertificate: true, serverName: '10.0.1.1' }))).toEqual([
+      '$.domains[1].supervisor.serverName',
+    ]);
+    expect(
+      problemPaths(issued({ issueCertificate: true, serverName: 'w.example' }, { supervisorUrl: 'http://w:8701' })),
+    ).toEqual([
+      {
+        path: '$.domains[1].supervisor.issueCertificate',
+        message: expect.stringContaining('supervisorUrl is http://'),
+      },
+    ]);
+    expect(problemPaths(issued({ issueCertificate: true, serverName: 'w.example' }, { provider: 'skyserve' }))).toEqual(
+      [{ path: '$.domains[1].supervisor.issueCertificate', message: expect.stringContaining('not skyserve ones') }],
+    );
+  });
+
+  it('keeps the secrets that carry it for Haru alone', () => {
+    const input = issued({}, { launch: { run: 'x', secrets: ['HARU_SUPERVISOR_TLS_KEY_B64'] } });
+    expect(problemPaths(input)).toEqual([
+      { path: '$.domains[1].launch.secrets[0]', message: expect.stringContaining('is reserved') },
+    ]);
+  });
+});
+
 describe('jsonPath', () => {
   it('writes indexes in brackets and quotes keys that are not identifiers', () => {
     expect(jsonPath([])).toBe('$');

@@ -68,8 +68,27 @@ export type ServeSpec = z.infer<typeof serveSpecSchema>;
 
 const envNameSchema = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name');
 
-/** Variables of Haru's own processes that must never be sent to a host (the supervisor token is sent by Haru itself). */
-export const RESERVED_SECRET_NAMES = ['HARU_SUPERVISOR_TOKEN', 'HARU_API_TOKEN', 'DATABASE_URL'] as const;
+/**
+ * The secrets that carry a supervisor certificate Haru issued (`supervisor.issueCertificate`) to its host: the
+ * PEM certificate and key, base64 on one line, since a multi-line value is not safe through every command
+ * runner on the way. The host's run writes them to files (`examples/supervisor-tls.sh`).
+ */
+export const SUPERVISOR_TLS_SECRETS = {
+  cert: 'HARU_SUPERVISOR_TLS_CERT_B64',
+  key: 'HARU_SUPERVISOR_TLS_KEY_B64',
+} as const;
+
+/**
+ * Variables of Haru's own processes that must never be sent to a host, and those Haru sends itself (the
+ * supervisor token, an issued certificate): a launch spec's `secrets` may name none of them.
+ */
+export const RESERVED_SECRET_NAMES = [
+  'HARU_SUPERVISOR_TOKEN',
+  'HARU_API_TOKEN',
+  'DATABASE_URL',
+  SUPERVISOR_TLS_SECRETS.cert,
+  SUPERVISOR_TLS_SECRETS.key,
+] as const;
 
 /**
  * Why a skyserve domain runs one replica: Haru drives one supervisor per domain (sleep, wake, training,
@@ -114,7 +133,8 @@ export const launchSpecSchema = z
       .array(
         envNameSchema.refine(
           (name) => !(RESERVED_SECRET_NAMES as readonly string[]).includes(name),
-          'is reserved: HARU_SUPERVISOR_TOKEN is sent by Haru itself, HARU_API_TOKEN and DATABASE_URL never leave it',
+          'is reserved: HARU_SUPERVISOR_TOKEN and an issued certificate are sent by Haru itself, HARU_API_TOKEN and ' +
+            'DATABASE_URL never leave it',
         ),
       )
       .optional(),
@@ -144,6 +164,15 @@ export const launchSpecSchema = z
   });
 export type LaunchSpec = z.infer<typeof launchSpecSchema>;
 
+/** A DNS name (letters, digits, dashes, dots; a `*.` wildcard is not a name a host serves under). */
+const dnsNameSchema = z
+  .string()
+  .max(253)
+  .regex(
+    /^(?=.*[a-z])[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i,
+    'must be a DNS name (not an IP address)',
+  );
+
 /** Variables a domain's token may not be read from: the control plane's own secrets would go to a host. */
 const NOT_A_SUPERVISOR_TOKEN = ['HARU_API_TOKEN', 'DATABASE_URL', 'HARU_LISTEN_DATABASE_URL'] as const;
 
@@ -171,11 +200,33 @@ export const supervisorAccessSchema = z
      * the network readable by anyone on the path. For a private network you trust; the worker warns at each use.
      */
     insecure: z.boolean().optional(),
+    /**
+     * The DNS name the supervisor's certificate is verified under (TLS server name), whatever address the
+     * worker reaches it at: SkyPilot reports a launched host by its IP, which no certificate issued before the
+     * launch can name. Default: the host of the supervisor URL.
+     */
+    serverName: dnsNameSchema.optional(),
+    /**
+     * Haru issues this domain's supervisor a certificate for `serverName` from the fleet's supervisor CA
+     * (HARU_SUPERVISOR_CA_FILE and HARU_SUPERVISOR_CA_KEY_FILE on the worker) at every provisioning, and hands it
+     * to the host with the launch as secrets (skypilot domains only). The worker verifies it against that CA.
+     */
+    issueCertificate: z.boolean().optional(),
   })
   .superRefine((access, ctx) => {
     if (access.tokenEnv && access.tokenFile) {
       ctx.addIssue({ code: 'custom', path: ['tokenFile'], message: 'set tokenEnv or tokenFile, not both' });
     }
+    if (!access.issueCertificate) return;
+    const conflict = (path: 'serverName' | 'caFile' | 'insecure', message: string) =>
+      ctx.addIssue({ code: 'custom', path: [path], message });
+    if (!access.serverName) {
+      conflict('serverName', 'an issued certificate needs the stable DNS name it is issued for (serverName)');
+    }
+    if (access.caFile) {
+      conflict('caFile', 'an issued certificate is verified against HARU_SUPERVISOR_CA_FILE, the CA that issues it');
+    }
+    if (access.insecure) conflict('insecure', 'an issued certificate is for https://; insecure allows plain http://');
   });
 export type SupervisorAccess = z.infer<typeof supervisorAccessSchema>;
 
@@ -199,6 +250,15 @@ export const domainLayoutSchema = z
         path: ['supervisor', 'caFile'],
         message: 'a CA verifies an https:// supervisor; supervisorUrl is http://',
       });
+    }
+    if (domain.supervisor?.issueCertificate) {
+      const issue = (message: string) =>
+        ctx.addIssue({ code: 'custom', path: ['supervisor', 'issueCertificate'], message });
+      // SkyServe's load balancer forwards plain HTTP to its replicas: it cannot carry the supervisor's TLS.
+      if (domain.provider !== 'skypilot')
+        issue(`Haru issues certificates to skypilot hosts it launches, not ${domain.provider} ones`);
+      if (!domain.supervisorUrl.startsWith('https:'))
+        issue('an issued certificate serves https://; supervisorUrl is http://');
     }
   });
 export type DomainLayout = z.infer<typeof domainLayoutSchema>;

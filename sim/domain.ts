@@ -5,7 +5,7 @@
  * group, so `kill()` is as abrupt as a host losing power.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { Agent, type Dispatcher, fetch as undiciFetch } from 'undici';
 import type { FleetLayout } from '../schemas/layout';
@@ -71,6 +71,61 @@ export interface SimDomainOptions {
    * variable (`SIM_VLLM_API_KEY_ENV`), as an operator's would.
    */
   vllmApiKey?: string;
+  /**
+   * HTTPS for the supervisor, as `haru supervisor` takes it (default: HARU_SUPERVISOR_TLS_CERT_FILE, …_KEY_FILE,
+   * …_CLIENT_CA_FILE and HARU_SUPERVISOR_CLIENT_CERT_FILE/…_KEY_FILE of this process's environment).
+   */
+  tls?: SimSupervisorTls;
+}
+
+/**
+ * A simulated supervisor's HTTPS: its certificate and key and, to require client certificates (mTLS) like the
+ * real one, the CA they must come from, with the client certificate the simulator's own start-up checks present.
+ */
+export interface SimSupervisorTls {
+  certFile: string;
+  keyFile: string;
+  clientCaFile?: string;
+  clientCertFile?: string;
+  clientKeyFile?: string;
+}
+
+/** The TLS settings of `haru sim domain` from its environment; undefined without a certificate. */
+export function simSupervisorTlsFromEnv(env: NodeJS.ProcessEnv): SimSupervisorTls | undefined {
+  const value = (name: string) => env[name]?.trim() || undefined;
+  const certFile = value('HARU_SUPERVISOR_TLS_CERT_FILE');
+  const keyFile = value('HARU_SUPERVISOR_TLS_KEY_FILE');
+  const clientCaFile = value('HARU_SUPERVISOR_TLS_CLIENT_CA_FILE');
+  // Anything half-set is the supervisor's to refuse at start, naming the variable: pass it on as given.
+  if (!certFile && !keyFile && !clientCaFile) return undefined;
+  return {
+    certFile: certFile ?? '',
+    keyFile: keyFile ?? '',
+    clientCaFile,
+    clientCertFile: value('HARU_SUPERVISOR_CLIENT_CERT_FILE'),
+    clientKeyFile: value('HARU_SUPERVISOR_CLIENT_KEY_FILE'),
+  };
+}
+
+/**
+ * The undici Agent the simulator checks its own supervisor with: it does not verify the certificate (that is
+ * the worker's job, under the name the layout gives; this is a child it has just spawned on loopback), and
+ * presents the client certificate when the supervisor requires one. Throws when it requires one and none is
+ * given: the start-up checks could not pass.
+ */
+function ownSupervisorAgent(tls: SimSupervisorTls | undefined): Agent | undefined {
+  if (!tls) return undefined;
+  if (!tls.clientCaFile) return new Agent({ connect: { rejectUnauthorized: false } });
+  if (!tls.clientCertFile || !tls.clientKeyFile) {
+    throw new Error(
+      'HARU_SUPERVISOR_TLS_CLIENT_CA_FILE makes the simulated supervisor require client certificates: set ' +
+        "HARU_SUPERVISOR_CLIENT_CERT_FILE and HARU_SUPERVISOR_CLIENT_KEY_FILE, the client's certificate the " +
+        "simulator's own start-up checks present",
+    );
+  }
+  const cert = readFileSync(tls.clientCertFile);
+  const key = readFileSync(tls.clientKeyFile);
+  return new Agent({ connect: { rejectUnauthorized: false, cert, key } });
 }
 
 /** The supervisor's environment variable holding the fake vLLMs' `--api-key` (with `vllmApiKey`). */
@@ -127,6 +182,9 @@ export async function startSimDomain(opts: SimDomainOptions): Promise<SimDomain>
   const baseEnv: NodeJS.ProcessEnv = { ...process.env, HARU_SIM_GPU_STATE: gpuStateDir, [SIM_MARKER_ENV]: marker };
   delete baseEnv.HARU_SUPERVISOR_TOKEN;
   delete baseEnv.HARU_SUPERVISOR_CONFIG;
+  const tls = opts.tls ?? simSupervisorTlsFromEnv(process.env);
+  for (const name of TLS_ENV) delete baseEnv[name];
+  const ownSupervisor = ownSupervisorAgent(tls);
   const children: SimChild[] = [];
   const models: SimModel[] = [];
 
@@ -169,16 +227,18 @@ export async function startSimDomain(opts: SimDomainOptions): Promise<SimDomain>
       HARU_GPU_VENDOR: 'nvidia',
       HARU_SUPERVISOR_SHUTDOWN_GRACE_MS: String(opts.shutdownGraceMs ?? 5_000),
       ...(opts.supervisorToken ? { HARU_SUPERVISOR_TOKEN: opts.supervisorToken } : {}),
+      ...(tls && {
+        HARU_SUPERVISOR_TLS_CERT_FILE: tls.certFile,
+        HARU_SUPERVISOR_TLS_KEY_FILE: tls.keyFile,
+        ...(tls.clientCaFile && { HARU_SUPERVISOR_TLS_CLIENT_CA_FILE: tls.clientCaFile }),
+      }),
     },
     path.join(logDir, 'supervisor.log'),
   );
   children.push(supervisor);
-  // With HARU_SUPERVISOR_TLS_CERT_FILE the supervisor serves HTTPS (supervisor/tls.ts). Its certificate is the
-  // worker's to verify, under the name the layout gives; the simulator only checks that the child it has just
-  // spawned on loopback answers, so it does not verify it (the supervisor's client-certificate mode is not simulated).
-  const isTls = Boolean(baseEnv.HARU_SUPERVISOR_TLS_CERT_FILE?.trim());
-  const supervisorUrl = `${isTls ? 'https' : 'http'}://127.0.0.1:${plan.supervisorPort}`;
-  const ownSupervisor = isTls ? new Agent({ connect: { rejectUnauthorized: false } }) : undefined;
+  // With a certificate the supervisor serves HTTPS, and with a client CA it requires client certificates
+  // (supervisor/tls.ts), as on a real host.
+  const supervisorUrl = `${tls ? 'https' : 'http'}://127.0.0.1:${plan.supervisorPort}`;
   const checkpointDirs = plan.supervisorConfig.training.map((t) => t.checkpointDir);
   writeJsonAtomic(path.join(stateDir, SIM_STATE_FILE), {
     marker,
@@ -230,6 +290,15 @@ export async function startSimDomain(opts: SimDomainOptions): Promise<SimDomain>
     },
   };
 }
+
+/** The supervisor's TLS variables: a simulated domain sets them from its `tls`, never inherits them. */
+const TLS_ENV = [
+  'HARU_SUPERVISOR_TLS_CERT_FILE',
+  'HARU_SUPERVISOR_TLS_KEY_FILE',
+  'HARU_SUPERVISOR_TLS_CLIENT_CA_FILE',
+  'HARU_SUPERVISOR_CLIENT_CERT_FILE',
+  'HARU_SUPERVISOR_CLIENT_KEY_FILE',
+] as const;
 
 /** Waits until every URL answers 2xx; fails early with the log of a process that exited. */
 async function waitReady(

@@ -25,7 +25,7 @@ import { detectTracking } from './cgroup';
 import { createProcessTable } from './process-group';
 import { createObservedInference } from './status-view';
 import { resolveRunAs } from './run-as';
-import { loadSupervisorTls } from './tls';
+import { loadSupervisorTls, requireClientCertificate } from './tls';
 import { createTrainingManager, type TrainingManager } from './training';
 import { createVllmClient } from './vllm';
 
@@ -141,7 +141,9 @@ export async function startSupervisor(
     now,
     defaultStopGraceMs: DEFAULT_STOP_GRACE_MS,
   });
-  const server: Server = tls ? https.createServer(tls, app) : http.createServer(app);
+  const server: Server = tls
+    ? https.createServer(tls, tls.requestCert ? requireClientCertificate(app) : app)
+    : http.createServer(app);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(settings.PORT, host, () => resolve());

@@ -1,4 +1,5 @@
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { readOwnerOnlyFile } from '../lib/secret-file';
 import { ConfigError } from '../schemas/env';
 
 /** Reads the file `variable` names; an unreadable file is a ConfigError naming the variable. */
@@ -11,13 +12,5 @@ export function readConfigFile(variable: string, file: string): Buffer {
 }
 
 /** Like readConfigFile, and refuses a file that group or others may read: a secret must be its owner's alone. */
-export function readSecretFile(variable: string, file: string): Buffer {
-  const content = readConfigFile(variable, file);
-  const mode = statSync(file).mode & 0o777;
-  if (mode & 0o077) {
-    throw new ConfigError(
-      `${variable}: ${file} is readable by others (mode ${mode.toString(8).padStart(4, '0')}); chmod 600 it`,
-    );
-  }
-  return content;
-}
+export const readSecretFile = (variable: string, file: string): Buffer =>
+  readOwnerOnlyFile(file, variable, (message) => new ConfigError(message));

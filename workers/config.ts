@@ -5,6 +5,11 @@ import {
   supervisorClientEnvShape,
   type SupervisorClientTls,
 } from '../activities/supervisor-tls';
+import {
+  loadSupervisorCertificateIssuer,
+  supervisorCaEnvShape,
+  type SupervisorCertificateIssuer,
+} from '../activities/provisioning-certificate';
 import { postgresTlsEnvShape } from '../db/postgres-tls';
 import { secretFromEnv } from '../lib/secret-file';
 import { blankable, ConfigError, parseEnv, portSchema } from '../schemas/env';
@@ -24,6 +29,8 @@ export const workerConfigSchema = z.object({
   ...postgresTlsEnvShape,
   /** HARU_SUPERVISOR_TOKEN, HARU_SUPERVISOR_CA_FILE, HARU_SUPERVISOR_CLIENT_CERT_FILE/KEY_FILE. */
   ...supervisorClientEnvShape,
+  /** HARU_SUPERVISOR_CA_KEY_FILE, HARU_SUPERVISOR_CERT_VALIDITY_DAYS: issuing supervisor certificates. */
+  ...supervisorCaEnvShape,
   /** Prometheus metrics (`GET /metrics`); 0 picks a free port. */
   HARU_WORKER_METRICS_PORT: blankable(portSchema.default(9464)),
   HARU_WORKER_METRICS_HOST: blankable(z.string().min(1).default('0.0.0.0')),
@@ -44,6 +51,8 @@ export type WorkerConfig = Omit<z.infer<typeof workerConfigSchema>, keyof typeof
   temporal: TemporalSettings;
   /** Read from HARU_SUPERVISOR_CA_FILE and the client certificate files; undefined when none is set. */
   supervisorTls?: SupervisorClientTls;
+  /** The supervisor CA with its key (HARU_SUPERVISOR_CA_KEY_FILE); undefined when the key is not set. */
+  supervisorCertificates?: SupervisorCertificateIssuer;
 };
 
 /**
@@ -57,5 +66,6 @@ export function loadWorkerConfig(env: NodeJS.ProcessEnv): WorkerConfig {
     HARU_SUPERVISOR_TOKEN: secretFromEnv(parsed, 'HARU_SUPERVISOR_TOKEN', { fail: (m) => new ConfigError(m) }),
     temporal: resolveTemporalSettings(env),
     supervisorTls: loadSupervisorClientTls(parsed),
+    supervisorCertificates: loadSupervisorCertificateIssuer(parsed),
   };
 }

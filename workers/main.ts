@@ -80,6 +80,7 @@ export async function startWorker(env: NodeJS.ProcessEnv = process.env): Promise
       store,
       supervisorToken: config.HARU_SUPERVISOR_TOKEN,
       supervisorTls: config.supervisorTls,
+      supervisorCertificates: config.supervisorCertificates,
       env,
       warn: (message, fields) => logger.warn(message, fields),
       sky: createSkyCli({ exec: createSpawnExec(), bin: config.HARU_SKY_BIN, env: skyProcessEnv(env) }),

@@ -2,6 +2,7 @@ import type { SupervisorClientTls } from '../activities/supervisor-tls';
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import type { ActivityDeps } from '../activities/deps';
+import type { SupervisorCertificateIssuer } from '../activities/provisioning-certificate';
 import { createSupervisorAccess } from '../activities/supervisor-access';
 import { createSupervisorClient } from '../activities/supervisor-client';
 import type { Store } from '../db/store';
@@ -20,6 +21,8 @@ export interface HaruWorkerOptions {
   supervisorToken?: string;
   /** CA and client certificate for https:// supervisors. */
   supervisorTls?: SupervisorClientTls;
+  /** Issues the certificates of `supervisor.issueCertificate` domains at provisioning (the CA's key). */
+  supervisorCertificates?: SupervisorCertificateIssuer;
   /** Where a domain's `supervisor.tokenEnv` is looked up (the worker's environment). */
   env?: Readonly<Record<string, string | undefined>>;
   /** Warnings of the supervisor connections (a domain reached over plain HTTP with `insecure: true`). */
@@ -62,7 +65,8 @@ export async function createHaruWorker(opts: HaruWorkerOptions): Promise<Worker>
     pollIntervalMs: opts.pollIntervalMs,
     trainingSettleMs: opts.trainingSettleMs,
     sky: opts.sky,
-    supervisorTokenFor: (domain) => access.tokenFor(domain),
+    supervisorAccess: access,
+    supervisorCertificates: opts.supervisorCertificates,
   };
   return Worker.create({
     connection: opts.connection,

@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { loadSupervisorClientTls } from '../../activities/supervisor-tls';
 import { createSupervisorClient } from '../../activities/supervisor-client';
+import { FailureType } from '../../schemas/failures';
 import { isAlive } from '../../sim/gpu-state';
 import { createTestPki } from '../../test/support/pki';
 import { findMarkedPids } from '../../sim/processes';
@@ -137,6 +138,49 @@ describe('haru sim', () => {
     });
     const status = await client.status({ slug: 'solo', supervisorUrl: `https://localhost:${supervisorPort}` });
     expect(status.models.map((m) => m.state)).toEqual(['asleep']); // the standby set-up went through TLS too
+    run.child.kill('SIGTERM');
+    expect(await run.exited).toBe(0);
+  });
+
+  it('requires client certificates (mTLS) like the real supervisor: a worker without one gets a named refusal', async () => {
+    const pki = createTestPki();
+    chmodSync(pki.server.key, 0o600);
+    const { file, supervisorPort } = await writeLayout('mtls');
+    const stateDir = path.join(dir, 'mtls');
+    const tlsEnv = {
+      HARU_SUPERVISOR_TOKEN: 'sim-mtls-token',
+      HARU_SUPERVISOR_TLS_CERT_FILE: pki.server.cert,
+      HARU_SUPERVISOR_TLS_KEY_FILE: pki.server.key,
+      HARU_SUPERVISOR_TLS_CLIENT_CA_FILE: pki.ca,
+    };
+    // Its own start-up checks need a client certificate too; without one it says which variables to set.
+    const refused = haru(['sim', 'domain', '--layout', file, '--domain', 'solo', '--state-dir', stateDir], tlsEnv);
+    expect(await refused.exited).not.toBe(0);
+    expect(refused.output()).toMatch(/HARU_SUPERVISOR_CLIENT_CERT_FILE and HARU_SUPERVISOR_CLIENT_KEY_FILE/);
+
+    const clientCert = {
+      HARU_SUPERVISOR_CLIENT_CERT_FILE: pki.client.cert,
+      HARU_SUPERVISOR_CLIENT_KEY_FILE: pki.client.key,
+    };
+    const run = haru(['sim', 'domain', '--layout', file, '--domain', 'solo', '--state-dir', stateDir, '--standby'], {
+      ...tlsEnv,
+      ...clientCert,
+    });
+    await run.printed(/nvidia-smi: HARU_SIM_GPU_STATE=/);
+    const target = { slug: 'solo', supervisorUrl: `https://localhost:${supervisorPort}` };
+    const client = (env: Parameters<typeof loadSupervisorClientTls>[0]) =>
+      createSupervisorClient({ token: 'sim-mtls-token', tls: loadSupervisorClientTls(env) });
+
+    const withCert = client({ HARU_SUPERVISOR_CA_FILE: pki.ca, ...clientCert });
+    expect((await withCert.status(target)).models.map((m) => m.state)).toEqual(['asleep']);
+
+    const without = await client({ HARU_SUPERVISOR_CA_FILE: pki.ca })
+      .status(target)
+      .catch((err: unknown) => err);
+    expect(without).toMatchObject({ type: FailureType.Unauthorized, nonRetryable: true });
+    expect((without as Error).message).toMatch(
+      /HTTP 401 \(unauthorized: this supervisor requires a client certificate \(mTLS\) and none was presented: set HARU_SUPERVISOR_CLIENT_CERT_FILE and HARU_SUPERVISOR_CLIENT_KEY_FILE/,
+    );
     run.child.kill('SIGTERM');
     expect(await run.exited).toBe(0);
   });

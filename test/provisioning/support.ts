@@ -10,6 +10,7 @@ import { createSkyCli, type SkyCli } from '../../drivers/sky';
 import type { FleetLayout } from '../../schemas/layout';
 import { connectTestServer, uniqueTaskQueue } from '../workflows/support/temporal';
 import { startTestWorker } from '../workflows/support/worker';
+import type { HaruWorkerOptions } from '../../workers/worker';
 
 export const REPO_ROOT = path.resolve(__dirname, '../..');
 export const SIM_BIN = path.join(REPO_ROOT, 'sim/bin');
@@ -126,13 +127,15 @@ export interface ProvisioningRig {
 
 /**
  * Seeds `layout` into a fresh database and runs a worker (supervisor `token`, fast polls) with the fake `sky`
- * (`skyEnv`: added to the environment `sky` runs with, and the worker's environment for per-domain tokens).
+ * (`skyEnv`: added to the environment `sky` runs with, and the worker's environment for per-domain tokens);
+ * `workerOptions` adds worker options (the supervisor CA and its issuer).
  */
 export async function startProvisioningRig(
   layout: FleetLayout,
   name: string,
   token: string,
   skyEnv: Record<string, string> = {},
+  workerOptions: Partial<HaruWorkerOptions> = {},
 ): Promise<ProvisioningRig> {
   const db = await createTestDatabase();
   const { fleetId } = await seedLayout(db.store, layout);
@@ -146,6 +149,7 @@ export async function startProvisioningRig(
     // A domain's `supervisor.tokenEnv` is read from the worker's environment, which holds what `sky` gets.
     env: skyEnv,
     sky: sky.cli,
+    ...workerOptions,
   });
   return {
     db,
