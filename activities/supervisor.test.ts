@@ -4,6 +4,7 @@
  * how they drive and wait on the supervisor. The slot writes' SQL is tested against Postgres in db/.
  */
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { stepMessages } from '../core/step-messages';
 import { FailureType } from '../schemas/failures';
 import { quietEnvironment } from '../test/support/activity-environment';
 import { FakeHost, gpuMemory } from '../test/support/fake-host';
@@ -425,7 +426,15 @@ describe('sleepModels', () => {
       models: ['llama'],
     });
     expect(host.calls).toContain('sleep:0:1');
+    expect(host.sleepModes).toEqual(['wait']); // nothing in flight: a request slipping in finishes
     expect(store.slotMoves).toEqual([]); // b's slot was already sleeping
+  });
+
+  it('sleeps with abort when the drain left requests in flight (its budget bounds the wait)', async () => {
+    const { host, acts, env } = setup();
+    host.models[0] = { name: 'llama', gpuIndex: 0, state: 'awake', runningRequests: 0, waitingRequests: 2 };
+    await env.run(acts.sleepModels, { fleetId: IDS.fleet, domainId: IDS.b });
+    expect(host.sleepModes).toEqual(['abort']);
   });
 
   it('fingerprints the awake models on the slot before sleeping them when asked', async () => {
@@ -509,18 +518,37 @@ describe('drainDomain', () => {
       attempt: 1,
       drained: true,
       runningRequests: 0,
+      waitingRequests: 0,
+      inFlight: [],
     });
   });
 
-  it('gives up waiting at the drain budget and reports what was still running', async () => {
+  it('waits for waiting requests too, not only running ones', async () => {
+    const { host, acts, env, heartbeats } = setup();
+    host.models[0] = { name: 'llama', gpuIndex: 0, state: 'awake', runningRequests: 0, waitingRequests: 4 };
+    host.onStatus = (h, reads) => reads === 3 && (h.models[0]!.waitingRequests = 0);
+    const result = await (env.run(acts.drainDomain, { domainId: IDS.a, timeoutMs: 60_000 }) as ReturnType<
+      typeof acts.drainDomain
+    >);
+    expect(result.drained).toBe(true);
+    expect(heartbeats[0]).toEqual({ waitingFor: 'requests in flight: llama: 0 running, 4 waiting' });
+  });
+
+  it('gives up waiting at the drain budget and reports what was still running and waiting, per model', async () => {
     const { host, acts } = setup();
-    host.models[0] = { name: 'llama', gpuIndex: 0, state: 'awake', runningRequests: 2 };
+    host.models[0] = { name: 'llama', gpuIndex: 0, state: 'awake', runningRequests: 2, waitingRequests: 5 };
     const late = quietEnvironment({ attempt: 1, scheduledTimestampMs: Date.now() - 10_000 });
-    expect(await late.run(acts.drainDomain, { domainId: IDS.a, timeoutMs: 5_000 })).toEqual({
+    const result = await late.run(acts.drainDomain, { domainId: IDS.a, timeoutMs: 5_000 });
+    expect(result).toEqual({
       attempt: 1,
       drained: false,
       runningRequests: 2,
+      waitingRequests: 5,
+      inFlight: [{ model: 'llama', running: 2, waiting: 5 }],
     });
+    expect(stepMessages.drainDomain(result as Parameters<typeof stepMessages.drainDomain>[0])).toBe(
+      'drain budget spent with 2 requests running and 5 waiting (llama: 2 running, 5 waiting)',
+    );
   });
 
   it('counts a model with an unknown request count as busy', async () => {
@@ -531,7 +559,7 @@ describe('drainDomain', () => {
       typeof acts.drainDomain
     >);
     expect(result.drained).toBe(true);
-    expect(heartbeats[0]).toEqual({ waitingFor: '0 running requests, unknown for llama' });
+    expect(heartbeats[0]).toEqual({ waitingFor: 'requests in flight: llama: unknown' });
   });
 });
 

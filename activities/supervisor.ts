@@ -14,6 +14,7 @@ import {
   storeFingerprints,
 } from './wake-fingerprint';
 import { judgeGpu, type VerifiedGpu } from '../core/gpu-release';
+import { describeInFlight, type InFlight, judgeDrain, sleepModeAfterDrain } from '../core/drain';
 import { DEFAULT_POLL_INTERVAL_MS, DEFAULT_TRAINING_SETTLE_MS, type ActivityDeps } from './deps';
 import {
   actionOptions,
@@ -28,6 +29,15 @@ import {
 
 export interface DomainInput {
   domainId: string;
+}
+
+/** What a drain saw last: whether it finished within its budget, and what was still in flight when it ended. */
+export interface DrainResult {
+  drained: boolean;
+  runningRequests: number;
+  waitingRequests: number;
+  /** Models with requests running or waiting (or an unknown count) at the drain's last look. */
+  inFlight: InFlight[];
 }
 
 /** Every step result says which attempt succeeded, so progress can show retries. */
@@ -280,13 +290,16 @@ export function createSupervisorActivities(deps: ActivityDeps) {
       }
       const host = target.domain;
       const names = modelNamesOf(target.inference);
-      if (input.fingerprint) await storeFingerprints(deps, target, await status(host), input.fingerprint);
+      const before = await status(host);
+      if (input.fingerprint) await storeFingerprints(deps, target, before, input.fingerprint);
+      // Nothing left in flight after the drain: `wait` finishes a request that slipped in since rather than cut it.
+      const mode = sleepModeAfterDrain(judgeDrain(modelStates(before, names)));
       for (const slot of target.inference) {
         assertAccepted(
           `sleep of GPU ${slot.gpuIndex}`,
           await heartbeatWhile(
             `sleep of GPU ${slot.gpuIndex}`,
-            supervisor.sleep(host, { gpuIndex: slot.gpuIndex, level: slot.sleepLevel }, actionOptions()),
+            supervisor.sleep(host, { gpuIndex: slot.gpuIndex, level: slot.sleepLevel, mode }, actionOptions()),
           ),
         );
       }
@@ -346,30 +359,29 @@ export function createSupervisorActivities(deps: ActivityDeps) {
     },
 
     /**
-     * Waits until no model of the domain reports running requests, for at most `timeoutMs` counted from
-     * when the step was first scheduled. Returns `drained: false` at the deadline instead of failing: a
-     * demotion goes on after its drain budget. A model whose count is unknown counts as busy.
+     * Waits until no model of the domain reports requests running or waiting (vLLM's `abort` sleep would end
+     * both), for at most `timeoutMs` counted from when the step was first scheduled. Returns `drained: false` at
+     * the deadline instead of failing, with what was still in flight per model: a demotion goes on after its
+     * drain budget. A model whose count is unknown counts as busy.
      */
-    async drainDomain(
-      input: DomainInput & { timeoutMs: number },
-    ): Promise<StepResult & { drained: boolean; runningRequests: number }> {
+    async drainDomain(input: DomainInput & { timeoutMs: number }): Promise<StepResult & DrainResult> {
       const target = await loadTarget(deps, input.domainId);
       const host = target.domain;
       const names = modelNamesOf(target.inference);
       const deadline = Context.current().info.scheduledTimestampMs + input.timeoutMs;
-      const outcome = await waitUntil(async () => {
-        const models = modelStates(await status(host), names);
-        const running = models.reduce((n, m) => n + (m.runningRequests ?? 0), 0);
-        const unknown = models.filter((m) => m.runningRequests === null).map((m) => m.name);
-        if (running === 0 && unknown.length === 0) return { done: true, value: { drained: true, runningRequests: 0 } };
-        if (deps.now().getTime() >= deadline) {
-          log.warn('drain budget spent', { domainId: input.domainId, runningRequests: running, unknown });
-          return { done: true, value: { drained: false, runningRequests: running } };
-        }
-        return {
-          done: false,
-          waitingFor: `${running} running requests${unknown.length ? `, unknown for ${unknown.join(', ')}` : ''}`,
+      const outcome = await waitUntil(async (): Promise<WaitCheck<DrainResult>> => {
+        const look = judgeDrain(modelStates(await status(host), names));
+        const result = {
+          runningRequests: look.runningRequests,
+          waitingRequests: look.waitingRequests,
+          inFlight: look.inFlight,
         };
+        if (look.isDrained) return { done: true, value: { drained: true, ...result } };
+        if (deps.now().getTime() >= deadline) {
+          log.warn('drain budget spent', { domainId: input.domainId, ...result, unknown: look.unknown });
+          return { done: true, value: { drained: false, ...result } };
+        }
+        return { done: false, waitingFor: `requests in flight: ${describeInFlight(look.inFlight)}` };
       }, intervalMs);
       return { attempt: currentAttempt(), ...outcome };
     },

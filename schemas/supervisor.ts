@@ -149,6 +149,11 @@ export type SupervisorConfigInput = z.input<typeof supervisorConfigSchema>;
 export const sleepRequestSchema = z.strictObject({
   gpuIndex: gpuIndexSchema.optional(),
   level: sleepLevelSchema.optional(),
+  /**
+   * Requests still in flight: `wait` lets them finish first where the server's vLLM supports it (>= 0.17,
+   * read from its `/version`), `abort` (the default, as vLLM's) ends them.
+   */
+  mode: z.enum(['wait', 'abort']).optional(),
 });
 export type SleepRequest = z.infer<typeof sleepRequestSchema>;
 export const wakeRequestSchema = z.strictObject({ gpuIndex: gpuIndexSchema.optional() });

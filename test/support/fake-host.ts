@@ -19,6 +19,8 @@ interface HostModel {
   gpuIndex: number;
   state: ModelAwakeState;
   runningRequests: number | null;
+  /** `vllm:num_requests_waiting` (absent: a supervisor older than the count). */
+  waitingRequests?: number | null;
   /** The status view's reading (absent: a supervisor older than the view). */
   condition?: ModelCondition;
 }
@@ -39,6 +41,8 @@ export const gpuMemory = (
 /** An in-memory GPU host. Its `client` answers like a supervisor; tests change state and script failures. */
 export class FakeHost {
   models: HostModel[] = [{ name: 'llama', gpuIndex: 0, state: 'asleep', runningRequests: 0 }];
+  /** The `mode` of each sleep asked for, in order (`default` when none). */
+  sleepModes: string[] = [];
   training: TrainingRunStatus[] = [{ gpuIndex: 0, state: 'running', pids: [4242], startedAt: T0, lastExit: null }];
   gpus: GpuMemory[] = [
     gpuMemory({
@@ -111,6 +115,7 @@ export class FakeHost {
     },
     sleep: async (_target, body) => {
       this.take(`sleep:${body.gpuIndex}:${body.level}`);
+      this.sleepModes.push(body.mode ?? 'default');
       for (const m of this.models.filter((x) => x.gpuIndex === body.gpuIndex)) m.state = 'asleep';
       return this.action([body.gpuIndex ?? 0]);
     },
