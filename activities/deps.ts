@@ -4,6 +4,7 @@ import type { SkyCli } from '../drivers/sky';
 import type { SupervisorTarget } from './supervisor-access';
 import type { ProofOfLife } from './proof-of-life';
 import type { SupervisorClient } from './supervisor-client';
+import type { UpstreamCredentials } from '../lib/secret-ref';
 
 /** Counters the activities bump; the worker backs them with prom-client, tests leave them out. */
 export interface ActivityMetrics {
@@ -43,8 +44,10 @@ export interface ActivityDeps {
   supervisorTokenFor?: (domain: SupervisorTarget) => string | undefined;
   /** The proxies' announced proofs of life (default: heard over the store's database). */
   proofOfLife?: ProofOfLife;
-  /** HTTP for the supervisor's open `/healthz` (default: the global fetch). */
+  /** HTTP for the supervisor's open `/healthz` and the probe through servingUrl (default: the global fetch). */
   fetch?: typeof globalThis.fetch;
+  /** The tokens layouts' `upstreamAuth` name (default: this process's environment and files). */
+  upstreamCredentials?: UpstreamCredentials;
 }
 
 export const DEFAULT_POLL_INTERVAL_MS = 250;

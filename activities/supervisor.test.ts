@@ -5,6 +5,7 @@
  */
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { stepMessages } from '../core/step-messages';
+import { createUpstreamCredentials } from '../lib/secret-ref';
 import { FailureType } from '../schemas/failures';
 import { quietEnvironment } from '../test/support/activity-environment';
 import { FakeHost, gpuMemory } from '../test/support/fake-host';
@@ -21,6 +22,10 @@ function setup(opts: Parameters<typeof fakeStore>[0] = {}) {
     now: () => new Date(),
     pollIntervalMs: 2,
     trainingSettleMs: 5,
+    fetch: host.servingFetch,
+    upstreamCredentials: createUpstreamCredentials({ HARU_TEST_UPSTREAM_KEY: 'upstream-key-1' }, () => {
+      throw new Error('ENOENT');
+    }),
   });
   const env = quietEnvironment({ attempt: 1, scheduledTimestampMs: Date.now() });
   const heartbeats: unknown[] = [];
@@ -336,6 +341,55 @@ describe('probeModels', () => {
       ],
     });
     expect(store.slotMoves).toEqual([{ slotId: IDS.bInference, to: 'serving' }]);
+  });
+
+  /** Domain b with every model's `upstreamAuth` naming `env`. */
+  const keyedB = (env: string) => {
+    const b = domainSnapshot('b');
+    for (const slot of b.slots) {
+      if (slot.kind === 'inference') slot.models = slot.models.map((m) => ({ ...m, upstreamAuth: { env } }));
+    }
+    return { domains: [domainSnapshot('a'), b] };
+  };
+
+  it('probes each model through its servingUrl too, with the token its upstreamAuth names', async () => {
+    const { host, acts, env } = setup(keyedB('HARU_TEST_UPSTREAM_KEY'));
+    await env.run(acts.probeModels, input);
+    expect(host.servingCalls).toEqual([
+      { url: 'http://vllm-b/v1/chat/completions', authorization: 'Bearer upstream-key-1' },
+    ]);
+  });
+
+  it('fails non-retryably when the servingUrl does not answer although the host does, routing untouched', async () => {
+    const { host, acts, env, store } = setup();
+    host.serving = 'refused';
+    const failure = await failureOf(env.run(acts.probeModels, input));
+    expect(failure).toMatchObject({ type: FailureType.ProbeFailed, nonRetryable: true });
+    expect(failure.message).toMatch(
+      /^model llama answers on its host but not through its servingUrl \S+ \(where the proxy sends its clients\): POST \S+ failed: .*ECONNREFUSED/,
+    );
+    expect(store.slotMoves).toEqual([]);
+  });
+
+  it('a 401 through the servingUrl is Unauthorized, naming upstreamAuth; an unreadable token is InvalidTarget', async () => {
+    const { host, acts, env } = setup();
+    host.serving = { status: 401, body: { error: 'Unauthorized' } };
+    const failure = await failureOf(env.run(acts.probeModels, input));
+    expect(failure).toMatchObject({ type: FailureType.Unauthorized, nonRetryable: true });
+    expect(failure.message).toMatch(/HTTP 401: .*set upstreamAuth on the model in the layout$/);
+
+    const unsetKey = setup(keyedB('HARU_TEST_UNSET'));
+    const unset = await failureOf(unsetKey.env.run(unsetKey.acts.probeModels, input));
+    expect(unset).toMatchObject({ type: FailureType.InvalidTarget, nonRetryable: true });
+    expect(unset.message).toMatch(/upstreamAuth names HARU_TEST_UNSET, which is not set$/);
+  });
+
+  it('fails a servingUrl that answers empty content', async () => {
+    const { host, acts, env } = setup();
+    host.serving = { status: 200, body: { choices: [{ message: { content: ' ' } }] } };
+    const failure = await failureOf(env.run(acts.probeModels, input));
+    expect(failure).toMatchObject({ type: FailureType.ProbeFailed, nonRetryable: true });
+    expect(failure.message).toMatch(/: empty content$/);
   });
 
   type Probed = Awaited<ReturnType<ReturnType<typeof setup>['acts']['probeModels']>>;

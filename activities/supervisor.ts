@@ -5,6 +5,7 @@ import type { SlotState } from '../schemas/enums';
 import { FailureType } from '../schemas/failures';
 import { defaultFleetPolicy } from '../schemas/policy';
 import type { SupervisorActionResponse, SupervisorStatus } from '../schemas/supervisor';
+import { probeServingUrls } from './serving-url-probe';
 import type { SupervisorTarget } from './supervisor-access';
 import {
   checkFingerprints,
@@ -229,8 +230,9 @@ export function createSupervisorActivities(deps: ActivityDeps) {
     },
 
     /**
-     * Sends a synthetic completion to every model of the layout. Any model that errors, answers empty or is
-     * missing from the answer fails the step with non-retryable ProbeFailed.
+     * Sends a synthetic completion to every model of the layout, through its supervisor (the host's loopback),
+     * then through its servingUrl (probeServingUrls). Any model that errors, answers empty or is missing from
+     * the answer fails the step with non-retryable ProbeFailed (Unauthorized for a 401).
      */
     async probeModels(
       input: DomainInput & { prompt: string; maxTokens: number; timeoutMs: number; fingerprint?: FingerprintChecking },
@@ -264,6 +266,11 @@ export function createSupervisorActivities(deps: ActivityDeps) {
         }
         return { model: name, latencyMs: r.latencyMs };
       });
+      // Then as the proxy will reach them: the layout's servingUrl, from this worker, with its upstreamAuth.
+      await heartbeatWhile(
+        `probe of ${names.join(', ')} through their servingUrl`,
+        probeServingUrls(target.inference, input, { fetch: deps.fetch, credentials: deps.upstreamCredentials }),
+      );
       // Executions scheduled before the fingerprint check pass no settings: they get the policy defaults.
       const checks = await checkFingerprints(
         deps,

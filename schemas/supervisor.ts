@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { sleepLevelSchema } from './enums';
 import { gpuIndexSchema, modelNameSchema } from './layout';
+import { secretRefSchema } from './secret-ref';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Supervisor config (HARU_SUPERVISOR_CONFIG): what runs on one GPU host.
@@ -9,15 +10,8 @@ import { gpuIndexSchema, modelNameSchema } from './layout';
 /** vLLM's default `--gpu-memory-utilization` (vllm/config: `gpu_memory_utilization: float = 0.9`). */
 export const VLLM_DEFAULT_GPU_MEMORY_UTILIZATION = 0.9;
 
-/**
- * Where a secret is read at start: an environment variable of the supervisor, or a file (its contents, trimmed).
- * The config names the secret; it never holds it.
- */
-export const secretRefSchema = z.union([
-  z.strictObject({ env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name') }),
-  z.strictObject({ file: z.string().min(1) }),
-]);
-export type SecretRef = z.infer<typeof secretRefSchema>;
+/** A model's `apiKey`: read by the supervisor at start (schemas/secret-ref.ts). */
+export { secretRefSchema, type SecretRef } from './secret-ref';
 
 export const supervisorModelSchema = z.strictObject({
   name: modelNameSchema,

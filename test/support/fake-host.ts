@@ -93,6 +93,25 @@ export class FakeHost {
     }
   }
 
+  /** What the models' servingUrls answer (the proxy's path): status and body; `refused` drops the connection. */
+  serving: { status: number; body: unknown } | 'refused' = {
+    status: 200,
+    body: { choices: [{ message: { role: 'assistant', content: 'ok' } }] },
+  };
+  /** Each request sent to a servingUrl: its URL and Authorization header. */
+  servingCalls: { url: string; authorization: string | null }[] = [];
+  /** Answers for the servingUrls, as `fetch` (the probe through servingUrl). */
+  readonly servingFetch: typeof fetch = async (input, init) => {
+    const headers = new Headers(init?.headers);
+    this.servingCalls.push({ url: String(input), authorization: headers.get('authorization') });
+    if (this.serving === 'refused') {
+      throw new TypeError('fetch failed', {
+        cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }),
+      });
+    }
+    return new Response(JSON.stringify(this.serving.body), { status: this.serving.status });
+  };
+
   private action(gpuIndexes: number[]): SupervisorActionResponse {
     return { accepted: true, gpuIndexes, errors: [] };
   }
