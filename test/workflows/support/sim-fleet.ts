@@ -59,13 +59,18 @@ export interface SimFleetOptions {
   wakeDelayMs?: number;
   /** An existing database to seed into (shared by the tests of a file). */
   db?: TestDatabase;
-  /** Run every fake vLLM with `--api-key` this key (the supervisors are configured with it). */
+  /**
+   * Run every fake vLLM with `--api-key` this key (the supervisors are configured with it); the layout's
+   * bindings name it as `upstreamAuth` in SIM_UPSTREAM_KEY_ENV, set in this process for the worker's probe.
+   */
   vllmApiKey?: string;
   /** GPUs per domain, each with one model and one trainer (default 1). */
   gpus?: 1 | 2;
 }
 
 let fleetCounter = 0;
+/** The variable the layout's `upstreamAuth` names when the fake vLLMs run with `--api-key`. */
+export const SIM_UPSTREAM_KEY_ENV = 'HARU_SIM_UPSTREAM_KEY';
 
 /** Starts the fleet: ports are free ones, the layout is seeded, east serves and west sleeps with training running. */
 export async function startSimFleet(opts: SimFleetOptions = {}): Promise<SimFleet> {
@@ -86,7 +91,13 @@ export async function startSimFleet(opts: SimFleetOptions = {}): Promise<SimFlee
         {
           kind: 'inference',
           gpuIndex,
-          models: [{ name: MODELS[gpuIndex], servingUrl: `http://127.0.0.1:${ports[d][1 + gpuIndex]}/v1` }],
+          models: [
+            {
+              name: MODELS[gpuIndex],
+              servingUrl: `http://127.0.0.1:${ports[d][1 + gpuIndex]}/v1`,
+              ...(opts.vllmApiKey ? { upstreamAuth: { env: SIM_UPSTREAM_KEY_ENV } } : {}),
+            },
+          ],
         },
         {
           kind: 'training',
@@ -98,6 +109,7 @@ export async function startSimFleet(opts: SimFleetOptions = {}): Promise<SimFlee
       ]),
     })),
   });
+  if (opts.vllmApiKey) process.env[SIM_UPSTREAM_KEY_ENV] = opts.vllmApiKey;
   const db = opts.db ?? (await createTestDatabase());
   const report = await seedLayout(db.store, layout);
   const snapshot = (await db.store.fleets.snapshot(report.fleetId))!;
