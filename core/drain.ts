@@ -1,30 +1,4 @@
-import type { ModelStatus } from '../schemas/supervisor';
-
-/**
- * How a sleep treats requests still in flight, as vLLM's `POST /sleep?mode=` (its `PauseMode`,
- * vllm/v1/engine/core.py `pause_scheduler`): `wait` stops scheduling new requests and lets the running ones
- * finish before the memory is released; `abort` (vLLM's default) ends every running and waiting request.
- */
-export type SleepMode = 'wait' | 'abort';
-
-/** The first vLLM release whose `/sleep` reads `mode` (vllm-project/vllm#34528, merged 2026-02-13). */
-export const SLEEP_MODE_MIN_VERSION = [0, 17, 0] as const;
-
-/**
- * Whether the vLLM of `version` (its `GET /version`) honours `POST /sleep?mode=wait`. Older servers read only
- * `level` and silently ignore `mode` (they abort), so only the version can tell; an unreadable or unparseable
- * version counts as too old. Pre-releases, dev and local builds (`0.17.0rc1`, `0.17.0.dev5`, `0.17.1+cu128`)
- * count by their release numbers.
- */
-export function supportsSleepWaitMode(version: string | null): boolean {
-  const match = version ? /^v?(\d+)\.(\d+)(?:\.(\d+))?/.exec(version.trim()) : null;
-  if (!match) return false;
-  const have = [Number(match[1]), Number(match[2]), Number(match[3] ?? 0)];
-  for (let i = 0; i < 3; i += 1) {
-    if (have[i]! !== SLEEP_MODE_MIN_VERSION[i]) return have[i]! > SLEEP_MODE_MIN_VERSION[i]!;
-  }
-  return true;
-}
+import type { ModelStatus, SleepMode } from '../schemas/supervisor';
 
 /** One model's requests still in flight: running in the engine, or waiting in its queue (null: unknown). */
 export interface InFlight {

@@ -1,5 +1,7 @@
 import { readFileSync } from 'node:fs';
-import type { SecretRef } from '../schemas/secret-ref';
+
+/** Where a secret is read: an environment variable or a file (schemas/secret-ref.ts validates the shape). */
+export type SecretRef = { env: string } | { file: string };
 
 /**
  * Reads the secret `ref` names: the environment variable, or the file's trimmed contents. Throws an Error

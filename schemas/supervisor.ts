@@ -140,6 +140,13 @@ export type SupervisorConfigInput = z.input<typeof supervisorConfigSchema>;
 // Supervisor API request bodies (strict: unknown keys are a 400).
 // ---------------------------------------------------------------------------------------------------------------
 
+/**
+ * How a sleep treats requests still in flight, as vLLM's `POST /sleep?mode=` (its `PauseMode`,
+ * vllm/v1/engine/core.py `pause_scheduler`): `wait` stops scheduling new requests and lets the running ones
+ * finish before the memory is released; `abort` (vLLM's default) ends every running and waiting request.
+ */
+export type SleepMode = 'wait' | 'abort';
+
 export const sleepRequestSchema = z.strictObject({
   gpuIndex: gpuIndexSchema.optional(),
   level: sleepLevelSchema.optional(),
@@ -147,7 +154,7 @@ export const sleepRequestSchema = z.strictObject({
    * Requests still in flight: `wait` lets them finish first where the server's vLLM supports it (>= 0.17,
    * read from its `/version`), `abort` (the default, as vLLM's) ends them.
    */
-  mode: z.enum(['wait', 'abort']).optional(),
+  mode: z.enum(['wait', 'abort']).optional() satisfies z.ZodType<SleepMode | undefined>,
 });
 export type SleepRequest = z.infer<typeof sleepRequestSchema>;
 export const wakeRequestSchema = z.strictObject({ gpuIndex: gpuIndexSchema.optional() });

@@ -1,11 +1,11 @@
 import type { SleepLevel } from '../schemas/enums';
-import type { SupervisorActionResponse, SupervisorConfig } from '../schemas/supervisor';
+import type { SleepMode, SupervisorActionResponse, SupervisorConfig } from '../schemas/supervisor';
 import { NoSlotError } from './errors';
 import type { Logger } from '../lib/logger';
 import { sumSamples } from './prometheus-text';
 import { createKeyedSerializer } from './serial';
 import { type VllmClient, VllmError } from './vllm';
-import { type SleepMode, supportsSleepWaitMode } from '../core/drain';
+import { supportsSleepWaitMode } from '../lib/vllm-version';
 
 /** One configured model with where it runs. */
 export interface ConfiguredModel {
