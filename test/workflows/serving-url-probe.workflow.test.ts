@@ -5,9 +5,16 @@
  * fails at probeModels, not retried, and routing stays where it was.
  */
 import { seedLayout } from '../../db/testing';
-import type { Operation } from '../../schemas/entities';
 import { freePort } from '../support/ports';
-import { MODEL, type SimFleet, type SimFleetDomain, hostState, startSimFleet } from './support/sim-fleet';
+import {
+  MODEL,
+  type SimFleet,
+  type SimFleetDomain,
+  hostState,
+  promoteAndWait,
+  routingOf,
+  startSimFleet,
+} from './support/sim-fleet';
 import { uniqueTaskQueue, useTestServer } from './support/temporal';
 import { startTestWorker } from './support/worker';
 
@@ -27,25 +34,8 @@ beforeAll(async () => {
 });
 
 const store = () => fleet.db.store;
-const routing = async () => {
-  const s = (await store().fleets.snapshot(fleet.fleetId))!;
-  return { activeDomainId: s.activeDomainId, routeRevision: s.routeRevision };
-};
-const promote = async (target: SimFleetDomain): Promise<Operation> => {
-  const { operation } = await store().operations.create({
-    fleetId: fleet.fleetId,
-    kind: 'promote',
-    targetDomainId: target.id,
-    reason: 'test',
-    requestedBy: 'test',
-  });
-  await server.orchestrator(taskQueue).startOperation(operation);
-  await server.client.workflow
-    .getHandle(operation.workflowId)
-    .result()
-    .catch(() => null);
-  return (await store().operations.get(operation.id))!;
-};
+const routing = () => routingOf(fleet);
+const promote = (target: SimFleetDomain) => promoteAndWait(server, taskQueue, fleet, target);
 
 it('fails the promotion at probeModels when the servingUrl is dead though the host answers; routing unchanged', async () => {
   const deadUrl = `http://127.0.0.1:${await freePort()}/v1`;

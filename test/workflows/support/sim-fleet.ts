@@ -8,6 +8,8 @@ import type { FleetPolicyInput } from '../../../schemas/policy';
 import type { SupervisorStatus } from '../../../schemas/supervisor';
 import { SIM_TRAINER, startSimDomain, type SimDomain } from '../../../sim/domain';
 import { freePort } from '../../support/ports';
+import type { Operation } from '../../../schemas/entities';
+import type { useTestServer } from './temporal';
 
 /** Budgets that fail a broken step in seconds but leave a loaded 2-core machine room to do real work. */
 export const TEST_POLICY: FleetPolicyInput = {
@@ -157,6 +159,35 @@ export async function startSimFleet(opts: SimFleetOptions = {}): Promise<SimFlee
     if (!opts.db) await db.drop();
     throw err;
   }
+}
+
+/** The fleet's routing pointer: its active domain and revision. */
+export async function routingOf(fleet: SimFleet) {
+  const s = (await fleet.db.store.fleets.snapshot(fleet.fleetId))!;
+  return { activeDomainId: s.activeDomainId, routeRevision: s.routeRevision };
+}
+
+/** Creates a promotion of `target`, runs it on `taskQueue` and waits for its end; resolves with the operation row. */
+export async function promoteAndWait(
+  server: ReturnType<typeof useTestServer>,
+  taskQueue: string,
+  fleet: SimFleet,
+  target: SimFleetDomain,
+): Promise<Operation> {
+  const store = fleet.db.store;
+  const { operation } = await store.operations.create({
+    fleetId: fleet.fleetId,
+    kind: 'promote',
+    targetDomainId: target.id,
+    reason: 'test',
+    requestedBy: 'test',
+  });
+  await server.orchestrator(taskQueue).startOperation(operation);
+  await server.client.workflow
+    .getHandle(operation.workflowId)
+    .result()
+    .catch(() => null);
+  return (await store.operations.get(operation.id))!;
 }
 
 /** True when every model of the domain is `state` and its training is running (`true`) or not. */
