@@ -6,6 +6,7 @@ import type { SupervisorCertificateIssuer } from './provisioning-certificate';
 import type { SupervisorAccessResolver } from './supervisor-access';
 import type { ProofOfLife } from './proof-of-life';
 import type { SupervisorClient } from './supervisor-client';
+import type { UpstreamCredentials } from '../lib/secret-ref';
 
 /** Counters the activities bump; the worker backs them with prom-client, tests leave them out. */
 export interface ActivityMetrics {
@@ -48,8 +49,10 @@ export interface ActivityDeps {
   supervisorCertificates?: SupervisorCertificateIssuer;
   /** The proxies' announced proofs of life (default: heard over the store's database). */
   proofOfLife?: ProofOfLife;
-  /** HTTP for the supervisor's open `/healthz` (default: undici's fetch, through the domain's connection). */
+  /** HTTP for the supervisor's open `/healthz` and the probe through servingUrl (default: undici's fetch; `/healthz` goes through the domain's connection). */
   fetch?: typeof undiciFetch;
+  /** The tokens layouts' `upstreamAuth` name (default: this process's environment and files). */
+  upstreamCredentials?: UpstreamCredentials;
 }
 
 export const DEFAULT_POLL_INTERVAL_MS = 250;

@@ -4,6 +4,8 @@
  * how they drive and wait on the supervisor. The slot writes' SQL is tested against Postgres in db/.
  */
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { stepMessages } from '../core/step-messages';
+import { createUpstreamCredentials } from '../lib/secret-ref';
 import { FailureType } from '../schemas/failures';
 import { quietEnvironment } from '../test/support/activity-environment';
 import { FakeHost, gpuMemory } from '../test/support/fake-host';
@@ -20,6 +22,10 @@ function setup(opts: Parameters<typeof fakeStore>[0] = {}) {
     now: () => new Date(),
     pollIntervalMs: 2,
     trainingSettleMs: 5,
+    fetch: host.servingFetch,
+    upstreamCredentials: createUpstreamCredentials({ HARU_TEST_UPSTREAM_KEY: 'upstream-key-1' }, () => {
+      throw new Error('ENOENT');
+    }),
   });
   const env = quietEnvironment({ attempt: 1, scheduledTimestampMs: Date.now() });
   const heartbeats: unknown[] = [];
@@ -337,6 +343,55 @@ describe('probeModels', () => {
     expect(store.slotMoves).toEqual([{ slotId: IDS.bInference, to: 'serving' }]);
   });
 
+  /** Domain b with every model's `upstreamAuth` naming `env`. */
+  const keyedB = (env: string) => {
+    const b = domainSnapshot('b');
+    for (const slot of b.slots) {
+      if (slot.kind === 'inference') slot.models = slot.models.map((m) => ({ ...m, upstreamAuth: { env } }));
+    }
+    return { domains: [domainSnapshot('a'), b] };
+  };
+
+  it('probes each model through its servingUrl too, with the token its upstreamAuth names', async () => {
+    const { host, acts, env } = setup(keyedB('HARU_TEST_UPSTREAM_KEY'));
+    await env.run(acts.probeModels, input);
+    expect(host.servingCalls).toEqual([
+      { url: 'http://vllm-b/v1/chat/completions', authorization: 'Bearer upstream-key-1' },
+    ]);
+  });
+
+  it('fails non-retryably when the servingUrl does not answer although the host does, routing untouched', async () => {
+    const { host, acts, env, store } = setup();
+    host.serving = 'refused';
+    const failure = await failureOf(env.run(acts.probeModels, input));
+    expect(failure).toMatchObject({ type: FailureType.ProbeFailed, nonRetryable: true });
+    expect(failure.message).toMatch(
+      /^model llama answers on its host but not through its servingUrl \S+ \(where the proxy sends its clients\): POST \S+ failed: .*ECONNREFUSED/,
+    );
+    expect(store.slotMoves).toEqual([]);
+  });
+
+  it('a 401 through the servingUrl is Unauthorized, naming upstreamAuth; an unreadable token is InvalidTarget', async () => {
+    const { host, acts, env } = setup();
+    host.serving = { status: 401, body: { error: 'Unauthorized' } };
+    const failure = await failureOf(env.run(acts.probeModels, input));
+    expect(failure).toMatchObject({ type: FailureType.Unauthorized, nonRetryable: true });
+    expect(failure.message).toMatch(/HTTP 401: .*set upstreamAuth on the model in the layout$/);
+
+    const unsetKey = setup(keyedB('HARU_TEST_UNSET'));
+    const unset = await failureOf(unsetKey.env.run(unsetKey.acts.probeModels, input));
+    expect(unset).toMatchObject({ type: FailureType.InvalidTarget, nonRetryable: true });
+    expect(unset.message).toMatch(/upstreamAuth names HARU_TEST_UNSET, which is not set$/);
+  });
+
+  it('fails a servingUrl that answers empty content', async () => {
+    const { host, acts, env } = setup();
+    host.serving = { status: 200, body: { choices: [{ message: { content: ' ' } }] } };
+    const failure = await failureOf(env.run(acts.probeModels, input));
+    expect(failure).toMatchObject({ type: FailureType.ProbeFailed, nonRetryable: true });
+    expect(failure.message).toMatch(/: empty content$/);
+  });
+
   type Probed = Awaited<ReturnType<ReturnType<typeof setup>['acts']['probeModels']>>;
   const withFingerprint = (store: ReturnType<typeof setup>['store']) =>
     store.slots.setWakeFingerprints(IDS.bInference, {
@@ -425,7 +480,15 @@ describe('sleepModels', () => {
       models: ['llama'],
     });
     expect(host.calls).toContain('sleep:0:1');
+    expect(host.sleepModes).toEqual(['wait']); // nothing in flight: a request slipping in finishes
     expect(store.slotMoves).toEqual([]); // b's slot was already sleeping
+  });
+
+  it('sleeps with abort when the drain left requests in flight (its budget bounds the wait)', async () => {
+    const { host, acts, env } = setup();
+    host.models[0] = { name: 'llama', gpuIndex: 0, state: 'awake', runningRequests: 0, waitingRequests: 2 };
+    await env.run(acts.sleepModels, { fleetId: IDS.fleet, domainId: IDS.b });
+    expect(host.sleepModes).toEqual(['abort']);
   });
 
   it('fingerprints the awake models on the slot before sleeping them when asked', async () => {
@@ -509,18 +572,37 @@ describe('drainDomain', () => {
       attempt: 1,
       drained: true,
       runningRequests: 0,
+      waitingRequests: 0,
+      inFlight: [],
     });
   });
 
-  it('gives up waiting at the drain budget and reports what was still running', async () => {
+  it('waits for waiting requests too, not only running ones', async () => {
+    const { host, acts, env, heartbeats } = setup();
+    host.models[0] = { name: 'llama', gpuIndex: 0, state: 'awake', runningRequests: 0, waitingRequests: 4 };
+    host.onStatus = (h, reads) => reads === 3 && (h.models[0]!.waitingRequests = 0);
+    const result = await (env.run(acts.drainDomain, { domainId: IDS.a, timeoutMs: 60_000 }) as ReturnType<
+      typeof acts.drainDomain
+    >);
+    expect(result.drained).toBe(true);
+    expect(heartbeats[0]).toEqual({ waitingFor: 'requests in flight: llama: 0 running, 4 waiting' });
+  });
+
+  it('gives up waiting at the drain budget and reports what was still running and waiting, per model', async () => {
     const { host, acts } = setup();
-    host.models[0] = { name: 'llama', gpuIndex: 0, state: 'awake', runningRequests: 2 };
+    host.models[0] = { name: 'llama', gpuIndex: 0, state: 'awake', runningRequests: 2, waitingRequests: 5 };
     const late = quietEnvironment({ attempt: 1, scheduledTimestampMs: Date.now() - 10_000 });
-    expect(await late.run(acts.drainDomain, { domainId: IDS.a, timeoutMs: 5_000 })).toEqual({
+    const result = await late.run(acts.drainDomain, { domainId: IDS.a, timeoutMs: 5_000 });
+    expect(result).toEqual({
       attempt: 1,
       drained: false,
       runningRequests: 2,
+      waitingRequests: 5,
+      inFlight: [{ model: 'llama', running: 2, waiting: 5 }],
     });
+    expect(stepMessages.drainDomain(result as Parameters<typeof stepMessages.drainDomain>[0])).toBe(
+      'drain budget spent with 2 requests running and 5 waiting (llama: 2 running, 5 waiting)',
+    );
   });
 
   it('counts a model with an unknown request count as busy', async () => {
@@ -531,7 +613,7 @@ describe('drainDomain', () => {
       typeof acts.drainDomain
     >);
     expect(result.drained).toBe(true);
-    expect(heartbeats[0]).toEqual({ waitingFor: '0 running requests, unknown for llama' });
+    expect(heartbeats[0]).toEqual({ waitingFor: 'requests in flight: llama: unknown' });
   });
 });
 

@@ -5,6 +5,7 @@ import type { SlotState } from '../schemas/enums';
 import { FailureType } from '../schemas/failures';
 import { defaultFleetPolicy } from '../schemas/policy';
 import type { SupervisorActionResponse, SupervisorStatus } from '../schemas/supervisor';
+import { probeServingUrls } from './serving-url-probe';
 import type { SupervisorTarget } from './supervisor-access';
 import {
   checkFingerprints,
@@ -14,6 +15,7 @@ import {
   storeFingerprints,
 } from './wake-fingerprint';
 import { judgeGpu, type VerifiedGpu } from '../core/gpu-release';
+import { describeInFlight, type InFlight, judgeDrain, sleepModeAfterDrain } from '../core/drain';
 import { DEFAULT_POLL_INTERVAL_MS, DEFAULT_TRAINING_SETTLE_MS, type ActivityDeps } from './deps';
 import {
   actionOptions,
@@ -28,6 +30,15 @@ import {
 
 export interface DomainInput {
   domainId: string;
+}
+
+/** What a drain saw last: whether it finished within its budget, and what was still in flight when it ended. */
+export interface DrainResult {
+  drained: boolean;
+  runningRequests: number;
+  waitingRequests: number;
+  /** Models with requests running or waiting (or an unknown count) at the drain's last look. */
+  inFlight: InFlight[];
 }
 
 /** Every step result says which attempt succeeded, so progress can show retries. */
@@ -219,8 +230,9 @@ export function createSupervisorActivities(deps: ActivityDeps) {
     },
 
     /**
-     * Sends a synthetic completion to every model of the layout. Any model that errors, answers empty or is
-     * missing from the answer fails the step with non-retryable ProbeFailed.
+     * Sends a synthetic completion to every model of the layout, through its supervisor (the host's loopback),
+     * then through its servingUrl (probeServingUrls). Any model that errors, answers empty or is missing from
+     * the answer fails the step with non-retryable ProbeFailed (Unauthorized for a 401).
      */
     async probeModels(
       input: DomainInput & { prompt: string; maxTokens: number; timeoutMs: number; fingerprint?: FingerprintChecking },
@@ -254,6 +266,11 @@ export function createSupervisorActivities(deps: ActivityDeps) {
         }
         return { model: name, latencyMs: r.latencyMs };
       });
+      // Then as the proxy will reach them: the layout's servingUrl, from this worker, with its upstreamAuth.
+      await heartbeatWhile(
+        `probe of ${names.join(', ')} through their servingUrl`,
+        probeServingUrls(target.inference, input, { fetch: deps.fetch, credentials: deps.upstreamCredentials }),
+      );
       // Executions scheduled before the fingerprint check pass no settings: they get the policy defaults.
       const checks = await checkFingerprints(
         deps,
@@ -280,13 +297,16 @@ export function createSupervisorActivities(deps: ActivityDeps) {
       }
       const host = target.domain;
       const names = modelNamesOf(target.inference);
-      if (input.fingerprint) await storeFingerprints(deps, target, await status(host), input.fingerprint);
+      const before = await status(host);
+      if (input.fingerprint) await storeFingerprints(deps, target, before, input.fingerprint);
+      // Nothing left in flight after the drain: `wait` finishes a request that slipped in since rather than cut it.
+      const mode = sleepModeAfterDrain(judgeDrain(modelStates(before, names)));
       for (const slot of target.inference) {
         assertAccepted(
           `sleep of GPU ${slot.gpuIndex}`,
           await heartbeatWhile(
             `sleep of GPU ${slot.gpuIndex}`,
-            supervisor.sleep(host, { gpuIndex: slot.gpuIndex, level: slot.sleepLevel }, actionOptions()),
+            supervisor.sleep(host, { gpuIndex: slot.gpuIndex, level: slot.sleepLevel, mode }, actionOptions()),
           ),
         );
       }
@@ -346,30 +366,29 @@ export function createSupervisorActivities(deps: ActivityDeps) {
     },
 
     /**
-     * Waits until no model of the domain reports running requests, for at most `timeoutMs` counted from
-     * when the step was first scheduled. Returns `drained: false` at the deadline instead of failing: a
-     * demotion goes on after its drain budget. A model whose count is unknown counts as busy.
+     * Waits until no model of the domain reports requests running or waiting (vLLM's `abort` sleep would end
+     * both), for at most `timeoutMs` counted from when the step was first scheduled. Returns `drained: false` at
+     * the deadline instead of failing, with what was still in flight per model: a demotion goes on after its
+     * drain budget. A model whose count is unknown counts as busy.
      */
-    async drainDomain(
-      input: DomainInput & { timeoutMs: number },
-    ): Promise<StepResult & { drained: boolean; runningRequests: number }> {
+    async drainDomain(input: DomainInput & { timeoutMs: number }): Promise<StepResult & DrainResult> {
       const target = await loadTarget(deps, input.domainId);
       const host = target.domain;
       const names = modelNamesOf(target.inference);
       const deadline = Context.current().info.scheduledTimestampMs + input.timeoutMs;
-      const outcome = await waitUntil(async () => {
-        const models = modelStates(await status(host), names);
-        const running = models.reduce((n, m) => n + (m.runningRequests ?? 0), 0);
-        const unknown = models.filter((m) => m.runningRequests === null).map((m) => m.name);
-        if (running === 0 && unknown.length === 0) return { done: true, value: { drained: true, runningRequests: 0 } };
-        if (deps.now().getTime() >= deadline) {
-          log.warn('drain budget spent', { domainId: input.domainId, runningRequests: running, unknown });
-          return { done: true, value: { drained: false, runningRequests: running } };
-        }
-        return {
-          done: false,
-          waitingFor: `${running} running requests${unknown.length ? `, unknown for ${unknown.join(', ')}` : ''}`,
+      const outcome = await waitUntil(async (): Promise<WaitCheck<DrainResult>> => {
+        const look = judgeDrain(modelStates(await status(host), names));
+        const result = {
+          runningRequests: look.runningRequests,
+          waitingRequests: look.waitingRequests,
+          inFlight: look.inFlight,
         };
+        if (look.isDrained) return { done: true, value: { drained: true, ...result } };
+        if (deps.now().getTime() >= deadline) {
+          log.warn('drain budget spent', { domainId: input.domainId, ...result, unknown: look.unknown });
+          return { done: true, value: { drained: false, ...result } };
+        }
+        return { done: false, waitingFor: `requests in flight: ${describeInFlight(look.inFlight)}` };
       }, intervalMs);
       return { attempt: currentAttempt(), ...outcome };
     },

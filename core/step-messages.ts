@@ -1,3 +1,5 @@
+import { describeInFlight, type InFlight } from './drain';
+
 /**
  * The message each step records when it succeeds (the `operation.step` event). Shared by the step
  * activities, which record their own progress, and by the workflows' path for histories recorded before
@@ -12,8 +14,11 @@ export const stepMessages = {
   probeModels: (r: { results: readonly { model: string; latencyMs: number; fingerprint?: { note: string } }[] }) =>
     `every model answered (${r.results.map((x) => `${x.model} ${x.latencyMs} ms`).join(', ')})${fingerprintNotes(r.results)}`,
   commitRouting: (r: { routeRevision: number }) => `routing committed at revision ${r.routeRevision}`,
-  drainDomain: (r: { drained: boolean; runningRequests: number }) =>
-    r.drained ? 'drained: no running requests' : `drain budget spent with ${r.runningRequests} requests running`,
+  // Results recorded before the waiting count carry neither `waitingRequests` nor `inFlight`.
+  drainDomain: (r: { drained: boolean; runningRequests: number; waitingRequests?: number; inFlight?: InFlight[] }) =>
+    r.drained
+      ? `drained: no requests ${r.waitingRequests === undefined ? 'running' : 'running or waiting'}`
+      : `drain budget spent with ${r.runningRequests} requests running${r.waitingRequests === undefined ? '' : ` and ${r.waitingRequests} waiting`}${r.inFlight?.length ? ` (${describeInFlight(r.inFlight)})` : ''}`,
   sleepModels: (r: { models: readonly string[] }) => `models asleep: ${r.models.join(', ')}`,
   startTraining: (r: { runs: readonly { gpuIndex: number; pids: readonly number[] }[] }) =>
     `training running (${r.runs.map((x) => `GPU ${x.gpuIndex} pid ${x.pids[0]}`).join(', ')})`,

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { providerSchema, sleepLevelSchema } from './enums';
 import { fleetPolicySchema } from './policy';
+import { secretRefSchema } from './secret-ref';
 
 /** Lowercase DNS-label style identifier: used in URLs, workflow ids and CLI arguments. */
 export const slugSchema = z
@@ -28,6 +29,12 @@ export type Placement = z.infer<typeof placementSchema>;
 export const modelBindingSchema = z.strictObject({
   name: modelNameSchema,
   servingUrl: httpUrlSchema,
+  /**
+   * The bearer token the proxy and the promotion's probe send to `servingUrl` (a vLLM started with `--api-key`
+   * and reached directly): an environment variable or file of the API and worker processes. The layout names
+   * it, never holds it.
+   */
+  upstreamAuth: secretRefSchema.optional(),
 });
 export type ModelBinding = z.infer<typeof modelBindingSchema>;
 

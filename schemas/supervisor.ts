@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { sleepLevelSchema } from './enums';
 import { gpuIndexSchema, modelNameSchema } from './layout';
+import { secretRefSchema } from './secret-ref';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Supervisor config (HARU_SUPERVISOR_CONFIG): what runs on one GPU host.
@@ -9,15 +10,8 @@ import { gpuIndexSchema, modelNameSchema } from './layout';
 /** vLLM's default `--gpu-memory-utilization` (vllm/config: `gpu_memory_utilization: float = 0.9`). */
 export const VLLM_DEFAULT_GPU_MEMORY_UTILIZATION = 0.9;
 
-/**
- * Where a secret is read at start: an environment variable of the supervisor, or a file (its contents, trimmed).
- * The config names the secret; it never holds it.
- */
-export const secretRefSchema = z.union([
-  z.strictObject({ env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name') }),
-  z.strictObject({ file: z.string().min(1) }),
-]);
-export type SecretRef = z.infer<typeof secretRefSchema>;
+/** A model's `apiKey`: read by the supervisor at start (schemas/secret-ref.ts). */
+export { secretRefSchema, type SecretRef } from './secret-ref';
 
 export const supervisorModelSchema = z.strictObject({
   name: modelNameSchema,
@@ -146,9 +140,21 @@ export type SupervisorConfigInput = z.input<typeof supervisorConfigSchema>;
 // Supervisor API request bodies (strict: unknown keys are a 400).
 // ---------------------------------------------------------------------------------------------------------------
 
+/**
+ * How a sleep treats requests still in flight, as vLLM's `POST /sleep?mode=` (its `PauseMode`,
+ * vllm/v1/engine/core.py `pause_scheduler`): `wait` stops scheduling new requests and lets the running ones
+ * finish before the memory is released; `abort` (vLLM's default) ends every running and waiting request.
+ */
+export type SleepMode = 'wait' | 'abort';
+
 export const sleepRequestSchema = z.strictObject({
   gpuIndex: gpuIndexSchema.optional(),
   level: sleepLevelSchema.optional(),
+  /**
+   * Requests still in flight: `wait` lets them finish first where the server's vLLM supports it (>= 0.17,
+   * read from its `/version`), `abort` (the default, as vLLM's) ends them.
+   */
+  mode: z.enum(['wait', 'abort']).optional() satisfies z.ZodType<SleepMode | undefined>,
 });
 export type SleepRequest = z.infer<typeof sleepRequestSchema>;
 export const wakeRequestSchema = z.strictObject({ gpuIndex: gpuIndexSchema.optional() });

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { isLoopbackHost } from '../lib/loopback';
 import { secretFromEnv } from '../lib/secret-file';
+import { readSecretRef } from '../lib/secret-ref';
 import { blankable, ConfigError, formatZodError, portSchema, positiveMsSchema } from '../schemas/env';
 import { type SupervisorConfig, supervisorConfigSchema } from '../schemas/supervisor';
 import type { MigSlot } from './gpu';
@@ -114,21 +115,12 @@ export function resolveVllmApiKeys(
 ): Map<number, string> {
   const keys = new Map<number, string>();
   for (const model of config.inference.flatMap((slot) => slot.models)) {
-    const ref = model.apiKey;
-    if (!ref) continue;
-    let key: string;
-    if ('env' in ref) {
-      key = (env[ref.env] ?? '').trim();
-      if (!key) throw new ConfigError(`model ${model.name}: apiKey names ${ref.env}, which is not set`);
-    } else {
-      try {
-        key = readFile(ref.file).trim();
-      } catch (err) {
-        throw new ConfigError(`model ${model.name}: cannot read apiKey file ${ref.file}: ${(err as Error).message}`);
-      }
-      if (!key) throw new ConfigError(`model ${model.name}: apiKey file ${ref.file} is empty`);
+    if (!model.apiKey) continue;
+    try {
+      keys.set(model.port, readSecretRef(model.apiKey, 'apiKey', env, readFile));
+    } catch (err) {
+      throw new ConfigError(`model ${model.name}: ${(err as Error).message}`);
     }
-    keys.set(model.port, key);
   }
   return keys;
 }

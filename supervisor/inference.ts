@@ -1,10 +1,11 @@
 import type { SleepLevel } from '../schemas/enums';
-import type { SupervisorActionResponse, SupervisorConfig } from '../schemas/supervisor';
+import type { SleepMode, SupervisorActionResponse, SupervisorConfig } from '../schemas/supervisor';
 import { NoSlotError } from './errors';
 import type { Logger } from '../lib/logger';
 import { sumSamples } from './prometheus-text';
 import { createKeyedSerializer } from './serial';
-import type { VllmClient } from './vllm';
+import { type VllmClient, VllmError } from './vllm';
+import { supportsSleepWaitMode } from '../lib/vllm-version';
 
 /** One configured model with where it runs. */
 export interface ConfiguredModel {
@@ -98,15 +99,47 @@ export function createInferenceController(deps: {
     return lastSleepLevel.get(model.name) ?? model.sleepLevel;
   }
 
-  async function sleepOne(model: ConfiguredModel, level: SleepLevel): Promise<void> {
+  /**
+   * `wait` when asked and the server's vLLM reads it (its `/version`; an older one would silently abort), else
+   * vLLM's default (abort).
+   */
+  async function sleepModeOf(model: ConfiguredModel, asked: SleepMode | undefined): Promise<'wait' | undefined> {
+    if (asked !== 'wait') return undefined;
+    const version = await vllm.version(model.port).catch(() => null);
+    if (supportsSleepWaitMode(version)) return 'wait';
+    logger.info('sleep mode=wait not supported, sleeping with vLLM default (abort)', {
+      model: model.name,
+      vllmVersion: version,
+    });
+    return undefined;
+  }
+
+  async function sleepOne(model: ConfiguredModel, level: SleepLevel, asked: SleepMode | undefined): Promise<void> {
     if (await vllm.isSleeping(model.port)) return;
-    await vllm.sleep(model.port, level);
+    const mode = await sleepModeOf(model, asked);
+    try {
+      await vllm.sleep(model.port, level, mode);
+    } catch (err) {
+      // An engine running in-process (VLLM_ENABLE_V1_MULTIPROCESSING=0) refuses `wait` with a 500
+      // (vllm/v1/engine/core.py `pause_scheduler` raises ValueError): sleep as vLLM would by default.
+      if (!(mode === 'wait' && err instanceof VllmError && err.status === 500)) throw err;
+      logger.warn('sleep mode=wait refused, sleeping with vLLM default (abort)', {
+        model: model.name,
+        error: err.message,
+      });
+      await vllm.sleep(model.port, level);
+    }
     if (!(await vllm.isSleeping(model.port))) {
       throw new Error(`${model.name} still reports awake after POST /sleep?level=${level} answered 200`);
     }
     lastSleepLevel.set(model.name, level);
     deps.onProvedSleeping?.(model.name, true);
-    logger.info('model asleep', { model: model.name, gpuIndex: model.gpuIndex, sleepLevel: level });
+    logger.info('model asleep', {
+      model: model.name,
+      gpuIndex: model.gpuIndex,
+      sleepLevel: level,
+      mode: mode ?? 'abort',
+    });
   }
 
   async function wakeOne(model: ConfiguredModel): Promise<void> {
@@ -157,11 +190,12 @@ export function createInferenceController(deps: {
     /** Throws NoSlotError when `gpuIndex` has no inference slot. */
     select,
     /**
-     * Puts the selected models to sleep (level from the request, else the slot's) and proves each asleep.
+     * Puts the selected models to sleep (level from the request, else the slot's; `mode` as `sleepModeOf`) and
+     * proves each asleep.
      * Already-sleeping models are left alone. Throws NoSlotError; per-model failures go to `errors`.
      */
-    sleep: (req: { gpuIndex?: number; level?: SleepLevel }) =>
-      perGpu(select(req.gpuIndex), (m) => sleepOne(m, req.level ?? m.sleepLevel)),
+    sleep: (req: { gpuIndex?: number; level?: SleepLevel; mode?: SleepMode }) =>
+      perGpu(select(req.gpuIndex), (m) => sleepOne(m, req.level ?? m.sleepLevel, req.mode)),
     /** Wakes the selected models (level-2 sequence when they slept at level 2) and proves each awake. */
     wake: (req: { gpuIndex?: number }) => perGpu(select(req.gpuIndex), wakeOne),
   };

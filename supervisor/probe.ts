@@ -27,6 +27,28 @@ export function describeVllmStatus(status: number, body: unknown): string {
   return `HTTP ${status}${detail.success ? `: ${detail.data.error.message.slice(0, 200)}` : ''}`;
 }
 
+/** The probe's request body for `model`: one greedy, non-streaming chat completion of `prompt`. */
+export const probeRequestBody = (model: string, prompt: string, maxTokens: number) => ({
+  model,
+  messages: [{ role: 'user', content: prompt }],
+  max_tokens: maxTokens,
+  temperature: 0,
+  stream: false,
+});
+
+/**
+ * Why a probe's answer fails (null: it passes): a non-2xx, a body that is not a chat completion, or blank
+ * generated text (the answer, or a reasoning model's reasoning when the token budget ended inside it).
+ */
+export function judgeProbeAnswer(status: number, body: unknown): string | null {
+  if (status < 200 || status >= 300) return describeVllmStatus(status, body);
+  const parsed = chatCompletionSchema.safeParse(body);
+  if (!parsed.success) return 'answer is not a chat completion';
+  const message = parsed.data.choices[0]!.message;
+  const text = message.content || message.reasoning_content || message.reasoning || '';
+  return text.trim() ? null : 'empty content';
+}
+
 export interface ProbeInput {
   models: { name: string; port: number }[];
   prompt: string;
@@ -35,10 +57,9 @@ export interface ProbeInput {
 }
 
 /**
- * Sends one synthetic, non-streaming chat completion to every model, in parallel. A model passes only with a
- * 2xx and non-blank generated text (the answer, or a reasoning model's reasoning when the token budget ended
- * inside it). A timeout, an error status or empty content fails that model with the reason; the prompt and
- * the answer are never echoed in errors.
+ * Sends one synthetic, non-streaming chat completion to every model, in parallel, judged by judgeProbeAnswer.
+ * A timeout, an error status or empty content fails that model with the reason; the prompt and the answer are
+ * never echoed in errors.
  */
 export async function probeModels(
   input: ProbeInput,
@@ -56,22 +77,11 @@ export async function probeModels(
       try {
         const res = await deps.vllm.chatCompletion(
           model.port,
-          {
-            model: model.name,
-            messages: [{ role: 'user', content: input.prompt }],
-            max_tokens: input.maxTokens,
-            temperature: 0,
-            stream: false,
-          },
+          probeRequestBody(model.name, input.prompt, input.maxTokens),
           input.timeoutMs,
         );
-        if (res.status < 200 || res.status >= 300) return result(false, describeVllmStatus(res.status, res.body));
-        const parsed = chatCompletionSchema.safeParse(res.body);
-        if (!parsed.success) return result(false, 'answer is not a chat completion');
-        const message = parsed.data.choices[0]!.message;
-        const text = message.content || message.reasoning_content || message.reasoning || '';
-        if (!text.trim()) return result(false, 'empty content');
-        return result(true, null);
+        const error = judgeProbeAnswer(res.status, res.body);
+        return result(error === null, error);
       } catch (err) {
         return result(false, (err as Error).message);
       }

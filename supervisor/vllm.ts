@@ -37,6 +37,7 @@ export interface ChatCompletionResult {
 }
 
 const isSleepingSchema = z.object({ is_sleeping: z.boolean() });
+const versionSchema = z.object({ version: z.string() });
 const MAX_ERROR_BODY = 300;
 
 /**
@@ -106,9 +107,26 @@ export function createVllmClient(opts: VllmClientOptions) {
   }
 
   return {
-    /** `POST /sleep?level=N`. Resolves on a 2xx; throws VllmError otherwise. */
-    async sleep(port: number, level: 1 | 2): Promise<void> {
-      await expectOk(port, 'POST', `/sleep?level=${level}`, opts.wakeTimeoutMs);
+    /**
+     * `POST /sleep?level=N`, with `&mode=wait` when asked (only vLLM >= 0.17 reads it: older ones ignore it and
+     * abort). With `wait` vLLM answers once the running requests finished. Resolves on a 2xx; throws VllmError.
+     */
+    async sleep(port: number, level: 1 | 2, mode?: 'wait'): Promise<void> {
+      await expectOk(port, 'POST', `/sleep?level=${level}${mode ? `&mode=${mode}` : ''}`, opts.wakeTimeoutMs);
+    },
+    /** `GET /version`: the server's vLLM version (`{"version": "0.17.1"}`); throws VllmError otherwise. */
+    async version(port: number): Promise<string> {
+      const text = await expectOk(port, 'GET', '/version', opts.timeoutMs);
+      let body: unknown = null;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        // judged below
+      }
+      const parsed = versionSchema.safeParse(body);
+      if (!parsed.success)
+        throw new VllmError(`GET /version on port ${port} answered ${text.slice(0, MAX_ERROR_BODY)}`);
+      return parsed.data.version;
     },
     /** `POST /wake_up`, optionally only some memory tags (`weights`, `kv_cache`). */
     async wakeUp(port: number, tags: string[] = []): Promise<void> {

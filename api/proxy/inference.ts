@@ -17,6 +17,7 @@ import { holdReason, type InferenceEndpoint, noFailoverReason, routeModel, upstr
 import type { Routing, RoutingCache } from './routing-cache';
 import type { SleepCheck } from './sleep-check';
 import { endSseWithError, heldStreamTrailerHeader, startSse, writeSseComment } from './sse';
+import { withUpstreamAuth } from './upstream-auth';
 
 /** Everything the proxy path needs; built once in createApp. */
 export interface ProxyDeps {
@@ -164,12 +165,13 @@ async function proxyOnce(
         );
       } else if (target.kind === 'ok') {
         const routed = routingHeaders(routing, target.domain.slug);
+        const upstreamHeaders = withUpstreamAuth(headers, target.domain, body.model);
         const pinger = pingUntilFirstByte(deps, res, body, routed);
         const outcome = await deps.forwarder
           .send({
             url: upstreamUrl(target.servingUrl, endpoint),
             method: 'POST',
-            headers,
+            headers: upstreamHeaders,
             body: raw,
             signal,
             headersTimeoutMs: deps.config.HARU_CHAT_HEADER_TIMEOUT_MS,

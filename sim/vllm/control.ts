@@ -45,6 +45,16 @@ export const vllmControlSchema = z.strictObject({
   prefixResetFailures: z.number().int().min(0).default(0),
   /** Overrides the start-up wake delay. */
   wakeDelayMs: z.number().int().min(0).optional(),
+  /** Override the start-up sleep delays (every sleep; the first sleep of the process on top). */
+  sleepDelayMs: z.number().int().min(0).optional(),
+  firstSleepDelayMs: z.number().int().min(0).optional(),
+  /** Overrides what `GET /version` answers (an older vLLM, say). */
+  vllmVersion: z.string().min(1).optional(),
+  /**
+   * The engine runs in the API server's process (`VLLM_ENABLE_V1_MULTIPROCESSING=0`): `/sleep?mode=wait` is a 500,
+   * as vLLM's in-process engine core raises ValueError for it (vllm/v1/engine/core.py `pause_scheduler`).
+   */
+  inprocEngine: z.boolean().default(false),
   /** Overrides the start-up token rate. */
   tokensPerSecond: z.number().positive().optional(),
   /**

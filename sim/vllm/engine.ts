@@ -4,6 +4,10 @@ import { metricsText } from './protocol';
 
 export type MemoryTag = 'weights' | 'kv_cache';
 export const MEMORY_TAGS: readonly MemoryTag[] = ['weights', 'kv_cache'];
+/** What a wake may name: the memory tags, and `scheduling`, which resumes a level-0 sleep (vllm/v1/engine/core.py `wake_up`). */
+export type WakeTag = MemoryTag | 'scheduling';
+/** Sleep levels vLLM's engine core takes: 0 pauses scheduling only, no memory changes (vllm/v1/engine/core.py `sleep`). */
+export type SleepLevel = 0 | 1 | 2;
 
 const SENTENCE = 'This is a simulated reply from the Haru GPU host simulator, served by a fake vLLM engine.';
 /** What the engine answers once its weights are wrong (the garbage-after-wake fault): other text, other scores. */
@@ -54,7 +58,15 @@ export interface Admission {
  */
 export function createEngine(opts: EngineOptions) {
   const sleepingTags = new Set<MemoryTag>(opts.startAsleep ? MEMORY_TAGS : []);
-  let sleepLevel: 0 | 1 | 2 = opts.startAsleep ? 1 : 0;
+  let sleepLevel: SleepLevel = opts.startAsleep ? 1 : 0;
+  /** A sleep paused the scheduler (every level does); a wake resumes it. */
+  let schedulerPaused = opts.startAsleep === true;
+  /**
+   * `vllm:engine_sleep_state` as vLLM records it: `record_sleep_state(1, level)` after a sleep and
+   * `record_sleep_state(0, 0)` after any wake, partial ones included (vllm/v1/engine/async_llm.py `sleep`,
+   * `wake_up`). So a `/wake_up?tags=weights` reads awake while `/is_sleeping` still says true.
+   */
+  let gauge: { asleep: boolean; level: SleepLevel } = { asleep: opts.startAsleep === true, level: sleepLevel };
   let weightsValid = true;
   let emptyAnswers = false;
   let garbageWeights = false;
@@ -75,7 +87,10 @@ export function createEngine(opts: EngineOptions) {
   const preferredTokens = (): string[] => tokenize(garbageWeights || !weightsValid ? GARBAGE : SENTENCE);
   /** Starts waiting requests while the engine is awake, not draining, and has free sequence slots. */
   function schedule() {
-    while (waiting.length > 0 && sleepingTags.size === 0 && !isPaused && running < maxNumSeqs) waiting.shift()!();
+    // Requests wait for the KV cache too: a partial wake leaves it unmapped (the newest vLLM resumes scheduling
+    // only once every allocation is resident again).
+    while (waiting.length > 0 && !schedulerPaused && sleepingTags.size === 0 && !isPaused && running < maxNumSeqs)
+      waiting.shift()!();
   }
 
   function writeVram() {
@@ -89,17 +104,18 @@ export function createEngine(opts: EngineOptions) {
 
   return {
     writeVram,
+    /** `/is_sleeping`: the scheduler paused or any memory asleep (vllm/v1/engine/core.py `is_sleeping`). */
     get sleeping() {
-      return sleepingTags.size > 0;
+      return schedulerPaused || sleepingTags.size > 0;
     },
     /**
-     * Sleeps at `level` (no-op when already asleep, as vLLM's executor does). As vLLM's `sleep(level, mode)`
-     * (vllm/v1/engine/async_llm.py -> engine core `sleep`, which pauses the scheduler first): `abort` ends the
-     * requests running now with `finish_reason: "abort"`; `wait` stops scheduling and waits for them to finish.
-     * Requests that arrive meanwhile wait in the queue until a wake.
+     * Sleeps at `level` as vLLM's `sleep(level, mode)` (vllm/v1/engine/async_llm.py -> engine core `sleep`, which
+     * pauses the scheduler first, at every level): `abort` ends the requests running now with
+     * `finish_reason: "abort"`; `wait` stops scheduling and waits for them to finish. Level 0 stops there; levels
+     * 1 and 2 then release the memory (a no-op when it is already asleep, as vLLM's executor does). Requests that
+     * arrive meanwhile wait in the queue until a wake.
      */
-    async sleep(level: 1 | 2, mode: SleepMode = 'abort') {
-      if (sleepingTags.size > 0) return;
+    async sleep(level: SleepLevel, mode: SleepMode = 'abort') {
       if (mode === 'abort') for (const abort of [...runningAborts]) abort();
       else if (running > 0) {
         isPaused = true;
@@ -107,20 +123,35 @@ export function createEngine(opts: EngineOptions) {
         drained = null;
         isPaused = false;
       }
+      schedulerPaused = true;
+      gauge = { asleep: true, level };
+      // Level 0 stops at the pause; an executor already asleep is left as it is (it only warns).
+      if (level === 0 || sleepingTags.size > 0) return;
       for (const tag of MEMORY_TAGS) sleepingTags.add(tag);
       sleepLevel = level;
       if (level === 2) weightsValid = false; // discarded: garbage until reload_weights
       writeVram();
     },
-    /** Wakes `tags` (all when empty); `faults` say how the engine comes back once fully awake. */
-    wake(tags: MemoryTag[], faults: WakeFaults = {}) {
-      for (const tag of tags.length ? tags : MEMORY_TAGS) sleepingTags.delete(tag);
-      if (sleepingTags.size === 0) {
-        sleepLevel = 0;
-        if (faults.emptyAfter) emptyAnswers = true;
-        // Each full wake decides afresh: the fault corrupts the wake it is set for, a later clean wake is healthy.
-        garbageWeights = faults.garbageAfter === true;
+    /**
+     * Wakes `tags` (all when empty) and resumes scheduling, as vLLM's engine core `wake_up`: `scheduling` is no
+     * memory tag and is dropped; a tag that is not asleep makes the executor skip the memory part (it only
+     * warns, vllm/v1/executor/abstract.py `wake_up`). `faults` say how the engine comes back once fully awake.
+     */
+    wake(tags: WakeTag[], faults: WakeFaults = {}) {
+      const memoryTags = tags.filter((t): t is MemoryTag => t !== 'scheduling');
+      const onlyScheduling = tags.length > 0 && memoryTags.length === 0;
+      const wasAsleep = sleepingTags.size > 0;
+      if (!onlyScheduling && wasAsleep && memoryTags.every((t) => sleepingTags.has(t))) {
+        for (const tag of memoryTags.length ? memoryTags : MEMORY_TAGS) sleepingTags.delete(tag);
+        if (sleepingTags.size === 0) {
+          sleepLevel = 0;
+          if (faults.emptyAfter) emptyAnswers = true;
+          // Each full wake decides afresh: the fault corrupts the wake it is set for, a later clean wake is healthy.
+          garbageWeights = faults.garbageAfter === true;
+        }
       }
+      schedulerPaused = false;
+      gauge = { asleep: false, level: 0 };
       writeVram();
       schedule();
     },
@@ -188,14 +219,15 @@ export function createEngine(opts: EngineOptions) {
       metricsText(opts.model, {
         running,
         waiting: waiting.length,
-        sleepLevel,
+        sleepGauge: gauge,
         generated,
         prompt: promptTokens,
         succeeded,
       }),
     snapshot: () => ({
-      sleeping: sleepingTags.size > 0,
+      sleeping: schedulerPaused || sleepingTags.size > 0,
       sleepingTags: [...sleepingTags],
+      schedulerPaused,
       sleepLevel,
       weightsValid,
       emptyAnswers,

@@ -3,7 +3,8 @@
  *   node -r tsx/cjs sim/vllm/main.ts --model NAME --port N --gpu-index N [--host ADDR]
  *     [--gpu-state DIR] [--control FILE] [--wake-delay-ms N] [--tokens-per-second N]
  *     [--weights-mib N] [--kv-cache-mib N] [--residue-mib N] [--start-asleep] [--api-key KEY]
- *     [--lora-module NAME=PATH]... [--max-num-seqs N]
+ *     [--lora-module NAME=PATH]... [--max-num-seqs N] [--sleep-delay-ms N] [--first-sleep-delay-ms N]
+ *     [--vllm-version V]
  * Prints one JSON line `{"event":"listening",...}` when ready; exits 0 on SIGTERM/SIGINT.
  */
 import { parseArgs } from 'node:util';
@@ -28,6 +29,9 @@ export async function runFakeVllm(argv: string[]): Promise<void> {
       'api-key': { type: 'string' },
       'lora-module': { type: 'string', multiple: true },
       'max-num-seqs': { type: 'string' },
+      'sleep-delay-ms': { type: 'string' },
+      'first-sleep-delay-ms': { type: 'string' },
+      'vllm-version': { type: 'string' },
     },
   });
   if (!values.model || values.port === undefined) throw new Error('--model and --port are required');
@@ -52,6 +56,9 @@ export async function runFakeVllm(argv: string[]): Promise<void> {
     // As `vllm serve`: --api-key, else VLLM_API_KEY.
     apiKey: values['api-key'] ?? (process.env.VLLM_API_KEY || undefined),
     maxNumSeqs: num(values['max-num-seqs']),
+    sleepDelayMs: num(values['sleep-delay-ms']),
+    firstSleepDelayMs: num(values['first-sleep-delay-ms']),
+    vllmVersion: values['vllm-version'],
     // A crash is abrupt: no cleanup, no exit handlers, exactly like an engine that died.
     onCrash: () => process.kill(process.pid, 'SIGKILL'),
   });

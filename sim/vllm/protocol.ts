@@ -164,7 +164,15 @@ export function embed(text: string): number[] {
 /** Prometheus text for the gauges Haru reads, labelled as vLLM labels them (`engine`, `model_name`). */
 export function metricsText(
   model: string,
-  s: { running: number; waiting: number; sleepLevel: 0 | 1 | 2; generated: number; prompt: number; succeeded: number },
+  s: {
+    running: number;
+    waiting: number;
+    /** As vLLM's `record_sleep_state(sleep, level)` last set it (vllm/v1/metrics/loggers.py). */
+    sleepGauge: { asleep: boolean; level: 0 | 1 | 2 };
+    generated: number;
+    prompt: number;
+    succeeded: number;
+  },
 ) {
   const labels = `engine="0",model_name="${model.replace(/["\\]/g, '\\$&')}"`;
   const f = (n: number) => (Number.isInteger(n) ? `${n}.0` : String(n));
@@ -177,9 +185,9 @@ export function metricsText(
     `vllm:num_requests_waiting{${labels}} ${f(s.waiting)}`,
     '# HELP vllm:engine_sleep_state Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2.',
     '# TYPE vllm:engine_sleep_state gauge',
-    `vllm:engine_sleep_state{${labels},sleep_state="awake"} ${f(s.sleepLevel === 0 ? 1 : 0)}`,
-    `vllm:engine_sleep_state{${labels},sleep_state="weights_offloaded"} ${f(s.sleepLevel === 1 ? 1 : 0)}`,
-    `vllm:engine_sleep_state{${labels},sleep_state="discard_all"} ${f(s.sleepLevel === 2 ? 1 : 0)}`,
+    `vllm:engine_sleep_state{${labels},sleep_state="awake"} ${f(s.sleepGauge.asleep ? 0 : 1)}`,
+    `vllm:engine_sleep_state{${labels},sleep_state="weights_offloaded"} ${f(s.sleepGauge.asleep && s.sleepGauge.level === 1 ? 1 : 0)}`,
+    `vllm:engine_sleep_state{${labels},sleep_state="discard_all"} ${f(s.sleepGauge.asleep && s.sleepGauge.level === 2 ? 1 : 0)}`,
     '# HELP vllm:prompt_tokens_total Number of prefill tokens processed.',
     '# TYPE vllm:prompt_tokens_total counter',
     `vllm:prompt_tokens_total{${labels}} ${f(s.prompt)}`,

@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { passesApiKeyGuard } from './auth';
 import { NO_FAULTS, readControlFile, type VllmControl, type VllmControlInput, vllmControlSchema } from './control';
-import { createEngine, MEMORY_TAGS, type MemoryTag } from './engine';
+import { createEngine, type MemoryTag, type WakeTag } from './engine';
 import { delay, internalServerError, readBody, send } from './http-util';
 import { handleInference } from './inference';
 import * as p from './protocol';
@@ -32,6 +32,11 @@ export interface FakeVllmOptions {
   loraModules?: { name: string; path: string }[];
   /** `--api-key` (or VLLM_API_KEY): a guarded path (sim/vllm/auth.ts) answers 401 without `Authorization: Bearer <key>`. */
   apiKey?: string;
+  /** Every sleep takes this long; the first of the process `firstSleepDelayMs` more (see `sleep`). */
+  sleepDelayMs?: number;
+  firstSleepDelayMs?: number;
+  /** What `GET /version` answers (default SIM_VLLM_VERSION). */
+  vllmVersion?: string;
   /** Start asleep at level 1 instead of awake (vLLM itself always starts awake). */
   startAsleep?: boolean;
   /** `--max-num-seqs`: requests running at once; the rest wait. */
@@ -45,6 +50,8 @@ export interface FakeVllmState {
   model: string;
   sleeping: boolean;
   sleepingTags: MemoryTag[];
+  /** A sleep (any level, 0 too) paused scheduling and no wake resumed it yet. */
+  schedulerPaused: boolean;
   sleepLevel: 0 | 1 | 2;
   weightsValid: boolean;
   emptyAnswers: boolean;
@@ -58,6 +65,12 @@ export interface FakeVllmState {
   /** Prefix-cache resets that succeeded. */
   prefixResets: number;
 }
+
+/**
+ * The vLLM release whose sleep endpoints the simulator follows: `/sleep?mode=` (vllm-project/vllm#34528, first in
+ * 0.17.0), level 0 and `tags=scheduling`.
+ */
+export const SIM_VLLM_VERSION = '0.17.1+haru.sim';
 
 /** Paths vLLM serves: a wrong method on one of them is FastAPI's 405, anything else its 404. */
 const KNOWN_PATHS = new Set([
@@ -187,22 +200,42 @@ export function createFakeVllm(opts: FakeVllmOptions) {
     },
   };
 
-  /** `POST /sleep?level=N&mode=abort|wait` (vllm/entrypoints/openai/api_server.py `sleep`; mode defaults to abort). */
+  let sleptBefore = false;
+  /**
+   * `POST /sleep?level=N&mode=abort|wait` (vllm/entrypoints/serve/dev/sleep/api_router.py `sleep`: level defaults to
+   * 1, mode to abort; the engine core takes levels 0-2 and raises ValueError for another mode, a 500). A sleep
+   * copies the weights to pinned host memory (vllm/device_allocator/cumem.py `CuMemAllocator.sleep`); the first
+   * one of a process also pays for allocating that pinned memory, which torch's caching host allocator keeps
+   * for the sleeps after it: `firstSleepDelayMs` on top of `sleepDelayMs`. With `inprocEngine`, `wait` is the
+   * ValueError an in-process engine raises.
+   */
   async function sleep(url: URL, res: http.ServerResponse) {
     const level = Number(url.searchParams.get('level') ?? '1');
     const mode = url.searchParams.get('mode') ?? 'abort';
-    if (level !== 1 && level !== 2) return internalServerError(res); // vLLM's int()/assert raises
+    if (level !== 0 && level !== 1 && level !== 2) return internalServerError(res); // vLLM's int() raises
     if (mode !== 'abort' && mode !== 'wait') return internalServerError(res);
-    if (!faults.sleepNoop) await engine.sleep(level, mode);
+    if (mode === 'wait' && faults.inprocEngine) return internalServerError(res);
+    const first = level > 0 && !sleptBefore;
+    await delay(
+      (faults.sleepDelayMs ?? opts.sleepDelayMs ?? 0) +
+        (first ? (faults.firstSleepDelayMs ?? opts.firstSleepDelayMs ?? 0) : 0),
+    );
+    if (!faults.sleepNoop) {
+      await engine.sleep(level, mode);
+      if (level > 0) sleptBefore = true;
+    }
     send(res, 200);
   }
 
+  /**
+   * `POST /wake_up?tags=...` (vllm/entrypoints/serve/dev/sleep/api_router.py `wake_up`, no tags: all). Tags are not
+   * validated: `scheduling` resumes a level-0 sleep, and a tag that is not asleep only makes the executor warn.
+   */
   async function wakeUp(url: URL, res: http.ServerResponse) {
-    const tags = url.searchParams.getAll('tags');
-    if (tags.some((t) => !MEMORY_TAGS.includes(t as MemoryTag))) return internalServerError(res);
+    const tags = url.searchParams.getAll('tags') as WakeTag[];
     await delay(faults.wakeDelayMs ?? opts.wakeDelayMs ?? 0);
     if (!faults.wakeNoop) {
-      engine.wake(tags as MemoryTag[], {
+      engine.wake(tags, {
         emptyAfter: faults.emptyContentAfterWake,
         garbageAfter: faults.garbageAfterWake,
       });
@@ -253,7 +286,7 @@ export function createFakeVllm(opts: FakeVllmOptions) {
       case 'GET /health':
         return send(res, 200);
       case 'GET /version':
-        return send(res, 200, { version: '0.11.0+haru.sim' });
+        return send(res, 200, { version: faults.vllmVersion ?? opts.vllmVersion ?? SIM_VLLM_VERSION });
       case 'GET /metrics':
         res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
         return void res.end(engine.metrics());

@@ -98,3 +98,75 @@ describe('proxy to a fake vLLM', () => {
     expect((err as { error?: { code?: string } }).error?.code).toBe('upstream_unreachable');
   });
 });
+
+/** A vLLM started with `--api-key` reached directly: the layout's `upstreamAuth` names the key the proxy sends. */
+describe('proxy to a keyed fake vLLM', () => {
+  const model = 'qwen-keyed';
+  const KEY_ENV = 'HARU_TEST_PROXY_UPSTREAM_KEY';
+  let vllm: FakeVllm;
+  let h: Harness;
+  let url: string;
+
+  beforeAll(async () => {
+    process.env[KEY_ENV] = 'vllm-key-0123456789';
+    vllm = createFakeVllm({ model, port: 0, gpuIndex: 0, apiKey: 'vllm-key-0123456789', onCrash: () => {} });
+    url = `http://127.0.0.1:${await vllm.listen()}`;
+    h = await startHarness({});
+  });
+  afterAll(async () => {
+    await h?.close();
+    await vllm?.close();
+    delete process.env[KEY_ENV];
+  });
+
+  /** A fleet serving `model` from the keyed vLLM, its bindings with `upstreamAuth` when given. */
+  const seed = async (upstreamAuth?: { env: string }) => {
+    const layout = twoDomainLayout({ eastUrl: url, westUrl: url, models: [model] });
+    for (const d of layout.domains) {
+      for (const slot of d.slots) {
+        if (slot.kind === 'inference') slot.models = slot.models.map((m) => ({ ...m, upstreamAuth }));
+      }
+    }
+    return (await h.seed(layout)).slug;
+  };
+  const client = (fleet: string) =>
+    new OpenAI({
+      baseURL: `${h.url}/v1`,
+      apiKey: 'the-clients-own-key',
+      maxRetries: 0,
+      defaultHeaders: { 'x-haru-fleet': fleet },
+    });
+  const ask = (fleet: string) =>
+    client(fleet).chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 });
+
+  it("serves clients with the key upstreamAuth names (never the client's own Authorization)", async () => {
+    const fleet = await seed({ env: KEY_ENV });
+    const answer = await ask(fleet);
+    expect(answer.choices[0]?.message.content).toMatch(/simulated/);
+    const parts: string[] = [];
+    const stream = await client(fleet).chat.completions.create({
+      model,
+      messages: [{ role: 'user', content: 'hi' }],
+      max_tokens: 4,
+      stream: true,
+    });
+    for await (const chunk of stream) parts.push(chunk.choices[0]?.delta.content ?? '');
+    expect(parts.join('')).toBe(answer.choices[0]?.message.content);
+  });
+
+  it('without upstreamAuth the keyed vLLM refuses proxied traffic (its 401 passes through)', async () => {
+    const fleet = await seed();
+    const err = await ask(fleet).catch((e: unknown) => e);
+    expect((err as InstanceType<typeof OpenAI.APIError>).status).toBe(401);
+  });
+
+  it('a token the API cannot read is a 500 naming the reference', async () => {
+    const fleet = await seed({ env: 'HARU_TEST_PROXY_UNSET_KEY' });
+    const res = await call(`${h.url}/v1/chat/completions`, {
+      body: { model, messages: [] },
+      headers: { 'x-haru-fleet': fleet },
+    });
+    expect(res.status).toBe(500);
+    expect(res.body.error.message).toMatch(/upstreamAuth names HARU_TEST_PROXY_UNSET_KEY, which is not set/);
+  });
+});

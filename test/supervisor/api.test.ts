@@ -273,6 +273,44 @@ describe('supervisor API: vLLM sleep and wake', () => {
     expect(small.state().prefixResets).toBe(resetsBefore + 1);
   });
 
+  it('sleeps with mode=wait where the vLLM reads it, letting a running request finish; else with the default', async () => {
+    const lastSleep = () =>
+      small
+        .state()
+        .calls.filter((c) => c.startsWith('POST /sleep'))
+        .slice(-2);
+    await small.setFaults({ tokensPerSecond: 50 });
+    const pending = fetch(`http://127.0.0.1:${small.port}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'small-a', messages: [{ role: 'user', content: 'x' }], max_tokens: 10 }),
+    }).then((r) => r.json() as Promise<{ choices: { finish_reason: string }[] }>);
+    await waitFor('the request running', () => small.state().running === 1);
+    const slept = await call('POST', '/v1/vllm/sleep', { gpuIndex: 0, mode: 'wait' });
+    expect(slept.json).toEqual({ accepted: true, gpuIndexes: [0], errors: [] });
+    expect((await pending).choices[0]!.finish_reason).toBe('length'); // finished, not aborted
+    expect(lastSleep().at(-1)).toBe('POST /sleep?level=1&mode=wait');
+
+    // An older vLLM ignores `mode` (it would abort): the supervisor does not pretend, it sends the plain sleep.
+    await call('POST', '/v1/vllm/wake', { gpuIndex: 0 });
+    await small.setFaults({ vllmVersion: '0.16.0' });
+    expect((await call('POST', '/v1/vllm/sleep', { gpuIndex: 0, mode: 'wait' })).json).toMatchObject({
+      accepted: true,
+    });
+    expect(lastSleep().at(-1)).toBe('POST /sleep?level=1');
+
+    // An in-process engine refuses `wait` with a 500: slept with the default instead.
+    await call('POST', '/v1/vllm/wake', { gpuIndex: 0 });
+    await small.setFaults({ inprocEngine: true });
+    expect((await call('POST', '/v1/vllm/sleep', { gpuIndex: 0, mode: 'wait' })).json).toMatchObject({
+      accepted: true,
+    });
+    expect(lastSleep()).toEqual(['POST /sleep?level=1&mode=wait', 'POST /sleep?level=1']);
+    expect(await modelState('small-a')).toBe('asleep');
+    expect((await call('POST', '/v1/vllm/sleep', { mode: 'later' })).status).toBe(400);
+    expect((await call('POST', '/v1/vllm/wake', { gpuIndex: 0 })).json).toMatchObject({ accepted: true });
+  });
+
   it('acts on one GPU only when asked, with the requested level', async () => {
     const res = await call('POST', '/v1/vllm/sleep', { gpuIndex: 0, level: 2 });
     expect(res.json).toEqual({ accepted: true, gpuIndexes: [0], errors: [] });

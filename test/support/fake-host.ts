@@ -1,5 +1,6 @@
 /** An in-memory GPU host behind a SupervisorClient, for activity tests that script a supervisor's answers. */
 import { ApplicationFailure } from '@temporalio/common';
+import { Headers, Response, type fetch as undiciFetch } from 'undici';
 import type { SupervisorClient } from '../../activities/supervisor-client';
 import type { SupervisorTarget } from '../../activities/supervisor-access';
 import { FailureType } from '../../schemas/failures';
@@ -19,6 +20,8 @@ interface HostModel {
   gpuIndex: number;
   state: ModelAwakeState;
   runningRequests: number | null;
+  /** `vllm:num_requests_waiting` (absent: a supervisor older than the count). */
+  waitingRequests?: number | null;
   /** The status view's reading (absent: a supervisor older than the view). */
   condition?: ModelCondition;
 }
@@ -39,6 +42,8 @@ export const gpuMemory = (
 /** An in-memory GPU host. Its `client` answers like a supervisor; tests change state and script failures. */
 export class FakeHost {
   models: HostModel[] = [{ name: 'llama', gpuIndex: 0, state: 'asleep', runningRequests: 0 }];
+  /** The `mode` of each sleep asked for, in order (`default` when none). */
+  sleepModes: string[] = [];
   training: TrainingRunStatus[] = [{ gpuIndex: 0, state: 'running', pids: [4242], startedAt: T0, lastExit: null }];
   gpus: GpuMemory[] = [
     gpuMemory({
@@ -89,6 +94,25 @@ export class FakeHost {
     }
   }
 
+  /** What the models' servingUrls answer (the proxy's path): status and body; `refused` drops the connection. */
+  serving: { status: number; body: unknown } | 'refused' = {
+    status: 200,
+    body: { choices: [{ message: { role: 'assistant', content: 'ok' } }] },
+  };
+  /** Each request sent to a servingUrl: its URL and Authorization header. */
+  servingCalls: { url: string; authorization: string | null }[] = [];
+  /** Answers for the servingUrls, as `fetch` (the probe through servingUrl). */
+  readonly servingFetch: typeof undiciFetch = async (input, init) => {
+    const headers = new Headers(init?.headers);
+    this.servingCalls.push({ url: String(input), authorization: headers.get('authorization') });
+    if (this.serving === 'refused') {
+      throw new TypeError('fetch failed', {
+        cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }),
+      });
+    }
+    return new Response(JSON.stringify(this.serving.body), { status: this.serving.status });
+  };
+
   private action(gpuIndexes: number[]): SupervisorActionResponse {
     return { accepted: true, gpuIndexes, errors: [] };
   }
@@ -111,6 +135,7 @@ export class FakeHost {
     },
     sleep: async (_target, body) => {
       this.take(`sleep:${body.gpuIndex}:${body.level}`);
+      this.sleepModes.push(body.mode ?? 'default');
       for (const m of this.models.filter((x) => x.gpuIndex === body.gpuIndex)) m.state = 'asleep';
       return this.action([body.gpuIndex ?? 0]);
     },

@@ -5,8 +5,15 @@
  * garbage-after-wake fault) fails the promotion with routing left where it was. Every fake vLLM runs with
  * `--api-key`, so every promotion here also proves the supervisor sends the key from its config.
  */
-import type { Operation } from '../../schemas/entities';
-import { MODEL, type SimFleet, type SimFleetDomain, hostState, startSimFleet } from './support/sim-fleet';
+import {
+  MODEL,
+  type SimFleet,
+  type SimFleetDomain,
+  hostState,
+  promoteAndWait,
+  routingOf,
+  startSimFleet,
+} from './support/sim-fleet';
 import { uniqueTaskQueue, useTestServer } from './support/temporal';
 import { startTestWorker } from './support/worker';
 
@@ -27,25 +34,8 @@ beforeAll(async () => {
 });
 
 const store = () => fleet.db.store;
-const routing = async () => {
-  const s = (await store().fleets.snapshot(fleet.fleetId))!;
-  return { activeDomainId: s.activeDomainId, routeRevision: s.routeRevision };
-};
-const promote = async (target: SimFleetDomain): Promise<Operation> => {
-  const { operation } = await store().operations.create({
-    fleetId: fleet.fleetId,
-    kind: 'promote',
-    targetDomainId: target.id,
-    reason: 'test',
-    requestedBy: 'test',
-  });
-  await server.orchestrator(taskQueue).startOperation(operation);
-  await server.client.workflow
-    .getHandle(operation.workflowId)
-    .result()
-    .catch(() => null);
-  return (await store().operations.get(operation.id))!;
-};
+const routing = () => routingOf(fleet);
+const promote = (target: SimFleetDomain) => promoteAndWait(server, taskQueue, fleet, target);
 const probeMessage = async (operationId: string) => {
   const events = await store().events.list(fleet.fleetId, { limit: 1_000 });
   const probe = events.find(

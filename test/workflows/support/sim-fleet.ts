@@ -8,6 +8,8 @@ import type { FleetPolicyInput } from '../../../schemas/policy';
 import type { SupervisorStatus } from '../../../schemas/supervisor';
 import { SIM_TRAINER, startSimDomain, type SimDomain } from '../../../sim/domain';
 import { freePort } from '../../support/ports';
+import type { Operation } from '../../../schemas/entities';
+import type { useTestServer } from './temporal';
 
 /** Budgets that fail a broken step in seconds but leave a loaded 2-core machine room to do real work. */
 export const TEST_POLICY: FleetPolicyInput = {
@@ -59,13 +61,18 @@ export interface SimFleetOptions {
   wakeDelayMs?: number;
   /** An existing database to seed into (shared by the tests of a file). */
   db?: TestDatabase;
-  /** Run every fake vLLM with `--api-key` this key (the supervisors are configured with it). */
+  /**
+   * Run every fake vLLM with `--api-key` this key (the supervisors are configured with it); the layout's
+   * bindings name it as `upstreamAuth` in SIM_UPSTREAM_KEY_ENV, set in this process for the worker's probe.
+   */
   vllmApiKey?: string;
   /** GPUs per domain, each with one model and one trainer (default 1). */
   gpus?: 1 | 2;
 }
 
 let fleetCounter = 0;
+/** The variable the layout's `upstreamAuth` names when the fake vLLMs run with `--api-key`. */
+export const SIM_UPSTREAM_KEY_ENV = 'HARU_SIM_UPSTREAM_KEY';
 
 /** Starts the fleet: ports are free ones, the layout is seeded, east serves and west sleeps with training running. */
 export async function startSimFleet(opts: SimFleetOptions = {}): Promise<SimFleet> {
@@ -86,7 +93,13 @@ export async function startSimFleet(opts: SimFleetOptions = {}): Promise<SimFlee
         {
           kind: 'inference',
           gpuIndex,
-          models: [{ name: MODELS[gpuIndex], servingUrl: `http://127.0.0.1:${ports[d][1 + gpuIndex]}/v1` }],
+          models: [
+            {
+              name: MODELS[gpuIndex],
+              servingUrl: `http://127.0.0.1:${ports[d][1 + gpuIndex]}/v1`,
+              ...(opts.vllmApiKey ? { upstreamAuth: { env: SIM_UPSTREAM_KEY_ENV } } : {}),
+            },
+          ],
         },
         {
           kind: 'training',
@@ -98,6 +111,7 @@ export async function startSimFleet(opts: SimFleetOptions = {}): Promise<SimFlee
       ]),
     })),
   });
+  if (opts.vllmApiKey) process.env[SIM_UPSTREAM_KEY_ENV] = opts.vllmApiKey;
   const db = opts.db ?? (await createTestDatabase());
   const report = await seedLayout(db.store, layout);
   const snapshot = (await db.store.fleets.snapshot(report.fleetId))!;
@@ -145,6 +159,35 @@ export async function startSimFleet(opts: SimFleetOptions = {}): Promise<SimFlee
     if (!opts.db) await db.drop();
     throw err;
   }
+}
+
+/** The fleet's routing pointer: its active domain and revision. */
+export async function routingOf(fleet: SimFleet) {
+  const s = (await fleet.db.store.fleets.snapshot(fleet.fleetId))!;
+  return { activeDomainId: s.activeDomainId, routeRevision: s.routeRevision };
+}
+
+/** Creates a promotion of `target`, runs it on `taskQueue` and waits for its end; resolves with the operation row. */
+export async function promoteAndWait(
+  server: ReturnType<typeof useTestServer>,
+  taskQueue: string,
+  fleet: SimFleet,
+  target: SimFleetDomain,
+): Promise<Operation> {
+  const store = fleet.db.store;
+  const { operation } = await store.operations.create({
+    fleetId: fleet.fleetId,
+    kind: 'promote',
+    targetDomainId: target.id,
+    reason: 'test',
+    requestedBy: 'test',
+  });
+  await server.orchestrator(taskQueue).startOperation(operation);
+  await server.client.workflow
+    .getHandle(operation.workflowId)
+    .result()
+    .catch(() => null);
+  return (await store.operations.get(operation.id))!;
 }
 
 /** True when every model of the domain is `state` and its training is running (`true`) or not. */

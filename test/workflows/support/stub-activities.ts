@@ -107,7 +107,7 @@ export function stubActivities(overrides: Partial<Activities> = {}, policy: Flee
       return { stoppedGpus: [], problems: [] };
     },
     async drainDomain() {
-      return { attempt: 1, drained: true, runningRequests: 0 };
+      return { attempt: 1, drained: true, runningRequests: 0, waitingRequests: 0, inFlight: [] };
     },
     async watchFleet() {
       throw new Error('watchFleet is not stubbed in this test');
