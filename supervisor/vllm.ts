@@ -26,7 +26,7 @@ export interface VllmClientOptions {
   timeoutMs: number;
   /** Timeout of each sleep, wake_up and collective_rpc call. */
   wakeTimeoutMs: number;
-  /** The `--api-key` of the server on each port that has one: a bearer token on its `/v1/*` routes. */
+  /** The `--api-key` of the server on each port that has one: a bearer token on every call to that port. */
   apiKeys?: ReadonlyMap<number, string>;
 }
 
@@ -57,8 +57,11 @@ export function createVllmClient(opts: VllmClientOptions) {
   ): Promise<{ status: number; text: string }> {
     const url = `http://127.0.0.1:${port}${pathAndQuery}`;
     const timeout = AbortSignal.timeout(timeoutMs);
-    // vLLM's --api-key guards /v1/* only (AuthenticationMiddleware, vllm/entrypoints/openai/api_server.py).
-    const key = pathAndQuery.startsWith('/v1/') ? opts.apiKeys?.get(port) : undefined;
+    // The key goes on every call to a keyed server, not only /v1/*: vLLM's AuthenticationMiddleware
+    // (vllm/entrypoints/serve/middleware/authenticate.py) guards /v1, /v2, /inference and /cohere today, and a
+    // newer form builds the guarded set from the route table, which takes in /sleep, /wake_up and /is_sleeping;
+    // an unguarded route ignores the header, so sending it always is right for both.
+    const key = opts.apiKeys?.get(port);
     const init: RequestInit = {
       method,
       signal: timeout,
