@@ -5,6 +5,7 @@ import { type OperationProgress, operationProgressSchema } from '../schemas/api'
 import type { Operation } from '../schemas/entities';
 import { HaruError } from '../schemas/errors';
 import { type FleetHealth, fleetHealthSchema } from '../schemas/health';
+import { monitorTaskQueue } from '../core/task-queues';
 import { monitorWorkflowId } from '../core/workflow-ids';
 import { abortSignal, checkNowSignal, healthQuery, progressQuery } from '../workflows/definitions';
 import { monitorStart, operationStart, type StartSlugs } from '../workflows/start-options';
@@ -39,6 +40,7 @@ export interface TemporalOrchestratorOptions {
   /** The connection the client was built on (deadlines and health checks go through it). */
   connection: Connection;
   client: Client;
+  /** The operations' queue; a monitor it starts goes to the monitors' queue beside it (core/task-queues.ts). */
   taskQueue: string;
   /** Deadline for one call, in ms. */
   timeoutMs: number;
@@ -100,7 +102,7 @@ export function createTemporalOrchestrator(opts: TemporalOrchestratorOptions): O
       await bounded(() =>
         client.workflow.signalWithStart(workflowType, {
           ...options,
-          taskQueue,
+          taskQueue: monitorTaskQueue(taskQueue),
           signal: checkNowSignal,
           signalArgs: [],
         }),

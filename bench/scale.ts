@@ -45,7 +45,10 @@ const { values: args } = parseArgs({
     'profile-dir': { type: 'string' },
     /** Print the Temporal history of the slowest promotion of each size. */
     timeline: { type: 'boolean', default: false },
-    /** `haru worker` processes on the task queue (they share the monitors' and promotions' tasks). */
+    /**
+     * `haru worker` processes on the task queues. With more than one, each watches at most its share of the
+     * fleets (HARU_WORKER_MAX_MONITORS), so the monitors divide; the promotions' tasks go to whichever polls.
+     */
     workers: { type: 'string', default: '1' },
     /** The fleets' monitor poll interval (policy `heartbeatIntervalMs`; the default policy says 500). */
     'heartbeat-ms': { type: 'string' },
@@ -87,6 +90,8 @@ interface ScaleFigures {
     cpuPercent: { workers: number; postgres: number; temporalServer: number | null; simHost: number };
     cpuMsPerPoll: { workers: number; postgres: number; simHost: number } | null;
   };
+  /** Routing commits each worker ran during the promotions (`haru_worker_routing_commits_total`). */
+  commitsPerWorker: number[];
   /** CPU time per promotion (everything else on the machine counts too: Postgres, trainers, other jobs). */
   cpuPerPromotionMs: { worker: number; temporalServer: number | null; simHostAndBench: number };
   monitors: boolean;
@@ -104,15 +109,21 @@ async function uniquePort(): Promise<number> {
   }
 }
 
-/** Supervisor polls so far by one worker (`haru_worker_domain_polls_total`, every label). */
-async function workerPolls(worker: HaruProcess): Promise<number> {
+/** A counter of one worker's `/metrics` so far, summed over its labels. */
+async function workerCounter(worker: HaruProcess, name: string): Promise<number> {
   const text = await (await fetch(String(worker.ready.metricsUrl))).text();
   let total = 0;
   for (const line of text.split('\n')) {
-    if (line.startsWith('haru_worker_domain_polls_total{')) total += Number(line.slice(line.lastIndexOf(' ') + 1));
+    if (line.startsWith(`${name}{`) || line.startsWith(`${name} `))
+      total += Number(line.slice(line.lastIndexOf(' ') + 1));
   }
   return total;
 }
+
+/** Supervisor polls so far by one worker. */
+const workerPolls = (worker: HaruProcess) => workerCounter(worker, 'haru_worker_domain_polls_total');
+/** Routing commits so far by one worker: the promotions it carried to their commit. */
+const workerCommits = (worker: HaruProcess) => workerCounter(worker, 'haru_worker_routing_commits_total');
 
 /** Supervisor polls so far, summed over the workers. */
 const pollCount = async (workers: HaruProcess[]): Promise<number> =>
@@ -177,6 +188,7 @@ function idleOnly(
     toDoneMs: none,
     failed: 0,
     failures: [],
+    commitsPerWorker: [],
     workerRssBeforeMiB: rssBefore,
     workerPeakRssMiB: worker.peakRssMiB(),
     workerIdleCpuPercent: idleCpuShare * 100,
@@ -228,28 +240,33 @@ async function oneScale(
     const taskQueue = `bench-scale-${run}`;
     // Promotions start as the API starts them; the deadline allows for hundreds of starts at once.
     const orchestrator = createTemporalOrchestrator({ client, connection, taskQueue, timeoutMs: 60_000 });
-    const workers: HaruProcess[] = [];
-    for (let w = 0; w < WORKER_COUNT; w += 1) {
-      const worker = await startHaruProcess(
-        'worker',
-        {
-          DATABASE_URL: db.url,
-          TEMPORAL_ADDRESS: address,
-          HARU_TASK_QUEUE: taskQueue,
-          HARU_WORKFLOW_BUNDLE: bundle,
-          HARU_WORKER_METRICS_PORT: '0',
-          HARU_WORKER_SDK_METRICS_PORT: '0', // off: several workers share this machine
-          HARU_WORKER_METRICS_HOST: '127.0.0.1',
-          LOG_LEVEL: 'info',
-        },
-        'worker running',
-        {
-          nodeArgs: profileArgs(),
-        },
-      );
-      cleanups.push(() => worker.stop());
-      workers.push(worker);
-    }
+    // Started together, so that every worker polls before the monitors' first watches are handed out.
+    const monitorShare: Record<string, string> =
+      WORKER_COUNT > 1 ? { HARU_WORKER_MAX_MONITORS: String(Math.ceil(count / WORKER_COUNT) + 2) } : {};
+    const workers = await Promise.all(
+      Array.from({ length: WORKER_COUNT }, async () => {
+        const worker = await startHaruProcess(
+          'worker',
+          {
+            DATABASE_URL: db.url,
+            TEMPORAL_ADDRESS: address,
+            HARU_TASK_QUEUE: taskQueue,
+            HARU_WORKFLOW_BUNDLE: bundle,
+            HARU_WORKER_METRICS_PORT: '0',
+            HARU_WORKER_SDK_METRICS_PORT: '0', // off: several workers share this machine
+            HARU_WORKER_METRICS_HOST: '127.0.0.1',
+            LOG_LEVEL: 'info',
+            ...monitorShare,
+          },
+          'worker running',
+          {
+            nodeArgs: profileArgs(),
+          },
+        );
+        cleanups.push(() => worker.stop());
+        return worker;
+      }),
+    );
     const worker = workers[0]!;
     const workersCpuMs = () => workers.reduce((sum, w) => sum + cpuMs(w.pid), 0);
     const monitors = fleets.map((f) => client.workflow.getHandle(monitorWorkflowId(f.fleetId)));
@@ -323,6 +340,7 @@ async function oneScale(
 
     if (args['idle-only']) return idleOnly(count, idle, worker, idleCpuShare, rssBefore);
 
+    const commitsBefore = await Promise.all(workers.map(workerCommits));
     const cpuBefore = {
       worker: workersCpuMs(),
       temporal: temporal.pid ? cpuMs(temporal.pid) : 0,
@@ -363,6 +381,7 @@ async function oneScale(
       }),
     );
     const wallMs = Math.max(...results.map((r) => r.doneAt)) - startedAt;
+    const commitsPerWorker = (await Promise.all(workers.map(workerCommits))).map((n, i) => n - commitsBefore[i]!);
     const hostCpu = process.cpuUsage(cpuBefore.host);
     const cpuPerPromotionMs = {
       worker: (workersCpuMs() - cpuBefore.worker) / count,
@@ -379,8 +398,10 @@ async function oneScale(
       // The slowest to finish: its own history and its old active's demotion (a child workflow).
       const last = results.reduce((a, b) => (b.toDoneMs > a.toDoneMs ? b : a));
       printTimeline(await last.handle.fetchHistory(), last.requestedAt, `slowest of ${count} to finish`);
+      // A promotion that failed before its commit started no demotion.
       const child = client.workflow.getHandle(demotionChildWorkflowId(last.fleetId, last.operationId));
-      printTimeline(await child.fetchHistory(), last.requestedAt, `its demotion of the old active`);
+      const demotion = await child.fetchHistory().catch(() => null);
+      if (demotion) printTimeline(demotion, last.requestedAt, `its demotion of the old active`);
     }
     const commits = results.map((r) => r.toCommitMs).filter((v): v is number => v !== null);
     const done = results.map((r) => r.toDoneMs);
@@ -396,6 +417,7 @@ async function oneScale(
       workerPeakRssMiB: Math.max(...workers.map((w) => w.peakRssMiB() ?? 0)),
       workerIdleCpuPercent: idleCpuShare * 100,
       idle,
+      commitsPerWorker,
       cpuPerPromotionMs,
       monitors: !args['without-monitors'],
     };
@@ -415,7 +437,7 @@ async function main(): Promise<void> {
       process.stdout.write(
         `${count} fleets: wall ${f.wallMs} ms, ${fmt(f.promotionsPerSecond, 1)} promotions/s, ` +
           `commit p50 ${f.toCommitMs.p50} p99 ${f.toCommitMs.p99} ms, worker peak ${fmt(f.workerPeakRssMiB)} MiB, failed ${f.failed}, ` +
-          `idle polls per worker ${f.idle.pollsPerWorker.join(' / ')}\n`,
+          `idle polls per worker ${f.idle.pollsPerWorker.join(' / ')}, commits per worker ${f.commitsPerWorker.join(' / ')}\n`,
       );
       process.stdout.write(
         `${count} fleets idle: ${fmt(f.idle.pollsPerSecond)} polls/s (expected ${fmt(f.idle.expectedPollsPerSecond)}), ` +
@@ -440,6 +462,7 @@ async function main(): Promise<void> {
       'worker idle CPU %',
       'idle polls/s (expected)',
       'control-plane CPU ms/fleet/s',
+      'idle polls / commits per worker',
       'idle CPU % workers/pg/temporal/host',
       'CPU ms/poll workers/pg/host',
       'worker RSS before MiB',
@@ -460,6 +483,7 @@ async function main(): Promise<void> {
       fmt(f.workerIdleCpuPercent),
       `${fmt(f.idle.pollsPerSecond)} (${fmt(f.idle.expectedPollsPerSecond)})`,
       fmt(f.idle.cpuMsPerFleetSecond.controlPlane, 2),
+      `${f.idle.pollsPerWorker.join('+')} / ${f.commitsPerWorker.join('+')}`,
       [
         f.idle.cpuPercent.workers,
         f.idle.cpuPercent.postgres,

@@ -7,7 +7,8 @@ describe('loadWorkerConfig', () => {
       temporal: { address: 'localhost:7233', namespace: 'default', connection: { address: 'localhost:7233' } },
       HARU_TASK_QUEUE: 'haru',
       HARU_WORKER_METRICS_PORT: 9464,
-      HARU_WORKER_MAX_ACTIVITIES: 2000,
+      HARU_WORKER_MAX_ACTIVITIES: 500,
+      HARU_WORKER_MAX_MONITORS: 2000,
       HARU_STATE_DIR: '.haru',
       LOG_LEVEL: 'info',
     });
@@ -21,7 +22,8 @@ describe('loadWorkerConfig', () => {
       DATABASE_URL: 'postgres://haru@db:5432/haru',
       HARU_SUPERVISOR_TOKEN: 's3cret',
       HARU_WORKER_METRICS_PORT: '0',
-      HARU_WORKER_MAX_ACTIVITIES: '500',
+      HARU_WORKER_MAX_ACTIVITIES: '300',
+      HARU_WORKER_MAX_MONITORS: '60',
     });
     expect(config).toMatchObject({
       temporal: { address: 'temporal:7233', namespace: 'prod' },
@@ -29,7 +31,8 @@ describe('loadWorkerConfig', () => {
       DATABASE_URL: 'postgres://haru@db:5432/haru',
       HARU_SUPERVISOR_TOKEN: 's3cret',
       HARU_WORKER_METRICS_PORT: 0,
-      HARU_WORKER_MAX_ACTIVITIES: 500,
+      HARU_WORKER_MAX_ACTIVITIES: 300,
+      HARU_WORKER_MAX_MONITORS: 60,
     });
   });
 
@@ -40,6 +43,7 @@ describe('loadWorkerConfig', () => {
           DATABASE_URL: 'mysql://x',
           HARU_WORKER_METRICS_PORT: 'ninety',
           HARU_WORKER_MAX_ACTIVITIES: '0',
+          HARU_WORKER_MAX_MONITORS: '1',
           LOG_LEVEL: 'loud',
         });
       } catch (e) {
@@ -49,7 +53,13 @@ describe('loadWorkerConfig', () => {
     expect(err).toBeInstanceOf(ConfigError);
     const message = (err as Error).message;
     expect(message).toMatch(/^invalid worker environment:/);
-    for (const name of ['DATABASE_URL', 'HARU_WORKER_METRICS_PORT', 'HARU_WORKER_MAX_ACTIVITIES', 'LOG_LEVEL'])
+    for (const name of [
+      'DATABASE_URL',
+      'HARU_WORKER_METRICS_PORT',
+      'HARU_WORKER_MAX_ACTIVITIES',
+      'HARU_WORKER_MAX_MONITORS',
+      'LOG_LEVEL',
+    ])
       expect(message).toContain(`  ${name}:`);
   });
 });

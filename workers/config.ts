@@ -13,7 +13,7 @@ import {
 import { postgresTlsEnvShape } from '../db/postgres-tls';
 import { secretFromEnv } from '../lib/secret-file';
 import { blankable, ConfigError, parseEnv, portSchema } from '../schemas/env';
-import { DEFAULT_MAX_CONCURRENT_ACTIVITIES, DEFAULT_MONITOR_KEEP_INTERVAL_MS } from './limits';
+import { DEFAULT_MAX_CONCURRENT_ACTIVITIES, DEFAULT_MAX_MONITORS, DEFAULT_MONITOR_KEEP_INTERVAL_MS } from './limits';
 
 /**
  * The worker's environment, parsed once at boot (`loadWorkerConfig`); a blank variable counts as unset.
@@ -21,6 +21,7 @@ import { DEFAULT_MAX_CONCURRENT_ACTIVITIES, DEFAULT_MONITOR_KEEP_INTERVAL_MS } f
 export const workerConfigSchema = z.object({
   /** TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE. */
   ...temporalEnvShape,
+  /** The operations' task queue; the monitors run on `<HARU_TASK_QUEUE>-monitors` beside it, and the worker polls both. */
   HARU_TASK_QUEUE: blankable(z.string().min(1).default('haru')),
   /** Shared Postgres (`postgres://…`); unset means the embedded PGlite under HARU_STATE_DIR (single process only). */
   DATABASE_URL: blankable(z.url({ protocol: /^postgres(ql)?$/ }).optional()),
@@ -40,8 +41,10 @@ export const workerConfigSchema = z.object({
   HARU_WORKFLOW_BUNDLE: blankable(z.string().min(1).optional()),
   /** The SkyPilot CLI used to provision skypilot/skyserve domains (a name on PATH or a path). */
   HARU_SKY_BIN: blankable(z.string().min(1).default('sky')),
-  /** Activity slots of this worker; each monitored fleet holds one for as long as its monitor watches. */
+  /** Activity slots of this worker on the operations queue: the steps of the operations it runs at once. */
   HARU_WORKER_MAX_ACTIVITIES: blankable(z.coerce.number().int().min(10).default(DEFAULT_MAX_CONCURRENT_ACTIVITIES)),
+  /** Activity slots on the monitors' queue: how many fleets this worker watches at once (one slot per watch). */
+  HARU_WORKER_MAX_MONITORS: blankable(z.coerce.number().int().min(2).default(DEFAULT_MAX_MONITORS)),
   /** How often the worker ensures a monitor per fleet and ends operations whose workflow closed (`keepMonitors`). */
   HARU_MONITOR_KEEP_INTERVAL_MS: blankable(z.coerce.number().int().min(100).default(DEFAULT_MONITOR_KEEP_INTERVAL_MS)),
   LOG_LEVEL: blankable(z.enum(['debug', 'info', 'warn', 'error']).default('info')),

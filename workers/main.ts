@@ -18,6 +18,7 @@ import { loadWorkerConfig, type WorkerConfig } from './config';
 import { createWorkerLogger } from './logger';
 import { createWorkerMetrics } from './metrics';
 import { ensureSearchAttributes } from './search-attributes';
+import { monitorTaskQueue } from '../core/task-queues';
 import { ensureMonitors, keepMonitors } from './start';
 import { createHaruWorker } from './worker';
 
@@ -87,6 +88,7 @@ export async function startWorker(env: NodeJS.ProcessEnv = process.env): Promise
       workflowBundle: config.HARU_WORKFLOW_BUNDLE ? { codePath: path.resolve(config.HARU_WORKFLOW_BUNDLE) } : undefined,
       metrics,
       maxConcurrentActivities: config.HARU_WORKER_MAX_ACTIVITIES,
+      maxMonitors: config.HARU_WORKER_MAX_MONITORS,
     });
     const done = worker.run();
     cleanups.push(async () => {
@@ -122,6 +124,7 @@ export async function startWorker(env: NodeJS.ProcessEnv = process.env): Promise
     cleanups.push(() => keeper.stop());
     logger.info('worker running', {
       taskQueue: config.HARU_TASK_QUEUE,
+      monitorTaskQueue: monitorTaskQueue(config.HARU_TASK_QUEUE),
       namespace,
       temporal: config.temporal.address,
       database: database.kind,

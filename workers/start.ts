@@ -3,11 +3,14 @@ import type { Logger } from '@temporalio/common';
 import type { Store } from '../db/store';
 import { endOrphanedOperation } from '../db/orphaned-operation';
 import type { Operation } from '../schemas/entities';
+import { monitorTaskQueue } from '../core/task-queues';
 import { monitorStart } from '../workflows/start-options';
 
 /**
- * Starts the fleet's monitor (`haru/<fleetId>/monitor`) unless one runs (USE_EXISTING), so calling it
- * on every worker start, on fleet creation and from `keepMonitors` is harmless.
+ * Starts the fleet's monitor (`haru/<fleetId>/monitor`) on the monitors' queue beside the operations queue
+ * `taskQueue` unless one runs (USE_EXISTING), so calling it on every worker start, on fleet creation and from
+ * `keepMonitors` is harmless. A monitor already running on the operations queue (started before the queues
+ * were split) is joined there.
  */
 export async function ensureMonitor(
   client: Client,
@@ -16,7 +19,7 @@ export async function ensureMonitor(
   fleetSlug?: string,
 ): Promise<void> {
   const { workflowType, options } = monitorStart(fleetId, fleetSlug);
-  await client.workflow.start(workflowType, { ...options, taskQueue });
+  await client.workflow.start(workflowType, { ...options, taskQueue: monitorTaskQueue(taskQueue) });
 }
 
 /** Ensures a monitor for every fleet in the store; returns the fleet ids. */

@@ -1,5 +1,5 @@
 import type { SupervisorClientTls } from '../activities/supervisor-tls';
-import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { type NativeConnection, type State, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import type { ActivityDeps } from '../activities/deps';
 import type { SupervisorCertificateIssuer } from '../activities/provisioning-certificate';
@@ -7,7 +7,8 @@ import { createSupervisorAccess } from '../activities/supervisor-access';
 import { createSupervisorClient } from '../activities/supervisor-client';
 import type { Store } from '../db/store';
 import type { SkyCli } from '../drivers/sky';
-import { DEFAULT_MAX_CONCURRENT_ACTIVITIES } from './limits';
+import { monitorTaskQueue } from '../core/task-queues';
+import { DEFAULT_MAX_CONCURRENT_ACTIVITIES, DEFAULT_MAX_MONITORS } from './limits';
 import { storeFailureInterceptor } from './store-failures';
 import type { WorkerMetrics } from './metrics';
 
@@ -37,19 +38,39 @@ export interface HaruWorkerOptions {
   trainingSettleMs?: number;
   /** The `sky` CLI for skypilot/skyserve domains; without it their provisioning fails with ProvisioningUnavailable. */
   sky?: SkyCli;
-  /** Activity slots (default DEFAULT_MAX_CONCURRENT_ACTIVITIES); each monitored fleet holds one. */
+  /** Activity slots on the operations queue (default DEFAULT_MAX_CONCURRENT_ACTIVITIES): the operations' steps. */
   maxConcurrentActivities?: number;
+  /** Activity slots on the monitors' queue (default DEFAULT_MAX_MONITORS): the fleets this worker watches at once. */
+  maxMonitors?: number;
   /** Passed through to Worker.create (identity, shutdownGraceTime, ...). */
   workerOptions?: Partial<Omit<WorkerOptions, 'connection' | 'namespace' | 'taskQueue' | 'activities'>>;
 }
 
 /**
- * Creates (does not run) a worker for Haru's workflows and activities on `taskQueue`. Activities get a
+ * Haru's worker: one SDK worker on the operations queue (`taskQueue`) and one on the monitors' queue beside
+ * it (core/task-queues.ts), in one process, with the same workflows and activities. Each has its own pollers,
+ * task slots, sticky cache and workflow thread, so the monitors' tasks never stand in line before an
+ * operation's (docs/architecture.md §4.1).
+ */
+export interface HaruWorker {
+  /** The two SDK workers: operations first, then monitors. */
+  workers: readonly [operations: Worker, monitors: Worker];
+  /** Runs both; settles when both stopped, rejecting with the first fatal error (the other is shut down then). */
+  run(): Promise<void>;
+  /** Starts a graceful shutdown of both. */
+  shutdown(): void;
+  /** RUNNING while both run; otherwise the state of the first that does not. */
+  getState(): State;
+}
+
+/**
+ * Creates (does not run) a worker for Haru's workflows and activities on the operations queue `taskQueue` and
+ * the monitors' queue beside it (`HaruWorker`). Activities get a
  * supervisor client that reaches each domain as its layout says (token source, CA, plain-HTTP opt-in) with
  * the fleet-wide token and TLS as defaults, and the given store. Heartbeats reach the server at least
  * every second, so an abort or `checkNow` cancels a waiting activity within about a second.
  */
-export async function createHaruWorker(opts: HaruWorkerOptions): Promise<Worker> {
+export async function createHaruWorker(opts: HaruWorkerOptions): Promise<HaruWorker> {
   const access = createSupervisorAccess({
     token: opts.supervisorToken,
     tls: opts.supervisorTls,
@@ -68,22 +89,49 @@ export async function createHaruWorker(opts: HaruWorkerOptions): Promise<Worker>
     supervisorAccess: access,
     supervisorCertificates: opts.supervisorCertificates,
   };
-  return Worker.create({
-    connection: opts.connection,
-    namespace: opts.namespace,
-    taskQueue: opts.taskQueue,
-    ...(opts.workflowBundle
-      ? { workflowBundle: opts.workflowBundle }
-      : { workflowsPath: require.resolve('../workflows') }),
-    activities: createActivities(deps),
-    maxHeartbeatThrottleInterval: '1s',
-    // Every fleet's monitor holds an activity slot while it watches (watchFleet returns only when a decision
-    // is due or at its checkpoint): see workers/limits.ts.
-    maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivities ?? DEFAULT_MAX_CONCURRENT_ACTIVITIES,
-    // The store's interceptor sits innermost, so metrics count the failure it rethrows.
-    interceptors: {
-      activity: [...(opts.metrics ? [opts.metrics.activityInterceptor] : []), storeFailureInterceptor],
+  const activities = createActivities(deps);
+  const create = (taskQueue: string, maxActivities: number) =>
+    Worker.create({
+      connection: opts.connection,
+      namespace: opts.namespace,
+      taskQueue,
+      ...(opts.workflowBundle
+        ? { workflowBundle: opts.workflowBundle }
+        : { workflowsPath: require.resolve('../workflows') }),
+      activities,
+      maxHeartbeatThrottleInterval: '1s',
+      maxConcurrentActivityTaskExecutions: maxActivities,
+      // The store's interceptor sits innermost, so metrics count the failure it rethrows.
+      interceptors: {
+        activity: [...(opts.metrics ? [opts.metrics.activityInterceptor] : []), storeFailureInterceptor],
+      },
+      ...opts.workerOptions,
+    });
+  const operations = await create(opts.taskQueue, opts.maxConcurrentActivities ?? DEFAULT_MAX_CONCURRENT_ACTIVITIES);
+  // Every monitored fleet holds one of these slots while its watch runs (see workers/limits.ts).
+  const monitors = await create(monitorTaskQueue(opts.taskQueue), opts.maxMonitors ?? DEFAULT_MAX_MONITORS);
+  return composeWorkers(operations, monitors);
+}
+
+function composeWorkers(operations: Worker, monitors: Worker): HaruWorker {
+  const both = [operations, monitors] as const;
+  const shutdown = () => {
+    for (const w of both) if (w.getState() === 'RUNNING') w.shutdown();
+  };
+  return {
+    workers: both,
+    async run() {
+      const runs = both.map((w) =>
+        w.run().catch((err: unknown) => {
+          shutdown();
+          throw err;
+        }),
+      );
+      const settled = await Promise.allSettled(runs);
+      const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failed) throw failed.reason;
     },
-    ...opts.workerOptions,
-  });
+    shutdown,
+    getState: () => both.map((w) => w.getState()).find((state) => state !== 'RUNNING') ?? 'RUNNING',
+  };
 }

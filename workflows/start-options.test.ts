@@ -37,6 +37,7 @@ describe('operationStart', () => {
       workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
       typedSearchAttributes: expect.any(Array),
       memo: { reason: 'drill', requestedBy: 'api' },
+      priority: { priorityKey: 1 },
     });
     expect(attributes(start.options.typedSearchAttributes)).toEqual({
       HaruFleet: FLEET,
@@ -57,6 +58,8 @@ describe('operationStart', () => {
       HaruOperation: 'demote',
     });
     expect(start.options.memo).toEqual({ reason: 'maintenance', requestedBy: 'monitor' });
+    // Behind every promotion when the operations queue backs up.
+    expect(start.options.priority).toEqual({ priorityKey: 2 });
   });
 
   it('passes the policy when the caller has it and leaves the key out otherwise (the workflow reads the store)', () => {
@@ -85,6 +88,7 @@ describe('demotionChildStart', () => {
       workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
       typedSearchAttributes: expect.any(Array),
       memo: { reason: `demotion after promotion ${OP}`, requestedBy: 'promotion' },
+      priority: { priorityKey: 2 },
     });
     expect(attributes(start.options.typedSearchAttributes)).toEqual({
       HaruFleet: FLEET,

@@ -1,4 +1,9 @@
-import { type SearchAttributePair, WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/common';
+import {
+  type Priority,
+  type SearchAttributePair,
+  WorkflowIdConflictPolicy,
+  WorkflowIdReusePolicy,
+} from '@temporalio/common';
 import {
   demotionChildWorkflowId,
   monitorWorkflowId,
@@ -35,8 +40,21 @@ export interface WorkflowStart<Type extends string, Input> {
     workflowIdReusePolicy: WorkflowIdReusePolicy;
     typedSearchAttributes: SearchAttributePair[];
     memo?: StartMemo;
+    /** Where its tasks stand in a backlogged task queue (its activities inherit it); unset is Temporal's default, 3. */
+    priority?: Priority;
   };
 }
+
+/**
+ * Task queue priorities of the operations (Temporal's `priorityKey`: 1 is served first, 3 is the default).
+ * When a region dies and every fleet fails over at once, the operations queue backs up: the promotions'
+ * tasks (whose commit moves routing) are served before the old actives' demotions, which only tidy up, and
+ * both before provisioning and teardown (default). Temporal orders only tasks that wait in the queue.
+ */
+export const OPERATION_PRIORITY = {
+  promote: { priorityKey: 1 },
+  demote: { priorityKey: 2 },
+} as const satisfies Record<OperationKind, Priority>;
 
 /** Why and by whom a workflow was started, shown in the Web UI. */
 export type StartMemo = { reason: string; requestedBy: string };
@@ -106,6 +124,7 @@ export function operationStart(
     workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
     typedSearchAttributes: searchPairs(fleetId, slugs, targetDomainId, operation.kind),
     memo: { reason, requestedBy: operation.requestedBy },
+    priority: OPERATION_PRIORITY[operation.kind],
   };
   if (operation.kind === 'promote') {
     const input: PromotionInput = { fleetId, operationId, targetDomainId, reason, ...withPolicy(policy) };
@@ -136,6 +155,7 @@ export function demotionChildStart(promotion: {
       workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
       typedSearchAttributes: searchPairs(fleetId, promotion.slugs, oldActiveId, 'demote'),
       memo: { reason: `demotion after promotion ${operationId}`, requestedBy: 'promotion' },
+      priority: OPERATION_PRIORITY.demote,
     },
   };
 }

@@ -8,6 +8,7 @@
 import { spawn } from 'node:child_process';
 import { createWriteStream, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { monitorTaskQueue } from '../../core/task-queues';
 import { createDatabase, type HaruDatabase } from '../../db/client';
 import { dbConfigFromEnv, describeDatabase } from '../../db/config';
 import { applyLayout, type LayoutApplyReport } from '../../db/layout-apply';
@@ -228,7 +229,9 @@ export async function startDevStack(
       () => void (closing || reportFailure(new Error('the worker stopped'))),
       (err: Error) => reportFailure(new Error(`the worker failed: ${err.message}`)),
     );
-    io.out(`  worker               task queue ${e.HARU_TASK_QUEUE}, monitor haru/${fleetId}/monitor`);
+    io.out(
+      `  worker               task queues ${e.HARU_TASK_QUEUE} and ${monitorTaskQueue(e.HARU_TASK_QUEUE)}, monitor haru/${fleetId}/monitor`,
+    );
     const metrics = { metricsUrl: worker.metricsUrl, sdkMetricsUrl: worker.sdkMetricsUrl };
     checkAbort();
 

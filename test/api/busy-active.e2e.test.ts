@@ -7,13 +7,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { Worker } from '@temporalio/worker';
 import OpenAI from 'openai';
 import { fleetLayoutSchema } from '../../schemas/layout';
 import { supervisorStatusSchema } from '../../schemas/supervisor';
 import { type SimDomain, startSimDomain } from '../../sim/domain';
 import { ensureMonitor } from '../../workers/start';
-import { createHaruWorker } from '../../workers/worker';
+import { createHaruWorker, type HaruWorker } from '../../workers/worker';
 import { monitorWorkflowId } from '../../workflows/definitions';
 import { twoDomainLayout } from '../support/sim-layout';
 import { workflowBundle } from '../workflows/support/bundle';
@@ -50,7 +49,7 @@ describe('a busy active is not failed over; a killed one is', () => {
   let h: Harness;
   let east: SimDomain | undefined;
   let west: SimDomain | undefined;
-  let worker: Worker | undefined;
+  let worker: HaruWorker | undefined;
   let workerRun: Promise<void> | undefined;
   let stop = false;
   const server = useTestServer(async () => {

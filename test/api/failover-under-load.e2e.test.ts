@@ -7,12 +7,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { Worker } from '@temporalio/worker';
 import OpenAI from 'openai';
 import { fleetLayoutSchema, type FleetLayoutInput } from '../../schemas/layout';
 import { type SimDomain, startSimDomain } from '../../sim/domain';
 import { ensureMonitor } from '../../workers/start';
-import { createHaruWorker } from '../../workers/worker';
+import { createHaruWorker, type HaruWorker } from '../../workers/worker';
 import { monitorWorkflowId } from '../../workflows/definitions';
 import { twoDomainLayout } from '../support/sim-layout';
 import { workflowBundle } from '../workflows/support/bundle';
@@ -56,7 +55,7 @@ describe('failover under load', () => {
   let h: Harness;
   let east: SimDomain | undefined;
   let west: SimDomain | undefined;
-  let worker: Worker | undefined;
+  let worker: HaruWorker | undefined;
   let workerRun: Promise<void> | undefined;
   const server = useTestServer(async () => {
     worker?.shutdown();

@@ -3,7 +3,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import os from 'node:os';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
-import type { NativeConnection, Worker } from '@temporalio/worker';
+import type { NativeConnection } from '@temporalio/worker';
+import type { HaruWorker } from '../../workers/worker';
 import { createTestDatabase, seedLayout, type TestDatabase } from '../../db/testing';
 import { createSpawnExec } from '../../drivers/exec';
 import { createSkyCli, type SkyCli } from '../../drivers/sky';
@@ -120,7 +121,7 @@ export interface ProvisioningRig {
   connection: NativeConnection;
   client: Client;
   taskQueue: string;
-  worker: Worker;
+  worker: HaruWorker;
   /** Shuts the worker down, removes the fake's state, closes the connection and drops the database. */
   stop(): Promise<void>;
 }

@@ -1,0 +1,186 @@
+/**
+ * Chaos: a region dies. 20 fleets fail over at the same moment, each promotion requested as the API
+ * requests it (operation row, then the workflow, all at once), while every fleet's monitor runs on the same
+ * `haru worker` process. Every fleet must move its routing exactly once: one promotion per fleet, one
+ * routing revision, one `routing.committed` event, no second operation, and a second request for each fleet
+ * joins the first. The monitors run on their own task queue, the operations on theirs (core/task-queues.ts).
+ *
+ * The simulated domains of all fleets live in this process (bench/support/sim-host.ts), as in `bench:scale`.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { startSimHost, type SimHost } from '../../bench/support/sim-host';
+import { monitorTaskQueue } from '../../core/task-queues';
+import { createTestDatabase, seedLayout, type TestDatabase } from '../../db/testing';
+import { fleetLayoutSchema, type FleetLayout } from '../../schemas/layout';
+import { SIM_TRAINER } from '../../sim/domain';
+import { monitorWorkflowId } from '../../workflows/definitions';
+import { freePort } from '../support/ports';
+import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';
+import { TEST_POLICY } from '../workflows/support/sim-fleet';
+import { eventually, uniqueTaskQueue, useTestServer } from '../workflows/support/temporal';
+
+jest.setTimeout(600_000);
+
+const FLEETS = 20;
+const server = useTestServer();
+
+/**
+ * The monitors watch but never promote on their own: the test requests every promotion itself. They poll
+ * every 5 s with wide step budgets: 40 simulated supervisors in one process on a shared two-core machine take
+ * tens of ms of CPU per status read and, under load, seconds to answer, and 20 promotions at once read the
+ * hosts' status many times each; a read answered late is retried within its step.
+ */
+const POLICY = {
+  ...TEST_POLICY,
+  autoFailover: false,
+  heartbeatIntervalMs: 5_000,
+  heartbeatStaleMs: 60_000,
+  stopTrainingTimeoutMs: 180_000,
+  verifyGpuTimeoutMs: 180_000,
+  wakeTimeoutMs: 180_000,
+  probeTimeoutMs: 180_000,
+  commitTimeoutMs: 60_000,
+  drainTimeoutMs: 5_000,
+  sleepTimeoutMs: 120_000,
+  startTrainingTimeoutMs: 120_000,
+};
+
+interface Fleet {
+  slug: string;
+  fleetId: string;
+  westId: string;
+  routeRevision: number;
+}
+
+/** The fleet's layout as the simulated host runs it, with ports of its own. */
+async function simLayout(slug: string, stateDir: string): Promise<FleetLayout> {
+  const domain = async (name: 'east' | 'west') => ({
+    slug: name,
+    supervisorUrl: `http://127.0.0.1:${await freePort()}`,
+    slots: [
+      {
+        kind: 'inference' as const,
+        gpuIndex: 0,
+        models: [{ name: 'mass-model', servingUrl: `http://127.0.0.1:${await freePort()}/v1` }],
+      },
+      {
+        kind: 'training' as const,
+        gpuIndex: 0,
+        command: ['node', SIM_TRAINER],
+        checkpointDir: path.join(stateDir, slug, name, 'checkpoints'),
+      },
+    ],
+  });
+  return fleetLayoutSchema.parse({
+    fleet: { slug, activeDomain: 'east', policy: POLICY },
+    domains: [await domain('east'), await domain('west')],
+  });
+}
+
+let db: TestDatabase | undefined;
+let host: SimHost | undefined;
+let worker: WorkerProcess | undefined;
+let stateDir: string | undefined;
+const fleets: Fleet[] = [];
+
+afterAll(async () => {
+  await worker?.stop();
+  await Promise.all(
+    fleets.map((f) =>
+      server.client.workflow
+        .getHandle(monitorWorkflowId(f.fleetId))
+        .terminate('test over')
+        .catch(() => undefined),
+    ),
+  );
+  await host?.stop();
+  await db?.drop();
+  if (stateDir) rmSync(stateDir, { recursive: true, force: true });
+});
+
+it('20 fleets failing over at once, monitors running, each move routing exactly once', async () => {
+  const taskQueue = uniqueTaskQueue('chaos-mass-failover');
+  stateDir = mkdtempSync(path.join(os.tmpdir(), 'haru-mass-failover-'));
+  db = await createTestDatabase();
+  const layouts: FleetLayout[] = [];
+  for (let i = 0; i < FLEETS; i += 1) layouts.push(await simLayout(`mass-${i}`, stateDir));
+  host = await startSimHost({ layouts, stateDir, standby: (_fleet, domain) => domain === 'west' });
+
+  for (const layout of layouts) {
+    const { fleetId } = await seedLayout(db.store, layout);
+    const snapshot = (await db.store.fleets.snapshot(fleetId))!;
+    // Ready from the start, as a fleet that has served for a while (a first look is not what this tests).
+    for (const d of snapshot.domains) await db.store.domains.transition(d.id, 'ready');
+    fleets.push({
+      slug: layout.fleet.slug,
+      fleetId,
+      westId: snapshot.domains.find((d) => d.slug === 'west')!.id,
+      routeRevision: snapshot.routeRevision,
+    });
+  }
+
+  worker = await startWorkerProcess({ databaseUrl: db.url, taskQueue, env: { LOG_LEVEL: 'info' } });
+  // Every monitor is polling: the failover competes with the monitoring, as it does in production.
+  await eventually(
+    'every monitor to have polled both its domains',
+    async () => {
+      for (const f of fleets) {
+        const snapshot = (await db!.store.fleets.snapshot(f.fleetId))!;
+        if (!snapshot.domains.every((d) => d.lastSeenAt !== null)) return false;
+      }
+      return true;
+    },
+    120_000,
+    250,
+  );
+
+  const orchestrator = server.orchestrator(taskQueue);
+  const request = (f: Fleet) =>
+    db!.store.operations.create({
+      fleetId: f.fleetId,
+      kind: 'promote',
+      targetDomainId: f.westId,
+      reason: 'region down',
+      requestedBy: 'test',
+    });
+  const started = await Promise.all(
+    fleets.map(async (f) => {
+      const { outcome, operation } = await request(f);
+      expect(outcome).toBe('created');
+      expect(await orchestrator.startOperation(operation)).toBe('started');
+      // A second request while it runs joins it, and its start runs nothing twice.
+      const again = await request(f);
+      expect([again.outcome, again.operation.id]).toEqual(['joined', operation.id]);
+      expect(await orchestrator.startOperation(again.operation)).toBe('already_started');
+      return operation;
+    }),
+  );
+  const results = await Promise.all(started.map((op) => server.client.workflow.getHandle(op.workflowId).result()));
+
+  for (const f of fleets) {
+    const operations = await db.store.operations.list(f.fleetId);
+    // One operation per fleet: the requested promotion of its standby, nothing started twice.
+    expect(operations.map((o) => [o.kind, o.requestedBy, o.targetDomainId, o.routingCommitted])).toEqual([
+      ['promote', 'test', f.westId, true],
+    ]);
+    const [promotion] = operations;
+    const handle = server.client.workflow.getHandle(promotion!.workflowId);
+    expect(results[fleets.indexOf(f)]).toMatchObject({ state: 'succeeded', routeRevision: f.routeRevision + 1 });
+    // The operations run on the operations queue, the monitors on theirs.
+    expect((await handle.describe()).taskQueue).toBe(taskQueue);
+    expect((await server.client.workflow.getHandle(monitorWorkflowId(f.fleetId)).describe()).taskQueue).toBe(
+      monitorTaskQueue(taskQueue),
+    );
+
+    const snapshot = (await db.store.fleets.snapshot(f.fleetId))!;
+    expect([snapshot.activeDomainId, snapshot.routeRevision]).toEqual([f.westId, f.routeRevision + 1]);
+    expect(await db.store.operations.get(promotion!.id)).toMatchObject({
+      state: 'succeeded',
+      routeRevision: f.routeRevision + 1,
+    });
+    const events = await db.store.events.list(f.fleetId, { limit: 1_000 });
+    expect(events.filter((e) => e.type === 'routing.committed').map((e) => e.operationId)).toEqual([promotion!.id]);
+  }
+});
