@@ -1,5 +1,5 @@
 import type { SupervisorClientTls } from '../activities/supervisor-tls';
-import { type NativeConnection, type State, Worker, type WorkerOptions } from '@temporalio/worker';
+import { bundleWorkflowCode, type NativeConnection, type State, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import type { ActivityDeps } from '../activities/deps';
 import type { SupervisorCertificateIssuer } from '../activities/provisioning-certificate';
@@ -90,14 +90,15 @@ export async function createHaruWorker(opts: HaruWorkerOptions): Promise<HaruWor
     supervisorCertificates: opts.supervisorCertificates,
   };
   const activities = createActivities(deps);
+  // Bundled once for both SDK workers (each would bundle workflows/ again: seconds of CPU at every start).
+  const workflowBundle =
+    opts.workflowBundle ?? (await bundleWorkflowCode({ workflowsPath: require.resolve('../workflows') }));
   const create = (taskQueue: string, maxActivities: number) =>
     Worker.create({
       connection: opts.connection,
       namespace: opts.namespace,
       taskQueue,
-      ...(opts.workflowBundle
-        ? { workflowBundle: opts.workflowBundle }
-        : { workflowsPath: require.resolve('../workflows') }),
+      workflowBundle,
       activities,
       maxHeartbeatThrottleInterval: '1s',
       maxConcurrentActivityTaskExecutions: maxActivities,

@@ -147,7 +147,7 @@ async function startInNamespace(opts: { mapped: boolean }) {
     const report = gpuMemoryReportSchema.parse(await get('/v1/gpu/memory'));
     const gpu = report.gpus.find((g) => g.index === 1)!;
     // nvidia-smi's GPU total and its process list are two reads: wait until both show the trainer's memory.
-    const held = gpu.processes.reduce((sum, p) => sum + p.usedMiB, 0);
+    const held = gpu.processes.reduce((sum, p) => sum + (p.usedMiB ?? 0), 0);
     return gpu.processes.length > 0 && (gpu.usedMiB ?? 0) >= held && gpu;
   });
   const { cgroup } = JSON.parse(readFileSync(path.join(config.training[0]!.checkpointDir, RUN_FILE), 'utf8')) as {
