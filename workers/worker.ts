@@ -1,5 +1,12 @@
 import type { SupervisorClientTls } from '../activities/supervisor-tls';
-import { bundleWorkflowCode, type NativeConnection, type State, Worker, type WorkerOptions } from '@temporalio/worker';
+import {
+  bundleWorkflowCode,
+  type NativeConnection,
+  Runtime,
+  type State,
+  Worker,
+  type WorkerOptions,
+} from '@temporalio/worker';
 import { createActivities } from '../activities';
 import type { ActivityDeps } from '../activities/deps';
 import type { SupervisorCertificateIssuer } from '../activities/provisioning-certificate';
@@ -92,7 +99,8 @@ export async function createHaruWorker(opts: HaruWorkerOptions): Promise<HaruWor
   const activities = createActivities(deps);
   // Bundled once for both SDK workers (each would bundle workflows/ again: seconds of CPU at every start).
   const workflowBundle =
-    opts.workflowBundle ?? (await bundleWorkflowCode({ workflowsPath: require.resolve('../workflows') }));
+    opts.workflowBundle ??
+    (await bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger: Runtime.instance().logger }));
   const create = (taskQueue: string, maxActivities: number) =>
     Worker.create({
       connection: opts.connection,
