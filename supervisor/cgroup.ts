@@ -96,12 +96,20 @@ export function signalCgroup(dir: string, signal: NodeJS.Signals): void {
   for (const pid of cgroupPids(dir)) signalProcess(pid, signal);
 }
 
-/** Removes an emptied run cgroup (a cgroup with processes cannot be removed: that is left to the next run). */
-export function removeCgroup(dir: string): void {
+const REMOVE_RETRY_MS = 50;
+const REMOVE_RETRIES = 40;
+
+/**
+ * Removes an emptied run cgroup. The kernel may still count a just-killed process for a moment after
+ * `cgroup.procs` reads empty (rmdir answers EBUSY), so EBUSY is retried every 50 ms for up to 2 s in the
+ * background; a cgroup that still holds processes after that is left to the next run's clean-up.
+ */
+export function removeCgroup(dir: string, retriesLeft = REMOVE_RETRIES): void {
   try {
     rmdirSync(dir);
-  } catch {
-    // still populated, or already gone
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EBUSY' || retriesLeft <= 0) return; // gone, or left as said
+    setTimeout(() => removeCgroup(dir, retriesLeft - 1), REMOVE_RETRY_MS).unref();
   }
 }
 
