@@ -141,7 +141,9 @@ describe('a busy active is not failed over; a killed one is', () => {
       },
       { timeoutMs: 30_000, intervalMs: 250 },
     );
-    expect((await statusOfEast()).condition).toBe('busy'); // still busy all along
+    // Alive all along: a read slower than the refresh is `busy`, one that came in between is `ready`; never
+    // `gone` or `frozen` (which would fail the poll).
+    expect(['busy', 'ready']).toContain((await statusOfEast()).condition);
     expect(served).toBeGreaterThan(servedBefore); // traffic kept flowing
     expect((await h.fleet(fleet.slug)).activeDomainId).toBe(eastId);
     expect((await h.store.operations.list(fleet.id)).filter((o) => o.kind === 'promote')).toEqual([]);
