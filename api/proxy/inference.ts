@@ -165,7 +165,7 @@ async function proxyOnce(
         );
       } else if (target.kind === 'ok') {
         const routed = routingHeaders(routing, target.domain.slug);
-        const upstreamHeaders = withUpstreamAuth(headers, target.domain, body.model);
+        const upstreamHeaders = withUpstreamAuth(headers, target, body.model);
         const pinger = pingUntilFirstByte(deps, res, body, routed);
         const outcome = await deps.forwarder
           .send({

@@ -1,4 +1,7 @@
-import type { DomainSnapshot, FleetSnapshot } from '../../schemas/entities';
+import type { DomainSnapshot, FleetSnapshot, InferenceSlot } from '../../schemas/entities';
+
+/** One served model of an inference slot: its name, servingUrl and the `upstreamAuth` its vLLM wants. */
+export type ModelBinding = InferenceSlot['models'][number];
 import { HaruError } from '../../schemas/errors';
 import { ineligibility, isDomainServing, isSlotServing } from '../../core/route-eligibility';
 
@@ -12,22 +15,23 @@ export function activeDomain(snapshot: FleetSnapshot): DomainSnapshot | null {
 }
 
 /**
- * Model name -> servingUrl for every inference slot of `domain`, in layout order; with `eligibleOnly`, only
- * the models that may take traffic now (the domain ready or degraded, the slot serving).
+ * Model name -> its binding (servingUrl, upstreamAuth) for every inference slot of `domain`, in layout order;
+ * with `eligibleOnly`, only the models that may take traffic now (the domain ready or degraded, the slot serving).
  */
-export function domainModels(domain: DomainSnapshot, eligibleOnly = false): Map<string, string> {
-  const models = new Map<string, string>();
+export function domainModels(domain: DomainSnapshot, eligibleOnly = false): Map<string, ModelBinding> {
+  const models = new Map<string, ModelBinding>();
   if (eligibleOnly && !isDomainServing(domain)) return models;
   for (const slot of domain.slots) {
     if (slot.kind !== 'inference' || (eligibleOnly && !isSlotServing(slot))) continue;
-    for (const m of slot.models) if (!models.has(m.name)) models.set(m.name, m.servingUrl);
+    for (const m of slot.models) if (!models.has(m.name)) models.set(m.name, m);
   }
   return models;
 }
 
 /** Where a request for `model` goes now, or the error to answer when nowhere. */
 export type RouteTarget =
-  { kind: 'ok'; domain: DomainSnapshot; servingUrl: string } | { kind: 'error'; error: HaruError };
+  | { kind: 'ok'; domain: DomainSnapshot; servingUrl: string; upstreamAuth: ModelBinding['upstreamAuth'] }
+  | { kind: 'error'; error: HaruError };
 
 /**
  * Picks the upstream for `model` on the active domain (exact name match), only where it may take traffic
@@ -39,10 +43,10 @@ export function routeModel(snapshot: FleetSnapshot, model: string): RouteTarget 
     return { kind: 'error', error: new HaruError('no_active_domain', `fleet ${snapshot.slug} has no active domain`) };
   }
   const models = domainModels(domain);
-  const servingUrl = models.get(model);
-  if (servingUrl) {
+  const binding = models.get(model);
+  if (binding) {
     const why = ineligibility(domain, model);
-    if (!why) return { kind: 'ok', domain, servingUrl };
+    if (!why) return { kind: 'ok', domain, servingUrl: binding.servingUrl, upstreamAuth: binding.upstreamAuth };
     return { kind: 'error', error: new HaruError('domain_unavailable', `fleet ${snapshot.slug}: ${why}`) };
   }
   const names = [...models.keys()];
