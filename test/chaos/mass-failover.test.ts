@@ -51,6 +51,7 @@ interface Fleet {
   slug: string;
   fleetId: string;
   westId: string;
+  eastId: string;
   routeRevision: number;
 }
 
@@ -100,7 +101,7 @@ afterAll(async () => {
   if (stateDir) rmSync(stateDir, { recursive: true, force: true });
 });
 
-it('20 fleets failing over at once, monitors running, each move routing exactly once', async () => {
+it('20 fleets failing over at once, monitors running, each move routing exactly once, and all can fail over again', async () => {
   const taskQueue = uniqueTaskQueue('chaos-mass-failover');
   stateDir = mkdtempSync(path.join(os.tmpdir(), 'haru-mass-failover-'));
   db = await createTestDatabase();
@@ -117,6 +118,7 @@ it('20 fleets failing over at once, monitors running, each move routing exactly 
       slug: layout.fleet.slug,
       fleetId,
       westId: snapshot.domains.find((d) => d.slug === 'west')!.id,
+      eastId: snapshot.domains.find((d) => d.slug === 'east')!.id,
       routeRevision: snapshot.routeRevision,
     });
   }
@@ -182,5 +184,26 @@ it('20 fleets failing over at once, monitors running, each move routing exactly 
     });
     const events = await db.store.events.list(f.fleetId, { limit: 1_000 });
     expect(events.filter((e) => e.type === 'routing.committed').map((e) => e.operationId)).toEqual([promotion!.id]);
+  }
+
+  // And every fleet can fail over again, all at once: the old actives, demoted to standby, take the traffic back.
+  const back = await Promise.all(
+    fleets.map(async (f) => {
+      const { outcome, operation } = await db!.store.operations.create({
+        fleetId: f.fleetId,
+        kind: 'promote',
+        targetDomainId: f.eastId,
+        reason: 'region back',
+        requestedBy: 'test',
+      });
+      expect(outcome).toBe('created');
+      expect(await orchestrator.startOperation(operation)).toBe('started');
+      return server.client.workflow.getHandle(operation.workflowId).result();
+    }),
+  );
+  for (const [i, f] of fleets.entries()) {
+    expect(back[i]).toMatchObject({ state: 'succeeded', routeRevision: f.routeRevision + 2 });
+    const snapshot = (await db.store.fleets.snapshot(f.fleetId))!;
+    expect([snapshot.activeDomainId, snapshot.routeRevision]).toEqual([f.eastId, f.routeRevision + 2]);
   }
 });
