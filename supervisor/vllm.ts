@@ -1,3 +1,4 @@
+import { Agent, type Dispatcher, request } from 'undici';
 import { z } from 'zod';
 import { causeCode, describeCause } from '../lib/error-cause';
 import { type PromSample, parsePrometheusText } from './prometheus-text';
@@ -21,7 +22,8 @@ export class VllmError extends Error {
 }
 
 export interface VllmClientOptions {
-  fetch?: typeof fetch;
+  /** The connection pool (default: a keep-alive Agent of this client's own). */
+  dispatcher?: Dispatcher;
   /** Timeout of short calls: is_sleeping, metrics, reset_prefix_cache. */
   timeoutMs: number;
   /** Timeout of each sleep, wake_up and collective_rpc call. */
@@ -46,7 +48,11 @@ const MAX_ERROR_BODY = 300;
  * an acknowledgement: callers re-read `isSleeping` for proof.
  */
 export function createVllmClient(opts: VllmClientOptions) {
-  const doFetch = opts.fetch ?? fetch;
+  // One keep-alive pool for every server of this host. undici's `request`, not `fetch`: a status read asks
+  // every model for /is_sleeping and /metrics, and fetch's WHATWG Request/Response/stream objects plus an
+  // `AbortSignal.timeout` per call (whose timer fires, and builds a DOMException, long after the answer)
+  // cost the supervisor several times the CPU of the calls themselves.
+  const dispatcher = opts.dispatcher ?? new Agent({ keepAliveTimeout: 10_000 });
 
   async function call(
     port: number,
@@ -56,26 +62,31 @@ export function createVllmClient(opts: VllmClientOptions) {
     body?: unknown,
   ): Promise<{ status: number; text: string }> {
     const url = `http://127.0.0.1:${port}${pathAndQuery}`;
-    const timeout = AbortSignal.timeout(timeoutMs);
+    const controller = new AbortController();
+    let isTimedOut = false;
+    const timer = setTimeout(() => {
+      isTimedOut = true;
+      controller.abort();
+    }, timeoutMs);
     // The key goes on every call to a keyed server, not only /v1/*: vLLM's AuthenticationMiddleware
     // (vllm/entrypoints/serve/middleware/authenticate.py) guards /v1, /v2, /inference and /cohere today, and a
     // newer form builds the guarded set from the route table, which takes in /sleep, /wake_up and /is_sleeping;
     // an unguarded route ignores the header, so sending it always is right for both.
     const key = opts.apiKeys?.get(port);
-    const init: RequestInit = {
-      method,
-      signal: timeout,
-      headers: {
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-        ...(key ? { authorization: `Bearer ${key}` } : {}),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    };
+    const headers: Record<string, string> = {};
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    if (key) headers.authorization = `Bearer ${key}`;
     try {
-      const res = await doFetch(url, init);
-      return { status: res.status, text: await res.text() };
+      const res = await request(url, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: controller.signal,
+        dispatcher,
+      });
+      return { status: res.statusCode, text: await res.body.text() };
     } catch (err) {
-      if (timeout.aborted)
+      if (isTimedOut)
         throw new VllmError(
           `${method} ${pathAndQuery} on port ${port} timed out after ${timeoutMs} ms`,
           null,
@@ -83,6 +94,8 @@ export function createVllmClient(opts: VllmClientOptions) {
         );
       const kind = causeCode(err) === 'ECONNREFUSED' ? 'refused' : 'unreachable';
       throw new VllmError(`${method} ${pathAndQuery} on port ${port} failed: ${describeCause(err)}`, null, kind);
+    } finally {
+      clearTimeout(timer);
     }
   }
 
