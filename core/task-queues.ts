@@ -2,8 +2,9 @@
  * Haru's two task queues (docs/architecture.md §4.1). Operations (promotions, demotions, provisioning,
  * teardown) run on the configured queue (`HARU_TASK_QUEUE`); the fleet monitors and their watches run on a
  * queue of their own beside it, so an operation's workflow and activity tasks never wait in line behind a
- * hundred monitors' tasks, and a worker's monitoring and operation capacity are sized apart. Every worker
- * polls both; every start names its queue through these two functions.
+ * hundred monitors' tasks, and a worker's monitoring and operation capacity are sized apart. A worker polls
+ * both unless HARU_WORKER_QUEUES names one (the tiers as processes of their own); every start names its
+ * queue through these two functions.
  */
 
 const MONITOR_SUFFIX = '-monitors';
@@ -17,3 +18,7 @@ export const monitorTaskQueue = (base: string): string => `${base}${MONITOR_SUFF
  */
 export const operationsTaskQueueOf = (monitorQueue: string): string =>
   monitorQueue.endsWith(MONITOR_SUFFIX) ? monitorQueue.slice(0, -MONITOR_SUFFIX.length) : monitorQueue;
+
+/** The queues one worker process serves (HARU_WORKER_QUEUES): both (the default), or one of the two tiers alone. */
+export const WORKER_QUEUES = ['all', 'operations', 'monitors'] as const;
+export type WorkerQueues = (typeof WORKER_QUEUES)[number];

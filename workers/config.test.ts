@@ -9,6 +9,7 @@ describe('loadWorkerConfig', () => {
       HARU_WORKER_METRICS_PORT: 9464,
       HARU_WORKER_MAX_ACTIVITIES: 500,
       HARU_WORKER_MAX_MONITORS: 2000,
+      HARU_WORKER_QUEUES: 'all',
       HARU_STATE_DIR: '.haru',
       LOG_LEVEL: 'info',
     });
@@ -24,6 +25,7 @@ describe('loadWorkerConfig', () => {
       HARU_WORKER_METRICS_PORT: '0',
       HARU_WORKER_MAX_ACTIVITIES: '300',
       HARU_WORKER_MAX_MONITORS: '60',
+      HARU_WORKER_QUEUES: 'monitors',
     });
     expect(config).toMatchObject({
       temporal: { address: 'temporal:7233', namespace: 'prod' },
@@ -33,6 +35,7 @@ describe('loadWorkerConfig', () => {
       HARU_WORKER_METRICS_PORT: 0,
       HARU_WORKER_MAX_ACTIVITIES: 300,
       HARU_WORKER_MAX_MONITORS: 60,
+      HARU_WORKER_QUEUES: 'monitors',
     });
   });
 
@@ -44,6 +47,7 @@ describe('loadWorkerConfig', () => {
           HARU_WORKER_METRICS_PORT: 'ninety',
           HARU_WORKER_MAX_ACTIVITIES: '0',
           HARU_WORKER_MAX_MONITORS: '1',
+          HARU_WORKER_QUEUES: 'both',
           LOG_LEVEL: 'loud',
         });
       } catch (e) {
@@ -58,6 +62,7 @@ describe('loadWorkerConfig', () => {
       'HARU_WORKER_METRICS_PORT',
       'HARU_WORKER_MAX_ACTIVITIES',
       'HARU_WORKER_MAX_MONITORS',
+      'HARU_WORKER_QUEUES',
       'LOG_LEVEL',
     ])
       expect(message).toContain(`  ${name}:`);

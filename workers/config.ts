@@ -13,6 +13,7 @@ import {
 import { postgresTlsEnvShape } from '../db/postgres-tls';
 import { secretFromEnv } from '../lib/secret-file';
 import { blankable, ConfigError, parseEnv, portSchema } from '../schemas/env';
+import { WORKER_QUEUES } from '../core/task-queues';
 import { DEFAULT_MAX_CONCURRENT_ACTIVITIES, DEFAULT_MAX_MONITORS, DEFAULT_MONITOR_KEEP_INTERVAL_MS } from './limits';
 
 /**
@@ -45,6 +46,12 @@ export const workerConfigSchema = z.object({
   HARU_WORKER_MAX_ACTIVITIES: blankable(z.coerce.number().int().min(10).default(DEFAULT_MAX_CONCURRENT_ACTIVITIES)),
   /** Activity slots on the monitors' queue: how many fleets this worker watches at once (one slot per watch). */
   HARU_WORKER_MAX_MONITORS: blankable(z.coerce.number().int().min(2).default(DEFAULT_MAX_MONITORS)),
+  /**
+   * Which queues this process serves: `all` (default), or `operations` / `monitors` alone, to run the two
+   * tiers as separate processes (a monitor tier sized by fleets, an operations tier that a mass failover
+   * never finds busy with idle polls).
+   */
+  HARU_WORKER_QUEUES: blankable(z.enum(WORKER_QUEUES).default('all')),
   /** How often the worker ensures a monitor per fleet and ends operations whose workflow closed (`keepMonitors`). */
   HARU_MONITOR_KEEP_INTERVAL_MS: blankable(z.coerce.number().int().min(100).default(DEFAULT_MONITOR_KEEP_INTERVAL_MS)),
   LOG_LEVEL: blankable(z.enum(['debug', 'info', 'warn', 'error']).default('info')),

@@ -89,6 +89,7 @@ export async function startWorker(env: NodeJS.ProcessEnv = process.env): Promise
       metrics,
       maxConcurrentActivities: config.HARU_WORKER_MAX_ACTIVITIES,
       maxMonitors: config.HARU_WORKER_MAX_MONITORS,
+      queues: config.HARU_WORKER_QUEUES,
     });
     const done = worker.run();
     cleanups.push(async () => {
@@ -125,6 +126,7 @@ export async function startWorker(env: NodeJS.ProcessEnv = process.env): Promise
     logger.info('worker running', {
       taskQueue: config.HARU_TASK_QUEUE,
       monitorTaskQueue: monitorTaskQueue(config.HARU_TASK_QUEUE),
+      polls: worker.taskQueues,
       namespace,
       temporal: config.temporal.address,
       database: database.kind,

@@ -14,7 +14,7 @@ import { createSupervisorAccess } from '../activities/supervisor-access';
 import { createSupervisorClient } from '../activities/supervisor-client';
 import type { Store } from '../db/store';
 import type { SkyCli } from '../drivers/sky';
-import { monitorTaskQueue } from '../core/task-queues';
+import { monitorTaskQueue, type WorkerQueues } from '../core/task-queues';
 import { DEFAULT_MAX_CONCURRENT_ACTIVITIES, DEFAULT_MAX_MONITORS } from './limits';
 import { storeFailureInterceptor } from './store-failures';
 import type { WorkerMetrics } from './metrics';
@@ -49,24 +49,32 @@ export interface HaruWorkerOptions {
   maxConcurrentActivities?: number;
   /** Activity slots on the monitors' queue (default DEFAULT_MAX_MONITORS): the fleets this worker watches at once. */
   maxMonitors?: number;
+  /**
+   * Which queues this process serves (default `all`): `operations` or `monitors` alone split the two tiers
+   * into processes of their own (HARU_WORKER_QUEUES), so a mass failover's steps never share an event loop
+   * with the idle monitoring of hundreds of fleets (docs/architecture.md §4.1).
+   */
+  queues?: WorkerQueues;
   /** Passed through to Worker.create (identity, shutdownGraceTime, ...). */
   workerOptions?: Partial<Omit<WorkerOptions, 'connection' | 'namespace' | 'taskQueue' | 'activities'>>;
 }
 
 /**
  * Haru's worker: one SDK worker on the operations queue (`taskQueue`) and one on the monitors' queue beside
- * it (core/task-queues.ts), in one process, with the same workflows and activities. Each has its own pollers,
- * task slots, sticky cache and workflow thread, so the monitors' tasks never stand in line before an
- * operation's (docs/architecture.md §4.1).
+ * it (core/task-queues.ts), in one process, with the same workflows and activities; or only one of them
+ * (`queues`). Each has its own pollers, task slots, sticky cache and workflow thread, so the monitors' tasks
+ * never stand in line before an operation's (docs/architecture.md §4.1).
  */
 export interface HaruWorker {
-  /** The two SDK workers: operations first, then monitors. */
-  workers: readonly [operations: Worker, monitors: Worker];
-  /** Runs both; settles when both stopped, rejecting with the first fatal error (the other is shut down then). */
+  /** The SDK workers it runs: operations first, then monitors (either may be left out by `queues`). */
+  workers: readonly Worker[];
+  /** The task queues they poll, in the same order. */
+  taskQueues: readonly string[];
+  /** Runs them; settles when all stopped, rejecting with the first fatal error (the others are shut down then). */
   run(): Promise<void>;
-  /** Starts a graceful shutdown of both. */
+  /** Starts a graceful shutdown of all. */
   shutdown(): void;
-  /** RUNNING while both run; otherwise the state of the first that does not. */
+  /** RUNNING while all run; otherwise the state of the first that does not. */
   getState(): State;
 }
 
@@ -116,21 +124,30 @@ export async function createHaruWorker(opts: HaruWorkerOptions): Promise<HaruWor
       },
       ...opts.workerOptions,
     });
-  const operations = await create(opts.taskQueue, opts.maxConcurrentActivities ?? DEFAULT_MAX_CONCURRENT_ACTIVITIES);
+  const queues = opts.queues ?? 'all';
+  const tiers: { taskQueue: string; slots: number }[] = [];
+  if (queues !== 'monitors')
+    tiers.push({ taskQueue: opts.taskQueue, slots: opts.maxConcurrentActivities ?? DEFAULT_MAX_CONCURRENT_ACTIVITIES });
   // Every monitored fleet holds one of these slots while its watch runs (see workers/limits.ts).
-  const monitors = await create(monitorTaskQueue(opts.taskQueue), opts.maxMonitors ?? DEFAULT_MAX_MONITORS);
-  return composeWorkers(operations, monitors);
+  if (queues !== 'operations')
+    tiers.push({ taskQueue: monitorTaskQueue(opts.taskQueue), slots: opts.maxMonitors ?? DEFAULT_MAX_MONITORS });
+  const workers: Worker[] = [];
+  for (const tier of tiers) workers.push(await create(tier.taskQueue, tier.slots));
+  return composeWorkers(
+    workers,
+    tiers.map((t) => t.taskQueue),
+  );
 }
 
-function composeWorkers(operations: Worker, monitors: Worker): HaruWorker {
-  const both = [operations, monitors] as const;
+function composeWorkers(all: readonly Worker[], taskQueues: readonly string[]): HaruWorker {
   const shutdown = () => {
-    for (const w of both) if (w.getState() === 'RUNNING') w.shutdown();
+    for (const w of all) if (w.getState() === 'RUNNING') w.shutdown();
   };
   return {
-    workers: both,
+    workers: all,
+    taskQueues,
     async run() {
-      const runs = both.map((w) =>
+      const runs = all.map((w) =>
         w.run().catch((err: unknown) => {
           shutdown();
           throw err;
@@ -141,6 +158,6 @@ function composeWorkers(operations: Worker, monitors: Worker): HaruWorker {
       if (failed) throw failed.reason;
     },
     shutdown,
-    getState: () => both.map((w) => w.getState()).find((state) => state !== 'RUNNING') ?? 'RUNNING',
+    getState: () => all.map((w) => w.getState()).find((state) => state !== 'RUNNING') ?? 'RUNNING',
   };
 }

@@ -18,8 +18,11 @@ export interface ChaosRig {
   temporalAddress: string;
   /** The worker processes started so far (the last one is the live one). */
   workers: WorkerProcess[];
-  /** Starts one more `haru worker` process on the rig's task queue (after a kill: the replacement). */
-  startWorker(): Promise<WorkerProcess>;
+  /**
+   * Starts one more `haru worker` process on the rig's task queue (after a kill: the replacement), with `env`
+   * added to the rig's `workerEnv`.
+   */
+  startWorker(env?: Record<string, string>): Promise<WorkerProcess>;
   /** Creates a promote operation for `target` and starts its workflow, as the API does. */
   promote(target: SimFleetDomain): Promise<{ operation: Operation; handle: WorkflowHandle }>;
   /** Polls the operation row until it has entered `step` (the store's view, written when the step starts). */
@@ -64,13 +67,13 @@ export async function startChaosRig(opts: ChaosRigOptions): Promise<ChaosRig> {
     taskQueue: opts.taskQueue,
     temporalAddress: opts.temporalAddress,
     workers,
-    async startWorker() {
+    async startWorker(env) {
       const worker = await startWorkerProcess({
         databaseUrl: fleet.db.url,
         temporalAddress: opts.temporalAddress,
         taskQueue: opts.taskQueue,
         logFile: path.join(logDir, `worker-${workers.length + 1}.log`),
-        env: opts.workerEnv,
+        env: { ...opts.workerEnv, ...env },
       });
       workers.push(worker);
       return worker;
