@@ -9,7 +9,7 @@
  * Temporal) leaves the simulated hosts out.
  *
  *   npm run bench:scale -- [--fleets 1,10,100] [--without-monitors] [--workers 1] [--heartbeat-ms 500]
- *                          [--sim-process] [--idle-only]
+ *                          [--sim-process] [--idle-only] [--split-tiers] [--without-training]
  *
  * The simulated domains of all fleets live in this process (bench/support/sim-host.ts), or with
  * `--sim-process` in a child process of their own (needed for 1,000 fleets); trainers are real processes.
@@ -54,6 +54,16 @@ const { values: args } = parseArgs({
     'heartbeat-ms': { type: 'string' },
     /** Run the simulated hosts in a process of their own rather than in this one. */
     'sim-process': { type: 'boolean', default: false },
+    /**
+     * The tiers as processes of their own (HARU_WORKER_QUEUES): `--workers` monitors-only workers and one
+     * operations-only worker beside them.
+     */
+    'split-tiers': { type: 'boolean', default: false },
+    /**
+     * Domains without a training slot (standbys only asleep): 1,000 fleets' real trainers (~43 MiB resident
+     * each) do not fit this machine's memory.
+     */
+    'without-training': { type: 'boolean', default: false },
     /** Measure the idle machine only: no promotions. */
     'idle-only': { type: 'boolean', default: false },
   },
@@ -145,12 +155,16 @@ async function layouts(count: number, stateDir: string, run: string): Promise<Fl
           gpuIndex: 0,
           models: [{ name: 'scale-model', servingUrl: `http://127.0.0.1:${await uniquePort()}/v1` }],
         },
-        {
-          kind: 'training' as const,
-          gpuIndex: 0,
-          command: ['node', SIM_TRAINER],
-          checkpointDir: path.join(stateDir, `f${i}`, slug, 'checkpoints'),
-        },
+        ...(args['without-training']
+          ? []
+          : [
+              {
+                kind: 'training' as const,
+                gpuIndex: 0,
+                command: ['node', SIM_TRAINER],
+                checkpointDir: path.join(stateDir, `f${i}`, slug, 'checkpoints'),
+              },
+            ]),
       ],
     });
     out.push(
@@ -243,8 +257,14 @@ async function oneScale(
     // Started together, so that every worker polls before the monitors' first watches are handed out.
     const monitorShare: Record<string, string> =
       WORKER_COUNT > 1 ? { HARU_WORKER_MAX_MONITORS: String(Math.ceil(count / WORKER_COUNT) + 2) } : {};
+    const tiers: Record<string, string>[] = args['split-tiers']
+      ? [
+          ...Array.from({ length: WORKER_COUNT }, () => ({ HARU_WORKER_QUEUES: 'monitors' })),
+          { HARU_WORKER_QUEUES: 'operations' },
+        ]
+      : Array.from({ length: WORKER_COUNT }, () => ({}));
     const workers = await Promise.all(
-      Array.from({ length: WORKER_COUNT }, async () => {
+      tiers.map(async (tier) => {
         const worker = await startHaruProcess(
           'worker',
           {
@@ -257,6 +277,7 @@ async function oneScale(
             HARU_WORKER_METRICS_HOST: '127.0.0.1',
             LOG_LEVEL: 'info',
             ...monitorShare,
+            ...tier,
           },
           'worker running',
           {

@@ -114,7 +114,7 @@ export async function startSimHost(opts: {
   const servers: Server[] = [];
   const fakes: FakeVllm[] = [];
   const trainers: TrainingManager[] = [];
-  const standbyUrls: string[] = [];
+  const standbyUrls: { url: string; trains: boolean }[] = [];
   const processTable = sharedProcessTable(250);
   for (const layout of opts.layouts) {
     for (const domain of layout.domains) {
@@ -177,12 +177,16 @@ export async function startSimHost(opts: {
           s.once('error', reject);
         }),
       );
-      if (opts.standby(layout.fleet.slug, domain.slug)) standbyUrls.push(`http://127.0.0.1:${plan.supervisorPort}`);
+      if (opts.standby(layout.fleet.slug, domain.slug))
+        standbyUrls.push({
+          url: `http://127.0.0.1:${plan.supervisorPort}`,
+          trains: domain.slots.some((slot) => slot.kind === 'training'),
+        });
     }
   }
   // Standby posture through the supervisors' own API, as `haru sim domain --standby` does.
-  for (const url of standbyUrls) {
-    for (const route of ['/v1/vllm/sleep', '/v1/training/start']) {
+  for (const { url, trains } of standbyUrls) {
+    for (const route of trains ? ['/v1/vllm/sleep', '/v1/training/start'] : ['/v1/vllm/sleep']) {
       const res = await fetch(`${url}${route}`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
