@@ -24,12 +24,8 @@ const camelRow = (row: JsonRow): JsonRow =>
 export function createFleetRepo(deps: RepoDeps) {
   const { db } = deps;
 
-  const snapshots = async (where: SQL | undefined): Promise<FleetSnapshot[]> => {
-    // One statement, so fleet, domains, slots and the in-flight operation come from one MVCC snapshot
-    // without a transaction: postgres.js crashes the process when a query runs on a reserved
-    // (transaction) connection whose server went away (porsager/postgres#1208), which a Postgres
-    // restart or failover does to every open transaction (test/chaos/postgres-restart.test.ts).
-    const rows = await db
+  const snapshotQuery = (where: SQL | undefined) =>
+    db
       .select({
         fleet: fleets,
         domains: sql<JsonRow[]>`coalesce((
@@ -50,7 +46,16 @@ export function createFleetRepo(deps: RepoDeps) {
       .from(fleets)
       .where(where)
       .orderBy(asc(fleets.slug));
-    return rows.map((row) => {
+  type SnapshotRow = Awaited<ReturnType<typeof snapshotQuery>>[number];
+  // The fleet monitor reads one fleet's snapshot every round: built once as a prepared statement (drizzle's
+  // query building was most of the read's CPU), by id (or slug) and by slug.
+  const byRef = snapshotQuery(
+    or(eq(fleets.id, sql.placeholder('id')), eq(fleets.slug, sql.placeholder('ref'))),
+  ).prepare('haru_fleet_snapshot_by_ref');
+  const bySlug = snapshotQuery(eq(fleets.slug, sql.placeholder('ref'))).prepare('haru_fleet_snapshot_by_slug');
+
+  const toSnapshots = (rows: SnapshotRow[]): FleetSnapshot[] =>
+    rows.map((row) => {
       const fleet = toFleet(row.fleet);
       return {
         ...fleet,
@@ -62,7 +67,11 @@ export function createFleetRepo(deps: RepoDeps) {
         inFlightOperation: row.operation ? toOperation(camelRow(row.operation) as OperationRow) : null,
       };
     });
-  };
+  // One statement, so fleet, domains, slots and the in-flight operation come from one MVCC snapshot
+  // without a transaction: postgres.js crashes the process when a query runs on a reserved
+  // (transaction) connection whose server went away (porsager/postgres#1208), which a Postgres
+  // restart or failover does to every open transaction (test/chaos/postgres-restart.test.ts).
+  const snapshots = async (where: SQL | undefined): Promise<FleetSnapshot[]> => toSnapshots(await snapshotQuery(where));
 
   return {
     /** Every fleet's snapshot, by slug. */
@@ -70,8 +79,8 @@ export function createFleetRepo(deps: RepoDeps) {
 
     /** The snapshot of the fleet named by `ref` (slug or UUID), or null. */
     async snapshot(ref: string): Promise<FleetSnapshot | null> {
-      const where = isUuid(ref) ? or(eq(fleets.id, ref), eq(fleets.slug, ref)) : eq(fleets.slug, ref);
-      const [snapshot] = await snapshots(where);
+      const rows = isUuid(ref) ? await byRef.execute({ id: ref, ref }) : await bySlug.execute({ ref });
+      const [snapshot] = toSnapshots(rows);
       return snapshot ?? null;
     },
 
