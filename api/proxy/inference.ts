@@ -6,6 +6,7 @@ import type { ApiConfig } from '../config';
 import { logRequestError, sendError, toHaruError } from '../errors';
 import type { Logger } from '../../lib/logger';
 import type { ApiMetrics } from '../metrics';
+import { type AbortLike, ClientGone } from './client-gone';
 import type { Forwarder } from './forwarder';
 import { upstreamRequestHeaders } from './headers';
 import type { HealthSignal } from './health-signal';
@@ -134,7 +135,7 @@ async function proxyOnce(
   res: ServerResponse,
   raw: Buffer,
   body: InferenceBody,
-  signal: AbortSignal,
+  signal: AbortLike,
   attempt: Attempt,
 ): Promise<string> {
   const fleetRef = requestFleet(req, deps.config.HARU_DEFAULT_FLEET);
@@ -271,16 +272,16 @@ export async function handleInference(
   rawBody: unknown,
 ): Promise<void> {
   const started = process.hrtime.bigint();
-  const ctrl = new AbortController();
+  const gone = new ClientGone();
   // 'close' before the response finished means the client went away: stop the upstream too.
   res.on('close', () => {
-    if (!res.writableFinished) ctrl.abort();
+    if (!res.writableFinished) gone.abort();
   });
   let outcome = 'ok';
   try {
     const body = readInferenceBody(rawBody);
     outcome = await proxyWithMigration(deps, endpoint, req.headers, res, rawBody as Buffer, body, (raw, attempt) =>
-      proxyOnce(deps, endpoint, req, res, raw, body, ctrl.signal, attempt),
+      proxyOnce(deps, endpoint, req, res, raw, body, gone, attempt),
     );
   } catch (err) {
     const error = toHaruError(err);
