@@ -7,7 +7,7 @@ import { logRequestError, sendError, toHaruError } from '../errors';
 import type { Logger } from '../../lib/logger';
 import type { ApiMetrics } from '../metrics';
 import { type AbortLike, ClientGone } from './client-gone';
-import type { Forwarder } from './forwarder';
+import type { Forwarder, ForwardOutcome } from './forwarder';
 import { upstreamRequestHeaders } from './headers';
 import type { HealthSignal } from './health-signal';
 import { type HoldQueue, waitForRouteMove } from './hold-queue';
@@ -56,12 +56,27 @@ export function requestFleet(req: IncomingMessage, defaultFleet: string | undefi
 
 /** Headers Haru adds to every proxied answer: which domain served, at which revision, and staleness. */
 export function routingHeaders(routing: Routing, domainSlug?: string): Record<string, string> {
-  return {
+  const headers: Record<string, string> = {
     'x-haru-fleet': routing.snapshot.slug,
     'x-haru-route-revision': String(routing.snapshot.routeRevision),
-    ...(domainSlug ? { 'x-haru-domain': domainSlug } : {}),
-    ...(routing.stale ? { 'x-haru-routing': 'stale' } : {}),
   };
+  if (domainSlug) headers['x-haru-domain'] = domainSlug;
+  if (routing.stale) headers['x-haru-routing'] = 'stale';
+  return headers;
+}
+
+/**
+ * `routingHeaders` for a routed request, built once per snapshot, domain and staleness (a snapshot is
+ * replaced, never changed, when routing moves) and shared read-only by every request routed from it.
+ */
+const routedHeaders = new WeakMap<object, Map<string, Readonly<Record<string, string>>>>();
+function routedHeadersFor(routing: Routing, domainSlug: string): Readonly<Record<string, string>> {
+  let bySlug = routedHeaders.get(routing.snapshot);
+  if (!bySlug) routedHeaders.set(routing.snapshot, (bySlug = new Map()));
+  const key = `${routing.stale ? 1 : 0}${domainSlug}`;
+  let headers = bySlug.get(key);
+  if (!headers) bySlug.set(key, (headers = Object.freeze(routingHeaders(routing, domainSlug))));
+  return headers;
 }
 
 /** A request waiting for a route move: holds a queue place and, for streams, pings the client. */
@@ -102,23 +117,16 @@ function enterHold(deps: ProxyDeps, res: ServerResponse, body: InferenceBody, ro
  * Pings a streaming client while an upstream that sent its headers has not sent a body byte (a long prefill,
  * or a stalled server): the first ping starts the stream with Haru's own SSE headers. `stop` ends the pings.
  */
-function pingUntilFirstByte(
-  deps: ProxyDeps,
-  res: ServerResponse,
-  body: InferenceBody,
-  routing: Record<string, string>,
-) {
+function pingUntilFirstByte(deps: ProxyDeps, res: ServerResponse, routing: Readonly<Record<string, string>>) {
   let pings: NodeJS.Timeout | undefined;
   return {
-    onHeaders: body.stream
-      ? (statusCode: number) => {
-          if (statusCode >= 400) return;
-          pings = setInterval(() => {
-            startSse(res, routing);
-            writeSseComment(res, 'haru: waiting for the first token');
-          }, deps.config.HARU_CHAT_HOLD_PING_MS);
-        }
-      : undefined,
+    onHeaders: (statusCode: number) => {
+      if (statusCode >= 400) return;
+      pings = setInterval(() => {
+        startSse(res, routing);
+        writeSseComment(res, 'haru: waiting for the first token');
+      }, deps.config.HARU_CHAT_HOLD_PING_MS);
+    },
     stop: () => clearInterval(pings),
   };
 }
@@ -156,7 +164,7 @@ async function proxyOnce(
       let failure: HaruError;
       let refused = false;
       let sent = false;
-      noteAccess(res, { fleet: snapshot.slug, ...(target.kind === 'ok' ? { domain: target.domain.slug } : {}) });
+      noteAccess(res, snapshot.slug, target.kind === 'ok' ? target.domain.slug : undefined);
       // A stale route may point at a domain a promotion since put to sleep: confirm it before sending.
       const staleAsleep = target.kind === 'ok' && routing.stale && (await deps.sleepCheck.isAsleep(target.servingUrl));
       if (target.kind === 'ok' && staleAsleep) {
@@ -165,11 +173,13 @@ async function proxyOnce(
           `routing for fleet ${snapshot.slug} is stale (state store unreachable) and domain ${target.domain.slug} reports model "${body.model}" asleep`,
         );
       } else if (target.kind === 'ok') {
-        const routed = routingHeaders(routing, target.domain.slug);
+        const routed = routedHeadersFor(routing, target.domain.slug);
         const upstreamHeaders = withUpstreamAuth(headers, target, body.model);
-        const pinger = pingUntilFirstByte(deps, res, body, routed);
-        const outcome = await deps.forwarder
-          .send({
+        // Only a stream is pinged while its first token is awaited: a non-streaming request makes no pinger.
+        const pinger = body.stream ? pingUntilFirstByte(deps, res, routed) : undefined;
+        let outcome: ForwardOutcome;
+        try {
+          outcome = await deps.forwarder.send({
             url: upstreamUrl(target.servingUrl, endpoint),
             method: 'POST',
             headers: upstreamHeaders,
@@ -177,9 +187,11 @@ async function proxyOnce(
             signal,
             headersTimeoutMs: deps.config.HARU_CHAT_HEADER_TIMEOUT_MS,
             firstByteTimeoutMs: deps.config.HARU_CHAT_FIRST_BYTE_TIMEOUT_MS,
-            onHeaders: pinger.onHeaders,
-          })
-          .finally(pinger.stop);
+            onHeaders: pinger?.onHeaders,
+          });
+        } finally {
+          pinger?.stop();
+        }
         if (outcome.kind === 'aborted') return (holdOutcome = 'closed');
         // Headers came and then the body stalled: the request reached the model server, so it is not sent again.
         if (outcome.kind === 'timeout' && outcome.phase !== 'headers') {
