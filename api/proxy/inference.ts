@@ -309,7 +309,7 @@ export async function handleInference(
   }
 }
 
-/** Express handler for one inference endpoint. The body arrives as a raw Buffer (express.raw). */
+/** Express handler for one inference endpoint. The body arrives as a raw Buffer (inferenceBodyReader). */
 export function inferenceHandler(deps: ProxyDeps, endpoint: InferenceEndpoint): RequestHandler {
   return (req, res) => handleInference(deps, endpoint, req, res, req.body);
 }
