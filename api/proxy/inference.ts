@@ -132,6 +132,22 @@ function pingUntilFirstByte(deps: ProxyDeps, res: ServerResponse, routing: Reado
 }
 
 /**
+ * What an upstream answer tells besides itself: its time to headers (`haru_proxy_upstream_ttfb_seconds`) and,
+ * for a 2xx, the domain's proof of life (a store write at most every 250 ms per domain). Neither is what the
+ * client waits for, so both run after the answer's first write.
+ */
+function noteResponse(
+  deps: ProxyDeps,
+  endpoint: InferenceEndpoint,
+  ttfbSeconds: number,
+  statusCode: number,
+  domainId: string,
+): void {
+  deps.metrics.proxyTtfb.observe({ endpoint }, ttfbSeconds);
+  if (statusCode >= 200 && statusCode < 300) deps.healthSignal.served(domainId);
+}
+
+/**
  * One proxied request: route from the cache, forward, and on "no active / model not on the active /
  * connection refused before any byte" hold while a route move can come (holdReason), retrying when the
  * route moves or at each recheck tick. Resolves with the outcome label for metrics; throws HaruError.
@@ -201,10 +217,10 @@ async function proxyOnce(
           );
         }
         if (outcome.kind === 'response') {
-          if (outcome.statusCode >= 200 && outcome.statusCode < 300) deps.healthSignal.served(target.domain.id);
           hold?.stopPings();
           holdOutcome = 'moved';
-          deps.metrics.proxyTtfb.observe({ endpoint }, outcome.ttfbSeconds);
+          // After this turn: the answer (a JSON body that came whole, or a stream's first chunk) is written first.
+          setImmediate(noteResponse, deps, endpoint, outcome.ttfbSeconds, outcome.statusCode, target.domain.id);
           return attempt.relay(res, outcome, routed);
         }
         refused = true;
