@@ -24,7 +24,7 @@ import { repairRoutes } from './routes/repair';
 import { eventRoutes } from './routes/events';
 import { fleetRoutes } from './routes/fleets';
 import { healthRoutes } from './routes/health';
-import { inferenceBodyReader, inferenceRoutes } from './routes/inference';
+import { inferenceRoutes } from './routes/inference';
 import { operationRoutes } from './routes/operations';
 import { type ProvisioningStarter, provisioningRoutes } from './routes/provisioning';
 import { type HostReader, statusRoutes } from './routes/status';
@@ -131,7 +131,7 @@ export function createApp(deps: ApiDeps): ApiApp {
   const auth = bearerAuth(config.HARU_API_TOKEN, (reason) => new HaruError('unauthorized', reason));
   // The proxied POSTs skip Express entirely (api/proxy/lean.ts); everything else, and any other spelling
   // of those paths, goes through the Express stack below.
-  const lean = leanInference({ deps: proxy, auth, readBody: inferenceBodyReader(config.HARU_CHAT_MAX_BODY_BYTES) });
+  const lean = leanInference({ deps: proxy, auth, maxBodyBytes: config.HARU_CHAT_MAX_BODY_BYTES });
   const handle: RequestListener = (req, res) => {
     if (!lean(req, res)) app(req, res);
   };

@@ -42,7 +42,7 @@ export async function startApi(env: NodeJS.ProcessEnv = process.env): Promise<Ru
   const config = loadApiConfig(env);
   const logger = createJsonLogger({
     level: config.LOG_LEVEL,
-    // One access-log line per request: lines are joined per event-loop turn into one stdout write.
+    // One access-log line per request: lines are joined into one stdout write per 10 ms.
     write: batchedLineWriter((chunk) => process.stdout.write(chunk)).write,
     base: { service: 'haru-api' },
   });

@@ -99,11 +99,15 @@ export function createApiMetrics(opts: { withDefaults?: boolean } = {}): ApiMetr
   };
 }
 
-const accessNotes = new WeakMap<ServerResponse, { fleet?: string; domain?: string }>();
+interface AccessNote {
+  fleet: string;
+  domain: string | undefined;
+}
+const accessNotes = new WeakMap<ServerResponse, AccessNote>();
 
 /** Names the fleet and domain that served `res` in its access log line (the proxy knows them once it routed). */
-export function noteAccess(res: ServerResponse, note: { fleet: string; domain?: string }): void {
-  accessNotes.set(res, note);
+export function noteAccess(res: ServerResponse, fleet: string, domain?: string): void {
+  accessNotes.set(res, { fleet, domain });
 }
 
 /** Where the access log goes, and the fleet and domain a request named in its path (when it did). */
@@ -129,18 +133,20 @@ export function observeRequest(
   res.on('close', () => {
     const status = res.writableFinished || res.headersSent ? String(res.statusCode) : 'client_closed';
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-    metrics.httpRequests.inc({ route: route(), method, status });
-    metrics.httpDuration.observe({ route: route(), method }, seconds);
+    const pattern = route();
+    metrics.httpRequests.inc({ route: pattern, method, status });
+    metrics.httpDuration.observe({ route: pattern, method }, seconds);
     if (!access) return;
-    const params = access.params?.() ?? {};
-    const note = accessNotes.get(res) ?? {};
+    const note = accessNotes.get(res);
+    // The path's fleet and domain are only asked for what the proxy's note does not name.
+    const params = note?.domain !== undefined ? undefined : access.params?.();
     access.logger.info('request', {
       method,
-      route: route(),
+      route: pattern,
       status,
       durationMs: Math.round(seconds * 1e4) / 10,
-      fleet: note.fleet ?? params.fleet ?? null,
-      domain: note.domain ?? params.domain ?? null,
+      fleet: note?.fleet ?? params?.fleet ?? null,
+      domain: note?.domain ?? params?.domain ?? null,
     });
   });
 }

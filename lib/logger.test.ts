@@ -55,17 +55,31 @@ describe('createJsonLogger', () => {
 });
 
 describe('batchedLineWriter', () => {
-  it('joins the lines of one event-loop turn into one write, in order', async () => {
+  it('joins the lines written within its interval into one write, in order', async () => {
     const chunks: string[] = [];
-    const writer = batchedLineWriter((chunk) => chunks.push(chunk));
+    const writer = batchedLineWriter((chunk) => chunks.push(chunk), { intervalMs: 20 });
     writer.write('one\n');
+    await new Promise((resolve) => setImmediate(resolve));
     writer.write('two\n');
     expect(chunks).toEqual([]);
-    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setTimeout(resolve, 40));
+    expect(chunks).toEqual(['one\ntwo\n']);
     writer.write('three\n');
     writer.flush();
     expect(chunks).toEqual(['one\ntwo\n', 'three\n']);
-    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setTimeout(resolve, 40));
     expect(chunks).toHaveLength(2);
+  });
+
+  it('writes at once when the pending lines reach its size bound', () => {
+    const chunks: string[] = [];
+    const writer = batchedLineWriter((chunk) => chunks.push(chunk), { intervalMs: 60_000, maxChars: 8 });
+    writer.write('abc\n');
+    expect(chunks).toEqual([]);
+    writer.write('defg\n');
+    expect(chunks).toEqual(['abc\ndefg\n']);
+    writer.write('h\n');
+    writer.flush();
+    expect(chunks).toEqual(['abc\ndefg\n', 'h\n']);
   });
 });

@@ -60,16 +60,24 @@ export function createJsonLogger(opts: {
 export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
 /**
- * A `write` for createJsonLogger that joins the lines of one event-loop turn into one `sink` call (one
- * `write(2)` to stdout instead of one per line: stdout to a pipe or file is synchronous on Linux, and the
- * API logs a line per request). Lines keep their order and stay one per line; `flush` writes what is
- * pending now, and a process `exit` flushes too, so a line logged before `process.exit` is not lost.
+ * A `write` for createJsonLogger that joins lines into one `sink` call (one `write(2)` to stdout instead of
+ * one per line: stdout to a pipe or file is synchronous on Linux, and the API logs a line per request, each
+ * write waking whatever reads the pipe): what is logged within `intervalMs` (default 10) goes out together,
+ * or at once when `maxChars` (default 64 Ki) are pending. Lines keep their order and stay one per line;
+ * `flush` writes what is pending now, and a process `exit` flushes too, so a line logged before
+ * `process.exit` is not lost. The timer does not keep the process alive.
  */
-export function batchedLineWriter(sink: (chunk: string) => void): { write: (line: string) => void; flush: () => void } {
+export function batchedLineWriter(
+  sink: (chunk: string) => void,
+  opts: { intervalMs?: number; maxChars?: number } = {},
+): { write: (line: string) => void; flush: () => void } {
+  const intervalMs = opts.intervalMs ?? 10;
+  const maxChars = opts.maxChars ?? 64 * 1024;
   let pending = '';
-  let scheduled = false;
+  let timer: NodeJS.Timeout | null = null;
   const flush = () => {
-    scheduled = false;
+    if (timer) clearTimeout(timer);
+    timer = null;
     if (pending === '') return;
     const chunk = pending;
     pending = '';
@@ -79,10 +87,8 @@ export function batchedLineWriter(sink: (chunk: string) => void): { write: (line
   return {
     write(line) {
       pending += line;
-      if (!scheduled) {
-        scheduled = true;
-        setImmediate(flush);
-      }
+      if (pending.length >= maxChars) flush();
+      else if (!timer) timer = setTimeout(flush, intervalMs).unref();
     },
     flush,
   };

@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { Agent, type Dispatcher, util } from 'undici';
 import { causeCode } from '../../lib/error-cause';
+import type { AbortLike } from './client-gone';
 
 /** How one upstream attempt ended before anything was written to the client. */
 export type ForwardOutcome =
@@ -31,8 +32,8 @@ export interface ForwardRequest {
   method: 'POST' | 'GET';
   headers: Record<string, string>;
   body: Buffer | null;
-  /** Aborts the upstream request (client disconnect). */
-  signal: AbortSignal;
+  /** Aborts the upstream request (client disconnect): an `AbortSignal`, or the proxy's `ClientGone`. */
+  signal: AbortLike;
   /** Bound on the time to the response headers. */
   headersTimeoutMs: number;
   /** Bound on the time from the headers to the first body byte (unset: none); once a byte came, nothing is cut. */
@@ -82,6 +83,8 @@ function splitUrl(url: string): { origin: string; path: string } {
   return hit;
 }
 
+const armFirstByteTimer = (exchange: Exchange) => exchange.armFirstByte();
+
 /** Chunks queued before the upstream is paused (the client is slower than the upstream). */
 const QUEUE_HIGH_WATER = 16;
 
@@ -112,7 +115,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   private readonly onClientAbort = () => this.abort(new Error('client closed the request'));
 
   constructor(
-    private readonly signal: AbortSignal,
+    private readonly signal: AbortLike,
     headersTimeoutMs: number,
     private readonly firstByte: Pick<ForwardRequest, 'firstByteTimeoutMs' | 'onHeaders'> = {},
   ) {
@@ -148,12 +151,17 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.statusCode = statusCode;
     this.headers = util.parseHeaders(rawHeaders) as IncomingHttpHeaders;
     this.resumeUpstream = resume;
-    const { firstByteTimeoutMs, onHeaders } = this.firstByte;
-    if (firstByteTimeoutMs !== undefined) {
-      this.firstByteTimer = setTimeout(() => this.abort(new FirstByteTimeout()), firstByteTimeoutMs);
-    }
-    onHeaders?.(statusCode, this.headers);
+    // Armed after this read: a body that came in the same packet as the headers (vLLM's JSON answers) has
+    // settled by then, and no timer is made only to be cleared.
+    if (this.firstByte.firstByteTimeoutMs !== undefined) process.nextTick(armFirstByteTimer, this);
+    this.firstByte.onHeaders?.(statusCode, this.headers);
     return true;
+  }
+
+  /** Starts the bound from the headers to the first body byte, unless that byte (or the end) already came. */
+  armFirstByte(): void {
+    if (this.settled || this.reason) return;
+    this.firstByteTimer = setTimeout(() => this.abort(new FirstByteTimeout()), this.firstByte.firstByteTimeoutMs);
   }
 
   onData(chunk: Buffer): boolean {
@@ -211,7 +219,7 @@ class Exchange implements Dispatcher.DispatchHandler {
       statusCode: this.statusCode,
       headers: this.headers,
       first,
-      rest: { next: () => this.next() },
+      rest: this,
       ttfbSeconds: this.ttfbSeconds,
       abort: () => {
         this.cleanup();
@@ -220,7 +228,8 @@ class Exchange implements Dispatcher.DispatchHandler {
     });
   }
 
-  private next(): Promise<IteratorResult<Buffer>> {
+  /** The rest of the body (`rest` of the outcome), chunk by chunk; resumes a paused upstream once drained. */
+  next(): Promise<IteratorResult<Buffer>> {
     const chunk = this.queue.shift();
     if (chunk) {
       if (this.paused && this.queue.length === 0) {

@@ -14,6 +14,11 @@ const HOP_BY_HOP = new Set([
 ]);
 // Never sent upstream: the client's credentials are for Haru, not for vLLM; the body length is recomputed.
 const NOT_UPSTREAM = new Set(['host', 'authorization', 'cookie', 'content-length', 'expect', 'accept-encoding']);
+// Never passed back: an upstream must not set cookies on Haru's origin.
+const NOT_TO_CLIENT = new Set(['set-cookie', 'set-cookie2']);
+// One lookup per header on the hot path.
+const DROP_UPSTREAM: ReadonlySet<string> = new Set([...HOP_BY_HOP, ...NOT_UPSTREAM]);
+const DROP_CLIENT: ReadonlySet<string> = new Set([...HOP_BY_HOP, ...NOT_TO_CLIENT]);
 
 const NONE_LISTED: ReadonlySet<string> = new Set();
 const connectionListed = (headers: IncomingHttpHeaders): ReadonlySet<string> =>
@@ -33,17 +38,14 @@ const connectionListed = (headers: IncomingHttpHeaders): ReadonlySet<string> =>
 export function upstreamRequestHeaders(client: IncomingHttpHeaders): Record<string, string> {
   const listed = connectionListed(client);
   const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(client)) {
+  for (const name in client) {
+    const value = client[name];
     const key = name.toLowerCase();
-    if (value === undefined || HOP_BY_HOP.has(key) || NOT_UPSTREAM.has(key) || listed.has(key)) continue;
-    if (key.startsWith('x-haru-')) continue;
+    if (value === undefined || DROP_UPSTREAM.has(key) || listed.has(key) || key.startsWith('x-haru-')) continue;
     out[key] = Array.isArray(value) ? value.join(', ') : value;
   }
   return out;
 }
-
-// Never passed back: an upstream must not set cookies on Haru's origin.
-const NOT_TO_CLIENT = new Set(['set-cookie', 'set-cookie2']);
 
 /**
  * Headers passed back to the client: the upstream's, minus hop-by-hop ones, cookies and any
@@ -55,10 +57,10 @@ export function clientResponseHeaders(
 ): Record<string, string | string[]> {
   const listed = connectionListed(upstream);
   const out: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(upstream)) {
+  for (const name in upstream) {
+    const value = upstream[name];
     const key = name.toLowerCase();
-    if (value === undefined || HOP_BY_HOP.has(key) || NOT_TO_CLIENT.has(key) || listed.has(key)) continue;
-    if (key.startsWith('x-haru-')) continue;
+    if (value === undefined || DROP_CLIENT.has(key) || listed.has(key) || key.startsWith('x-haru-')) continue;
     out[key] = value;
   }
   for (const key in extra) out[key] = extra[key]!;

@@ -1,3 +1,4 @@
+import type { AbortLike } from './client-gone';
 import type { RoutingCache } from './routing-cache';
 
 /** A bounded count of requests waiting for a route move. */
@@ -40,7 +41,7 @@ export function waitForRouteMove(
   fleetId: string,
   sinceRevision: number,
   ms: number,
-  signal: AbortSignal,
+  signal: AbortLike,
 ): Promise<'moved' | 'elapsed' | 'aborted'> {
   if (signal.aborted) return Promise.resolve('aborted');
   return new Promise((resolve) => {

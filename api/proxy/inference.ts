@@ -6,7 +6,8 @@ import type { ApiConfig } from '../config';
 import { logRequestError, sendError, toHaruError } from '../errors';
 import type { Logger } from '../../lib/logger';
 import type { ApiMetrics } from '../metrics';
-import type { Forwarder } from './forwarder';
+import { type AbortLike, ClientGone } from './client-gone';
+import type { Forwarder, ForwardOutcome } from './forwarder';
 import { upstreamRequestHeaders } from './headers';
 import type { HealthSignal } from './health-signal';
 import { type HoldQueue, waitForRouteMove } from './hold-queue';
@@ -55,12 +56,27 @@ export function requestFleet(req: IncomingMessage, defaultFleet: string | undefi
 
 /** Headers Haru adds to every proxied answer: which domain served, at which revision, and staleness. */
 export function routingHeaders(routing: Routing, domainSlug?: string): Record<string, string> {
-  return {
+  const headers: Record<string, string> = {
     'x-haru-fleet': routing.snapshot.slug,
     'x-haru-route-revision': String(routing.snapshot.routeRevision),
-    ...(domainSlug ? { 'x-haru-domain': domainSlug } : {}),
-    ...(routing.stale ? { 'x-haru-routing': 'stale' } : {}),
   };
+  if (domainSlug) headers['x-haru-domain'] = domainSlug;
+  if (routing.stale) headers['x-haru-routing'] = 'stale';
+  return headers;
+}
+
+/**
+ * `routingHeaders` for a routed request, built once per snapshot, domain and staleness (a snapshot is
+ * replaced, never changed, when routing moves) and shared read-only by every request routed from it.
+ */
+const routedHeaders = new WeakMap<object, Map<string, Readonly<Record<string, string>>>>();
+function routedHeadersFor(routing: Routing, domainSlug: string): Readonly<Record<string, string>> {
+  let bySlug = routedHeaders.get(routing.snapshot);
+  if (!bySlug) routedHeaders.set(routing.snapshot, (bySlug = new Map()));
+  const key = `${routing.stale ? 1 : 0}${domainSlug}`;
+  let headers = bySlug.get(key);
+  if (!headers) bySlug.set(key, (headers = Object.freeze(routingHeaders(routing, domainSlug))));
+  return headers;
 }
 
 /** A request waiting for a route move: holds a queue place and, for streams, pings the client. */
@@ -101,25 +117,34 @@ function enterHold(deps: ProxyDeps, res: ServerResponse, body: InferenceBody, ro
  * Pings a streaming client while an upstream that sent its headers has not sent a body byte (a long prefill,
  * or a stalled server): the first ping starts the stream with Haru's own SSE headers. `stop` ends the pings.
  */
-function pingUntilFirstByte(
-  deps: ProxyDeps,
-  res: ServerResponse,
-  body: InferenceBody,
-  routing: Record<string, string>,
-) {
+function pingUntilFirstByte(deps: ProxyDeps, res: ServerResponse, routing: Readonly<Record<string, string>>) {
   let pings: NodeJS.Timeout | undefined;
   return {
-    onHeaders: body.stream
-      ? (statusCode: number) => {
-          if (statusCode >= 400) return;
-          pings = setInterval(() => {
-            startSse(res, routing);
-            writeSseComment(res, 'haru: waiting for the first token');
-          }, deps.config.HARU_CHAT_HOLD_PING_MS);
-        }
-      : undefined,
+    onHeaders: (statusCode: number) => {
+      if (statusCode >= 400) return;
+      pings = setInterval(() => {
+        startSse(res, routing);
+        writeSseComment(res, 'haru: waiting for the first token');
+      }, deps.config.HARU_CHAT_HOLD_PING_MS);
+    },
     stop: () => clearInterval(pings),
   };
+}
+
+/**
+ * What an upstream answer tells besides itself: its time to headers (`haru_proxy_upstream_ttfb_seconds`) and,
+ * for a 2xx, the domain's proof of life (a store write at most every 250 ms per domain). Neither is what the
+ * client waits for, so both run after the answer's first write.
+ */
+function noteResponse(
+  deps: ProxyDeps,
+  endpoint: InferenceEndpoint,
+  ttfbSeconds: number,
+  statusCode: number,
+  domainId: string,
+): void {
+  deps.metrics.proxyTtfb.observe({ endpoint }, ttfbSeconds);
+  if (statusCode >= 200 && statusCode < 300) deps.healthSignal.served(domainId);
 }
 
 /**
@@ -134,7 +159,7 @@ async function proxyOnce(
   res: ServerResponse,
   raw: Buffer,
   body: InferenceBody,
-  signal: AbortSignal,
+  signal: AbortLike,
   attempt: Attempt,
 ): Promise<string> {
   const fleetRef = requestFleet(req, deps.config.HARU_DEFAULT_FLEET);
@@ -155,7 +180,7 @@ async function proxyOnce(
       let failure: HaruError;
       let refused = false;
       let sent = false;
-      noteAccess(res, { fleet: snapshot.slug, ...(target.kind === 'ok' ? { domain: target.domain.slug } : {}) });
+      noteAccess(res, snapshot.slug, target.kind === 'ok' ? target.domain.slug : undefined);
       // A stale route may point at a domain a promotion since put to sleep: confirm it before sending.
       const staleAsleep = target.kind === 'ok' && routing.stale && (await deps.sleepCheck.isAsleep(target.servingUrl));
       if (target.kind === 'ok' && staleAsleep) {
@@ -164,11 +189,13 @@ async function proxyOnce(
           `routing for fleet ${snapshot.slug} is stale (state store unreachable) and domain ${target.domain.slug} reports model "${body.model}" asleep`,
         );
       } else if (target.kind === 'ok') {
-        const routed = routingHeaders(routing, target.domain.slug);
+        const routed = routedHeadersFor(routing, target.domain.slug);
         const upstreamHeaders = withUpstreamAuth(headers, target, body.model);
-        const pinger = pingUntilFirstByte(deps, res, body, routed);
-        const outcome = await deps.forwarder
-          .send({
+        // Only a stream is pinged while its first token is awaited: a non-streaming request makes no pinger.
+        const pinger = body.stream ? pingUntilFirstByte(deps, res, routed) : undefined;
+        let outcome: ForwardOutcome;
+        try {
+          outcome = await deps.forwarder.send({
             url: upstreamUrl(target.servingUrl, endpoint),
             method: 'POST',
             headers: upstreamHeaders,
@@ -176,9 +203,11 @@ async function proxyOnce(
             signal,
             headersTimeoutMs: deps.config.HARU_CHAT_HEADER_TIMEOUT_MS,
             firstByteTimeoutMs: deps.config.HARU_CHAT_FIRST_BYTE_TIMEOUT_MS,
-            onHeaders: pinger.onHeaders,
-          })
-          .finally(pinger.stop);
+            onHeaders: pinger?.onHeaders,
+          });
+        } finally {
+          pinger?.stop();
+        }
         if (outcome.kind === 'aborted') return (holdOutcome = 'closed');
         // Headers came and then the body stalled: the request reached the model server, so it is not sent again.
         if (outcome.kind === 'timeout' && outcome.phase !== 'headers') {
@@ -188,10 +217,10 @@ async function proxyOnce(
           );
         }
         if (outcome.kind === 'response') {
-          if (outcome.statusCode >= 200 && outcome.statusCode < 300) deps.healthSignal.served(target.domain.id);
           hold?.stopPings();
           holdOutcome = 'moved';
-          deps.metrics.proxyTtfb.observe({ endpoint }, outcome.ttfbSeconds);
+          // After this turn: the answer (a JSON body that came whole, or a stream's first chunk) is written first.
+          setImmediate(noteResponse, deps, endpoint, outcome.ttfbSeconds, outcome.statusCode, target.domain.id);
           return attempt.relay(res, outcome, routed);
         }
         refused = true;
@@ -271,16 +300,16 @@ export async function handleInference(
   rawBody: unknown,
 ): Promise<void> {
   const started = process.hrtime.bigint();
-  const ctrl = new AbortController();
+  const gone = new ClientGone();
   // 'close' before the response finished means the client went away: stop the upstream too.
   res.on('close', () => {
-    if (!res.writableFinished) ctrl.abort();
+    if (!res.writableFinished) gone.abort();
   });
   let outcome = 'ok';
   try {
     const body = readInferenceBody(rawBody);
     outcome = await proxyWithMigration(deps, endpoint, req.headers, res, rawBody as Buffer, body, (raw, attempt) =>
-      proxyOnce(deps, endpoint, req, res, raw, body, ctrl.signal, attempt),
+      proxyOnce(deps, endpoint, req, res, raw, body, gone, attempt),
     );
   } catch (err) {
     const error = toHaruError(err);
@@ -296,7 +325,7 @@ export async function handleInference(
   }
 }
 
-/** Express handler for one inference endpoint. The body arrives as a raw Buffer (express.raw). */
+/** Express handler for one inference endpoint. The body arrives as a raw Buffer (inferenceBodyReader). */
 export function inferenceHandler(deps: ProxyDeps, endpoint: InferenceEndpoint): RequestHandler {
   return (req, res) => handleInference(deps, endpoint, req, res, req.body);
 }

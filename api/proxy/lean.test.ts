@@ -8,7 +8,6 @@ import { eventually } from '../../test/support/eventually';
 import { listenLocal, type LocalServer } from '../../test/support/local-server';
 import { defaultApiConfig } from '../config';
 import { createApiMetrics } from '../metrics';
-import { inferenceBodyReader } from '../routes/inference';
 import { createForwarder } from './forwarder';
 import { createHealthSignal } from './health-signal';
 import { createHoldQueue } from './hold-queue';
@@ -110,7 +109,7 @@ beforeAll(async () => {
   const lean = leanInference({
     deps,
     auth: bearerAuth(TOKEN, (reason) => new HaruError('unauthorized', reason)),
-    readBody: inferenceBodyReader(MAX_BODY_BYTES),
+    maxBodyBytes: MAX_BODY_BYTES,
   });
   // What api/app.ts does with a request lean refuses: here a marker instead of Express.
   server = await listenLocal((req, res) => {

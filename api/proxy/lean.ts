@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Request, RequestHandler, Response } from 'express';
 import type { BearerMiddleware } from '../../lib/bearer-auth';
 import { failRequest } from '../errors';
 import { observeRequest } from '../metrics';
+import { readRawBody } from './body-reader';
 import { handleInference, type ProxyDeps } from './inference';
 import type { InferenceEndpoint } from './route-table';
 
@@ -17,8 +17,8 @@ export interface LeanInferenceOptions {
   deps: ProxyDeps;
   /** The same bearer check as `/v1/*` in Express. */
   auth: BearerMiddleware;
-  /** The same raw body reader as the Express inference routes (byte-identical Buffer, size cap). */
-  readBody: RequestHandler;
+  /** The body cap (HARU_CHAT_MAX_BODY_BYTES), read by the same reader as the Express inference routes. */
+  maxBodyBytes: number;
 }
 
 /**
@@ -29,7 +29,7 @@ export interface LeanInferenceOptions {
  * entry in api/app.ts then hands it to Express).
  */
 export function leanInference(opts: LeanInferenceOptions): (req: IncomingMessage, res: ServerResponse) => boolean {
-  const { deps, auth, readBody } = opts;
+  const { deps, auth, maxBodyBytes } = opts;
   const { metrics, logger } = deps;
   return (req, res) => {
     if (req.method !== 'POST') return false;
@@ -46,11 +46,9 @@ export function leanInference(opts: LeanInferenceOptions): (req: IncomingMessage
     auth(req, res, (authError?: unknown) => {
       if (authError) return fail(authError);
       route = path;
-      // express.raw reads only Node's own request fields (headers, the body stream) and sets `body`.
-      const request = req as Request;
-      readBody(request, res as Response, (bodyError?: unknown) => {
+      readRawBody(req, maxBodyBytes, (bodyError, body) => {
         if (bodyError) return fail(bodyError);
-        handleInference(deps, endpoint, req, res, request.body).catch(fail);
+        handleInference(deps, endpoint, req, res, body).catch(fail);
       });
     });
     return true;

@@ -42,14 +42,17 @@ export function routeModel(snapshot: FleetSnapshot, model: string): RouteTarget 
   if (!domain) {
     return { kind: 'error', error: new HaruError('no_active_domain', `fleet ${snapshot.slug} has no active domain`) };
   }
-  const models = domainModels(domain);
-  const binding = models.get(model);
-  if (binding) {
+  // The binding of the first inference slot (layout order) that names `model`, as domainModels picks it,
+  // found without building the map for a routed request.
+  for (const slot of domain.slots) {
+    if (slot.kind !== 'inference') continue;
+    const binding = slot.models.find((m) => m.name === model);
+    if (!binding) continue;
     const why = ineligibility(domain, model);
     if (!why) return { kind: 'ok', domain, servingUrl: binding.servingUrl, upstreamAuth: binding.upstreamAuth };
     return { kind: 'error', error: new HaruError('domain_unavailable', `fleet ${snapshot.slug}: ${why}`) };
   }
-  const names = [...models.keys()];
+  const names = [...domainModels(domain).keys()];
   return {
     kind: 'error',
     error: new HaruError(

@@ -1,14 +1,22 @@
-import express, { type RequestHandler, Router } from 'express';
+import { type RequestHandler, Router } from 'express';
 import { HaruError } from '../../schemas/errors';
+import { readRawBody } from '../proxy/body-reader';
 import { inferenceHandler, type ProxyDeps, requestFleet, routingHeaders } from '../proxy/inference';
 import { activeDomain, domainModels } from '../proxy/route-table';
 
 /**
- * The proxy's body reader: the raw Buffer, byte for byte, capped at `maxBodyBytes` for both sized and chunked
- * bodies. No inflate: the bytes forwarded are the bytes received (an encoded body is refused, not decoded).
+ * The proxy's body reader as Express middleware (`req.body`): the raw Buffer, byte for byte, capped at
+ * `maxBodyBytes` for both sized and chunked bodies. No inflate: the bytes forwarded are the bytes received (an
+ * encoded body is refused, not decoded). The same reader as the lean path's (api/proxy/body-reader.ts).
  */
-export const inferenceBodyReader = (maxBodyBytes: number): RequestHandler =>
-  express.raw({ type: () => true, limit: maxBodyBytes, inflate: false });
+export const inferenceBodyReader =
+  (maxBodyBytes: number): RequestHandler =>
+  (req, _res, next) =>
+    readRawBody(req, maxBodyBytes, (err, body) => {
+      if (err) return next(err);
+      req.body = body;
+      next();
+    });
 
 /**
  * The OpenAI-compatible surface: three proxied POST endpoints and `GET /v1/models`. Bodies are read raw

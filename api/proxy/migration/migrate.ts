@@ -5,11 +5,11 @@ import { HaruError } from '../../../schemas/errors';
 import type { ApiConfig } from '../../config';
 import { toHaruError } from '../../errors';
 import type { ApiMetrics } from '../../metrics';
-import { deliverWhole } from '../deliver';
+import { deliverWhole, type UpstreamResponse } from '../deliver';
 import type { InferenceBody } from '../inference-body';
 import { endSseWithError } from '../sse';
 import { type ContinuableEndpoint, continuationBody, requestRefusal } from './continuation';
-import { type Relay, relaySpliced } from './relay';
+import { type Relay, type RelayResult, relaySpliced } from './relay';
 import { beginContinuation, type MigrationRefusal, newTranscript, type Transcript } from './sse-splice';
 
 /** How one proxy attempt delivers and whether a request the upstream may have received is sent again. */
@@ -120,28 +120,13 @@ export async function proxyWithMigration(
 ): Promise<string> {
   const off = migrationOff(headers) || deps.config.HARU_MIGRATE_MAX_PER_REQUEST === 0;
   const migrations = new Migrations(deps, endpoint, body.stream ? 'stream' : 'request', off);
+  if (!body.stream || !continuable(endpoint)) return proxyWhole(deps, res, raw, send, migrations);
   const mayResend = () => migrations.take(0) === null;
   const sendOnce: SendAttempt = (bytes, attempt) =>
     send(bytes, attempt).catch((err: unknown) => {
       migrations.settle('error');
       throw err;
     });
-  if (!body.stream || !continuable(endpoint)) {
-    // Read whole before it is sent (up to a bound): a break mid-body is then sent again like one before headers.
-    const maxBytes = deps.config.HARU_MIGRATE_MAX_BODY_BYTES;
-    const whole: Attempt = { relay: (r, up, extra) => deliverWhole(r, up, extra, maxBytes), mayResend };
-    let outcome = await sendOnce(raw, whole);
-    while (outcome === 'upstream_broken' && !res.headersSent && !res.destroyed) {
-      const refusal = migrations.take(0);
-      if (refusal) {
-        migrations.settle('upstream_unreachable');
-        const message = `the upstream broke mid-answer and the request cannot be sent again (${refusal})`;
-        throw new HaruError('upstream_unreachable', message);
-      }
-      outcome = await sendOnce(raw, whole);
-    }
-    return migrations.settle(outcome);
-  }
   const t = newTranscript(deps.config.HARU_MIGRATE_MAX_STREAM_BYTES);
   const attempt: Attempt = { relay: (r, up, extra) => relaySpliced(r, up, extra, t), mayResend };
   let outcome = await sendOnce(raw, attempt);
@@ -173,6 +158,54 @@ export async function proxyWithMigration(
     }
   }
   return migrations.settle(outcome);
+}
+
+/**
+ * A request whose answer is read whole before it is sent (up to HARU_MIGRATE_MAX_BODY_BYTES): a break
+ * mid-body is then sent again like one before headers. The migrations are the attempt itself (`mayResend`),
+ * so the common case, one attempt that succeeds, makes no closure or promise beyond its own.
+ */
+async function proxyWhole(
+  deps: MigrationDeps,
+  res: ServerResponse,
+  raw: Buffer,
+  send: SendAttempt,
+  migrations: Migrations,
+): Promise<string> {
+  const whole = new WholeAttempt(migrations, deps.config.HARU_MIGRATE_MAX_BODY_BYTES);
+  try {
+    let outcome = await send(raw, whole);
+    while (outcome === 'upstream_broken' && !res.headersSent && !res.destroyed) {
+      const refusal = migrations.take(0);
+      if (refusal) {
+        migrations.settle('upstream_unreachable');
+        const message = `the upstream broke mid-answer and the request cannot be sent again (${refusal})`;
+        throw new HaruError('upstream_unreachable', message);
+      }
+      outcome = await send(raw, whole);
+    }
+    return migrations.settle(outcome);
+  } catch (err) {
+    // Counted once: a refusal above already settled as upstream_unreachable.
+    migrations.settle('error');
+    throw err;
+  }
+}
+
+/** The `Attempt` of a request read whole: `deliverWhole`, and a re-send when the migrations allow one. */
+class WholeAttempt implements Attempt {
+  constructor(
+    private readonly migrations: Migrations,
+    private readonly maxBytes: number,
+  ) {}
+
+  relay(res: ServerResponse, upstream: UpstreamResponse, extraHeaders: Record<string, string>): Promise<RelayResult> {
+    return deliverWhole(res, upstream, extraHeaders, this.maxBytes);
+  }
+
+  mayResend(): boolean {
+    return this.migrations.take(0) === null;
+  }
 }
 
 /** The continuation's body, or why what was relayed or the request itself rules one out. */
