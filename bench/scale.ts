@@ -9,7 +9,8 @@
  * Temporal) leaves the simulated hosts out.
  *
  *   npm run bench:scale -- [--fleets 1,10,100] [--without-monitors] [--workers 1] [--heartbeat-ms 500]
- *                          [--sim-process] [--idle-only] [--split-tiers] [--without-training]
+ *                          [--sim-process] [--sim-processes N] [--idle-only] [--split-tiers]
+ *                          [--without-training]
  *
  * The simulated domains of all fleets live in this process (bench/support/sim-host.ts), or with
  * `--sim-process` in a child process of their own (needed for 1,000 fleets); trainers are real processes.
@@ -55,6 +56,11 @@ const { values: args } = parseArgs({
     /** Run the simulated hosts in a process of their own rather than in this one. */
     'sim-process': { type: 'boolean', default: false },
     /**
+     * With `--sim-process`: how many such processes share the fleets (default 1). One process answers a
+     * status read in about 3 ms of its CPU, so at 100 fleets and 500 ms (400 reads/s) one is the bound.
+     */
+    'sim-processes': { type: 'string', default: '1' },
+    /**
      * The tiers as processes of their own (HARU_WORKER_QUEUES): `--workers` monitors-only workers and one
      * operations-only worker beside them.
      */
@@ -72,6 +78,7 @@ const WORKER_COUNT = Number(args.workers);
 const HEARTBEAT_MS = args['heartbeat-ms'] ? Number(args['heartbeat-ms']) : undefined;
 const FLEET_COUNTS = args.fleets.split(',').map(Number);
 const IDLE_SAMPLE_MS = 10_000;
+const SIM_PROCESSES = Number(args['sim-processes']);
 
 interface ScaleFigures {
   fleets: number;
@@ -231,14 +238,23 @@ async function oneScale(
       standby: (_f: string, d: string) => d === 'west',
       nodeArgs: profileArgs(),
     };
-    const host: SimHost & { pid?: number } = args['sim-process']
-      ? await startSimHostProcess(hostOptions)
-      : await startSimHost(hostOptions);
-    cleanups.push(() => host.stop());
-    if (host.pid !== undefined && args['profile-dir']) process.stdout.write(`sim host: pid ${host.pid}\n`);
-    // The simulated hosts' CPU so far: their own process, or this one (then the benchmark's own work counts too).
+    // With --sim-process, the fleets dealt round-robin over SIM_PROCESSES processes of their own.
+    const hosts: (SimHost & { pid?: number })[] = args['sim-process']
+      ? await Promise.all(
+          Array.from({ length: Math.min(SIM_PROCESSES, count) }, (_, i) =>
+            startSimHostProcess({
+              ...hostOptions,
+              layouts: fleetLayouts.filter((_l, j) => j % SIM_PROCESSES === i),
+            }),
+          ),
+        )
+      : [await startSimHost(hostOptions)];
+    cleanups.push(() => Promise.all(hosts.map((h) => h.stop())));
+    if (args['profile-dir'])
+      for (const h of hosts) if (h.pid !== undefined) process.stdout.write(`sim host: pid ${h.pid}\n`);
+    // The simulated hosts' CPU so far: their own processes, or this one (then the benchmark's own work counts too).
     const simCpuMs = () => {
-      if (host.pid !== undefined) return cpuMs(host.pid);
+      if (args['sim-process']) return hosts.reduce((sum, h) => sum + cpuMs(h.pid!), 0);
       const own = process.cpuUsage();
       return (own.user + own.system) / 1000;
     };
@@ -532,6 +548,9 @@ async function main(): Promise<void> {
       workers: WORKER_COUNT,
       heartbeatIntervalMs: HEARTBEAT_MS ?? null,
       simProcess: args['sim-process'],
+      simProcesses: args['sim-process'] ? SIM_PROCESSES : 0,
+      splitTiers: args['split-tiers'],
+      withoutTraining: args['without-training'],
       idleOnly: args['idle-only'],
     },
     results: all,

@@ -239,7 +239,8 @@ export async function startSimHostProcess(
     ),
     wakeDelayMs: opts.wakeDelayMs,
   };
-  const specFile = path.join(opts.stateDir, 'sim-host.json');
+  // Named by the first fleet, so several sim host processes can share one state directory.
+  const specFile = path.join(opts.stateDir, `sim-host-${opts.layouts[0]?.fleet.slug ?? 'empty'}.json`);
   writeFileSync(specFile, JSON.stringify(spec));
   const child = spawn(
     process.execPath,
