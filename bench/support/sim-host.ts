@@ -81,12 +81,17 @@ function inProcessListeners(ports: ReadonlySet<number>): ListenerTable {
  * process and at most `maxAgeMs` old: each training manager's status otherwise reads every process's stat
  * once per poll (what a real supervisor does for its one host), hundreds of full scans a second here. A
  * group missing from the scan (a run started since) scans again at once, so a new run is never missed; a
- * run ended within `maxAgeMs` may still show its pids that long.
+ * group a scan already found missing (a run that ended: its manager keeps asking) scans again only once
+ * the scan is `maxAgeMs` old, or every status read of a host whose trainer exited would scan /proc; a run
+ * ended within `maxAgeMs` may still show its pids that long.
  */
 function sharedProcessTable(maxAgeMs: number): ProcessTable {
   const table = createProcessTable();
   let scan: { atMs: number; groups: Map<number, number[]> } | null = null;
+  /** Groups the latest scan was asked for and did not hold. */
+  let missing = new Set<number>();
   const rescan = () => {
+    missing = new Set();
     const groups = new Map<number, number[]>();
     for (const name of readdirSync('/proc')) {
       const stat = /^\d+$/.test(name) ? readProcStat(Number(name)) : null;
@@ -98,8 +103,10 @@ function sharedProcessTable(maxAgeMs: number): ProcessTable {
   return {
     ...table,
     groupPids(pgid) {
-      const isFresh = scan !== null && Date.now() - scan.atMs < maxAgeMs && scan.groups.has(pgid);
-      return leaderFirst([...((isFresh ? scan!.groups : rescan()).get(pgid) ?? [])], pgid);
+      const isFresh = scan !== null && Date.now() - scan.atMs < maxAgeMs;
+      const groups = isFresh && (scan!.groups.has(pgid) || missing.has(pgid)) ? scan!.groups : rescan();
+      if (!groups.has(pgid)) missing.add(pgid);
+      return leaderFirst([...(groups.get(pgid) ?? [])], pgid);
     },
   };
 }
