@@ -298,6 +298,8 @@ async function oneScale(
           'worker running',
           {
             nodeArgs: profileArgs(),
+            // The worker is ready once every fleet's monitor is started: a thousand starts take minutes here.
+            timeoutMs: 120_000 + 300 * count,
           },
         );
         cleanups.push(() => worker.stop());
