@@ -26,8 +26,8 @@ import { createTemporalOrchestrator } from '../api/orchestrator';
 import { createTestDatabase, seedLayout } from '../db/testing';
 import { fleetLayoutSchema, type FleetLayout } from '../schemas/layout';
 import { defaultFleetPolicy } from '../schemas/policy';
-import { SIM_TRAINER } from '../sim/domain';
 import { freePort } from '../test/support/ports';
+import { twoDomainLayout } from '../test/support/sim-layout';
 import { demotionChildWorkflowId, monitorWorkflowId, progressQuery } from '../workflows/definitions';
 import { cpuMs } from './support/cpu';
 import { printTimeline } from './support/history';
@@ -153,41 +153,20 @@ const profileArgs = (): string[] =>
 async function layouts(count: number, stateDir: string, run: string): Promise<FleetLayout[]> {
   const out: FleetLayout[] = [];
   for (let i = 0; i < count; i += 1) {
-    const domain = async (slug: string) => ({
-      slug,
-      supervisorUrl: `http://127.0.0.1:${await uniquePort()}`,
-      slots: [
-        {
-          kind: 'inference' as const,
-          gpuIndex: 0,
-          models: [{ name: 'scale-model', servingUrl: `http://127.0.0.1:${await uniquePort()}/v1` }],
-        },
-        ...(args['without-training']
-          ? []
-          : [
-              {
-                kind: 'training' as const,
-                gpuIndex: 0,
-                command: ['node', SIM_TRAINER],
-                checkpointDir: path.join(stateDir, `f${i}`, slug, 'checkpoints'),
-              },
-            ]),
-      ],
+    const layout = await twoDomainLayout({
+      slug: `scale-${run}-${i}`,
+      model: 'scale-model',
+      stateDir: path.join(stateDir, `f${i}`),
+      servingPath: '/v1',
+      withTraining: !args['without-training'],
+      port: uniquePort,
+      // Monitors watch but never promote on their own: the benchmark starts every promotion itself.
+      policy: {
+        autoFailover: false,
+        ...(HEARTBEAT_MS ? { heartbeatIntervalMs: HEARTBEAT_MS, heartbeatStaleMs: 10 * HEARTBEAT_MS } : {}),
+      },
     });
-    out.push(
-      fleetLayoutSchema.parse({
-        // Monitors watch but never promote on their own: the benchmark starts every promotion itself.
-        fleet: {
-          slug: `scale-${run}-${i}`,
-          activeDomain: 'east',
-          policy: {
-            autoFailover: false,
-            ...(HEARTBEAT_MS ? { heartbeatIntervalMs: HEARTBEAT_MS, heartbeatStaleMs: 10 * HEARTBEAT_MS } : {}),
-          },
-        },
-        domains: [await domain('east'), await domain('west')],
-      }),
-    );
+    out.push(fleetLayoutSchema.parse(layout));
   }
   return out;
 }

@@ -17,8 +17,7 @@ import { createFleetMonitorActivities } from '../activities/fleet-monitor';
 import { createSupervisorClient, type SupervisorClient } from '../activities/supervisor-client';
 import { createTestDatabase, seedLayout } from '../db/testing';
 import { fleetLayoutSchema, type FleetLayout } from '../schemas/layout';
-import { SIM_TRAINER } from '../sim/domain';
-import { freePort } from '../test/support/ports';
+import { twoDomainLayout } from '../test/support/sim-layout';
 import { createWorkerMetrics } from '../workers/metrics';
 import { cpuMs } from './support/cpu';
 import { printTable, writeResult } from './support/report';
@@ -42,33 +41,15 @@ const WARM_UP_MS = 3_000;
 async function layouts(stateDir: string): Promise<FleetLayout[]> {
   const out: FleetLayout[] = [];
   for (let i = 0; i < FLEETS; i += 1) {
-    const domain = async (slug: string) => ({
-      slug,
-      supervisorUrl: `http://127.0.0.1:${await freePort()}`,
-      slots: [
-        {
-          kind: 'inference' as const,
-          gpuIndex: 0,
-          models: [{ name: 'watch-model', servingUrl: `http://127.0.0.1:${await freePort()}/v1` }],
-        },
-        ...(args['without-training']
-          ? []
-          : [
-              {
-                kind: 'training' as const,
-                gpuIndex: 0,
-                command: ['node', SIM_TRAINER],
-                checkpointDir: path.join(stateDir, `f${i}`, slug, 'checkpoints'),
-              },
-            ]),
-      ],
+    const layout = await twoDomainLayout({
+      slug: `watch-${i}`,
+      model: 'watch-model',
+      stateDir: path.join(stateDir, `f${i}`),
+      servingPath: '/v1',
+      withTraining: !args['without-training'],
+      policy: { autoFailover: false },
     });
-    out.push(
-      fleetLayoutSchema.parse({
-        fleet: { slug: `watch-${i}`, activeDomain: 'east', policy: { autoFailover: false } },
-        domains: [await domain('east'), await domain('west')],
-      }),
-    );
+    out.push(fleetLayoutSchema.parse(layout));
   }
   return out;
 }
