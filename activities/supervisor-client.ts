@@ -9,6 +9,7 @@ import {
 import { ApplicationFailure } from '@temporalio/common';
 import { type Dispatcher, request } from 'undici';
 import type { z } from 'zod';
+import { startDeadline } from '../lib/deadline';
 import { describeCause, findCause } from '../lib/error-cause';
 import { errorBodySchema } from '../schemas/errors';
 import { FailureType } from '../schemas/failures';
@@ -142,16 +143,7 @@ export function createSupervisorClient(options: SupervisorClientOptions = {}): S
     const url = joinUrl(target.supervisorUrl, path);
     const what = `${method} ${url}`;
     const timeoutMs = opts.timeoutMs ?? defaultTimeoutMs;
-    // One controller for the timeout and the caller's signal (cheaper than AbortSignal.timeout + any).
-    const controller = new AbortController();
-    let isTimedOut = false;
-    const timer = setTimeout(() => {
-      isTimedOut = true;
-      controller.abort();
-    }, timeoutMs);
-    const onAbort = () => controller.abort(opts.signal?.reason);
-    if (opts.signal?.aborted) onAbort();
-    else opts.signal?.addEventListener('abort', onAbort, { once: true });
+    const deadline = startDeadline(timeoutMs, opts.signal);
     const headers: Record<string, string> = { accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = 'application/json';
     if (connection.token) headers.authorization = `Bearer ${connection.token}`;
@@ -162,19 +154,18 @@ export function createSupervisorClient(options: SupervisorClientOptions = {}): S
         method,
         headers,
         body: body === undefined ? undefined : JSON.stringify(body),
-        signal: controller.signal,
+        signal: deadline.signal,
         dispatcher: connection.dispatcher,
       });
       text = await response.body.text();
     } catch (err) {
       if (opts.signal?.aborted) throw opts.signal.reason ?? err;
-      const reason = isTimedOut
+      const reason = deadline.isTimedOut()
         ? `timed out after ${timeoutMs} ms`
         : describeNetworkError(err) + certificateRejectionHint(errorCode(err), target);
       throw ApplicationFailure.retryable(`supervisor ${what}: ${reason}`, FailureType.SupervisorUnreachable);
     } finally {
-      clearTimeout(timer);
-      opts.signal?.removeEventListener('abort', onAbort);
+      deadline.clear();
     }
     if (response.statusCode < 200 || response.statusCode > 299) throw httpFailure(what, response, text);
     let json: unknown;

@@ -1,5 +1,6 @@
 import { Agent, type Dispatcher, request } from 'undici';
 import { z } from 'zod';
+import { startDeadline } from '../lib/deadline';
 import { causeCode, describeCause } from '../lib/error-cause';
 import { type PromSample, parsePrometheusText } from './prometheus-text';
 
@@ -48,10 +49,10 @@ const MAX_ERROR_BODY = 300;
  * an acknowledgement: callers re-read `isSleeping` for proof.
  */
 export function createVllmClient(opts: VllmClientOptions) {
-  // One keep-alive pool for every server of this host. undici's `request`, not `fetch`: a status read asks
-  // every model for /is_sleeping and /metrics, and fetch's WHATWG Request/Response/stream objects plus an
-  // `AbortSignal.timeout` per call (whose timer fires, and builds a DOMException, long after the answer)
-  // cost the supervisor several times the CPU of the calls themselves.
+  // One keep-alive pool for every server of this host. undici's `request`, not `fetch`, with a deadline it
+  // clears (lib/deadline.ts): a status read asks every model for /is_sleeping, /metrics and /health, and
+  // fetch's WHATWG Request/Response/stream objects plus an `AbortSignal.timeout` per call cost the
+  // supervisor several times the CPU of the calls themselves.
   const dispatcher = opts.dispatcher ?? new Agent({ keepAliveTimeout: 10_000 });
 
   async function call(
@@ -62,12 +63,7 @@ export function createVllmClient(opts: VllmClientOptions) {
     body?: unknown,
   ): Promise<{ status: number; text: string }> {
     const url = `http://127.0.0.1:${port}${pathAndQuery}`;
-    const controller = new AbortController();
-    let isTimedOut = false;
-    const timer = setTimeout(() => {
-      isTimedOut = true;
-      controller.abort();
-    }, timeoutMs);
+    const deadline = startDeadline(timeoutMs);
     // The key goes on every call to a keyed server, not only /v1/*: vLLM's AuthenticationMiddleware
     // (vllm/entrypoints/serve/middleware/authenticate.py) guards /v1, /v2, /inference and /cohere today, and a
     // newer form builds the guarded set from the route table, which takes in /sleep, /wake_up and /is_sleeping;
@@ -81,12 +77,12 @@ export function createVllmClient(opts: VllmClientOptions) {
         method,
         headers,
         body: body === undefined ? undefined : JSON.stringify(body),
-        signal: controller.signal,
+        signal: deadline.signal,
         dispatcher,
       });
       return { status: res.statusCode, text: await res.body.text() };
     } catch (err) {
-      if (isTimedOut)
+      if (deadline.isTimedOut())
         throw new VllmError(
           `${method} ${pathAndQuery} on port ${port} timed out after ${timeoutMs} ms`,
           null,
@@ -95,7 +91,7 @@ export function createVllmClient(opts: VllmClientOptions) {
       const kind = causeCode(err) === 'ECONNREFUSED' ? 'refused' : 'unreachable';
       throw new VllmError(`${method} ${pathAndQuery} on port ${port} failed: ${describeCause(err)}`, null, kind);
     } finally {
-      clearTimeout(timer);
+      deadline.clear();
     }
   }
 
