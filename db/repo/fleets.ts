@@ -47,12 +47,20 @@ export function createFleetRepo(deps: RepoDeps) {
       .where(where)
       .orderBy(asc(fleets.slug));
   type SnapshotRow = Awaited<ReturnType<typeof snapshotQuery>>[number];
+  type PreparedSnapshot = ReturnType<ReturnType<typeof snapshotQuery>['prepare']>;
   // The fleet monitor reads one fleet's snapshot every round: built once as a prepared statement (drizzle's
-  // query building was most of the read's CPU), by id (or slug) and by slug.
-  const byRef = snapshotQuery(
-    or(eq(fleets.id, sql.placeholder('id')), eq(fleets.slug, sql.placeholder('ref'))),
-  ).prepare('haru_fleet_snapshot_by_ref');
-  const bySlug = snapshotQuery(eq(fleets.slug, sql.placeholder('ref'))).prepare('haru_fleet_snapshot_by_slug');
+  // query building was most of the read's CPU), by id (or slug) and by slug; on first use, not at
+  // createStore, since a store is made before anything may touch its database.
+  let statements: { byRef: PreparedSnapshot; bySlug: PreparedSnapshot } | undefined;
+  const prepared = () => {
+    statements ??= {
+      byRef: snapshotQuery(or(eq(fleets.id, sql.placeholder('id')), eq(fleets.slug, sql.placeholder('ref')))).prepare(
+        'haru_fleet_snapshot_by_ref',
+      ),
+      bySlug: snapshotQuery(eq(fleets.slug, sql.placeholder('ref'))).prepare('haru_fleet_snapshot_by_slug'),
+    };
+    return statements;
+  };
 
   const toSnapshots = (rows: SnapshotRow[]): FleetSnapshot[] =>
     rows.map((row) => {
@@ -79,6 +87,7 @@ export function createFleetRepo(deps: RepoDeps) {
 
     /** The snapshot of the fleet named by `ref` (slug or UUID), or null. */
     async snapshot(ref: string): Promise<FleetSnapshot | null> {
+      const { byRef, bySlug } = prepared();
       const rows = isUuid(ref) ? await byRef.execute({ id: ref, ref }) : await bySlug.execute({ ref });
       const [snapshot] = toSnapshots(rows);
       return snapshot ?? null;
