@@ -22,7 +22,7 @@ import { DEFAULT_MAX_CONCURRENT_ACTIVITIES, DEFAULT_MAX_MONITORS, DEFAULT_MONITO
 export const workerConfigSchema = z.object({
   /** TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE. */
   ...temporalEnvShape,
-  /** The operations' task queue; the monitors run on `<HARU_TASK_QUEUE>-monitors` beside it, and the worker polls both. */
+  /** The operations' task queue; the monitors run on `<HARU_TASK_QUEUE>-monitors` beside it, and the worker polls both (unless HARU_WORKER_QUEUES names one). */
   HARU_TASK_QUEUE: blankable(z.string().min(1).default('haru')),
   /** Shared Postgres (`postgres://…`); unset means the embedded PGlite under HARU_STATE_DIR (single process only). */
   DATABASE_URL: blankable(z.url({ protocol: /^postgres(ql)?$/ }).optional()),
