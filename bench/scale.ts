@@ -26,6 +26,7 @@ import { createTemporalOrchestrator } from '../api/orchestrator';
 import { createTestDatabase, seedLayout } from '../db/testing';
 import { fleetLayoutSchema, type FleetLayout } from '../schemas/layout';
 import { defaultFleetPolicy } from '../schemas/policy';
+import { parsePrometheusText, sumSamples } from '../supervisor/prometheus-text';
 import { freePort } from '../test/support/ports';
 import { twoDomainLayout } from '../test/support/sim-layout';
 import { demotionChildWorkflowId, monitorWorkflowId, progressQuery } from '../workflows/definitions';
@@ -129,12 +130,7 @@ async function uniquePort(): Promise<number> {
 /** A counter of one worker's `/metrics` so far, summed over its labels. */
 async function workerCounter(worker: HaruProcess, name: string): Promise<number> {
   const text = await (await fetch(String(worker.ready.metricsUrl))).text();
-  let total = 0;
-  for (const line of text.split('\n')) {
-    if (line.startsWith(`${name}{`) || line.startsWith(`${name} `))
-      total += Number(line.slice(line.lastIndexOf(' ') + 1));
-  }
-  return total;
+  return sumSamples(parsePrometheusText(text), name) ?? 0;
 }
 
 /** Supervisor polls so far by one worker. */

@@ -6,6 +6,7 @@
  * revived old active.
  */
 import { monitorTaskQueue } from '../../core/task-queues';
+import { parsePrometheusText, sumSamples } from '../../supervisor/prometheus-text';
 import { monitorWorkflowId } from '../../workflows/definitions';
 import type { WorkerProcess } from '../support/worker-process';
 import { uniqueTaskQueue, useTestServer } from '../workflows/support/temporal';
@@ -21,14 +22,10 @@ const server = useTestServer(async () => {
   await rig?.close();
 });
 
-/** A counter of one worker's `/metrics`, summed over the series whose labels contain `having`. */
-async function counter(worker: WorkerProcess, name: string, having = ''): Promise<number> {
+/** A counter of one worker's `/metrics`, summed over the series with `labels`. */
+async function counter(worker: WorkerProcess, name: string, labels: Record<string, string> = {}): Promise<number> {
   const text = await (await fetch(String(worker.ready.metricsUrl))).text();
-  return text
-    .split('\n')
-    .filter((line) => line.startsWith(`${name}{`) || line.startsWith(`${name} `))
-    .filter((line) => line.includes(having))
-    .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
+  return sumSamples(parsePrometheusText(text), name, labels) ?? 0;
 }
 
 it('a monitors-only and an operations-only worker fail a fleet over between them, twice', async () => {
@@ -50,14 +47,14 @@ it('a monitors-only and an operations-only worker fail a fleet over between them
   await killAndFailOver(fleet, fleet.east, fleet.west);
   const [operation] = await fleet.db.store.operations.list(fleet.fleetId);
   expect(operation).toMatchObject({ kind: 'promote', targetDomainId: fleet.west.id, requestedBy: 'monitor' });
-  expect(await counter(operations, 'haru_worker_routing_commits_total', 'outcome="committed"')).toBe(1);
-  expect(await counter(monitors, 'haru_worker_routing_commits_total', 'outcome="committed"')).toBe(0);
+  expect(await counter(operations, 'haru_worker_routing_commits_total', { outcome: 'committed' })).toBe(1);
+  expect(await counter(monitors, 'haru_worker_routing_commits_total', { outcome: 'committed' })).toBe(0);
   expect(await counter(monitors, 'haru_worker_domain_polls_total')).toBeGreaterThan(0);
   expect(await counter(operations, 'haru_worker_domain_polls_total')).toBe(0);
 
   revived.push(await reviveAsStandby(fleet, fleet.east));
   await untilViableStandby(monitor, fleet.east);
   await killAndFailOver(fleet, fleet.west, fleet.east);
-  expect(await counter(operations, 'haru_worker_routing_commits_total', 'outcome="committed"')).toBe(2);
-  expect(await counter(monitors, 'haru_worker_routing_commits_total', 'outcome="committed"')).toBe(0);
+  expect(await counter(operations, 'haru_worker_routing_commits_total', { outcome: 'committed' })).toBe(2);
+  expect(await counter(monitors, 'haru_worker_routing_commits_total', { outcome: 'committed' })).toBe(0);
 });
