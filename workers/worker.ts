@@ -133,19 +133,16 @@ export async function createHaruWorker(opts: HaruWorkerOptions): Promise<HaruWor
     tiers.push({ taskQueue: monitorTaskQueue(opts.taskQueue), slots: opts.maxMonitors ?? DEFAULT_MAX_MONITORS });
   const workers: Worker[] = [];
   for (const tier of tiers) workers.push(await create(tier.taskQueue, tier.slots));
-  return composeWorkers(
-    workers,
-    tiers.map((t) => t.taskQueue),
-  );
+  return composeWorkers(workers);
 }
 
-function composeWorkers(all: readonly Worker[], taskQueues: readonly string[]): HaruWorker {
+function composeWorkers(all: readonly Worker[]): HaruWorker {
   const shutdown = () => {
     for (const w of all) if (w.getState() === 'RUNNING') w.shutdown();
   };
   return {
     workers: all,
-    taskQueues,
+    taskQueues: all.map((w) => w.options.taskQueue),
     async run() {
       const runs = all.map((w) =>
         w.run().catch((err: unknown) => {
