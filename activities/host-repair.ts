@@ -4,6 +4,7 @@ import { FailureType } from '../schemas/failures';
 import type { SupervisorActionResponse, SupervisorStatus } from '../schemas/supervisor';
 import { planStandbyRestore, type StandbyLayout, type StandbyRestorePlan } from '../core/standby-restore';
 import { DEFAULT_POLL_INTERVAL_MS, type ActivityDeps } from './deps';
+import { pause } from './step-budget';
 import { cancellation, currentAttempt, heartbeatWhile, loadTarget } from './support';
 import type { SupervisorTarget } from './supervisor-access';
 
@@ -64,7 +65,7 @@ export function createHostRepairActivities(deps: ActivityDeps) {
       const s = await supervisor.status(host, { signal: cancellation() });
       if (isDone(s) || deps.now().getTime() >= deadline) return s;
       Context.current().heartbeat({ waitingFor: 'the standby to settle' });
-      await Context.current().sleep(intervalMs);
+      await pause(intervalMs);
     }
   }
 

@@ -18,6 +18,7 @@ import {
 import { fetch as undiciFetch } from 'undici';
 import { SUPERVISOR_TLS_SECRETS } from '../schemas/layout';
 import { SupervisorAccessError, type SupervisorConnection } from './supervisor-access';
+import { pause } from './step-budget';
 import { cancellation, currentAttempt, loadTarget, modelNamesOf, waitUntil } from './support';
 
 /** The environment variable the supervisor reads its bearer token from (passed with `--secret`). */
@@ -600,7 +601,7 @@ export function createProvisioningActivities(deps: ActivityDeps) {
       const observation = { gone, status, checks, at: deps.now().toISOString() };
       if (gone || deps.now().getTime() + pollMs > until) return observation;
       ctx.heartbeat({ waitingFor: `${name} to go (sky reports ${status})` });
-      await ctx.sleep(pollMs);
+      await pause(pollMs);
     }
   }
 

@@ -27,7 +27,8 @@ function setup(opts: Parameters<typeof fakeStore>[0] = {}) {
       throw new Error('ENOENT');
     }),
   });
-  const env = quietEnvironment({ attempt: 1, scheduledTimestampMs: Date.now() });
+  // A step budget of a minute (the mock's default of 1 s would end slow cases by the step budget).
+  const env = quietEnvironment({ attempt: 1, scheduledTimestampMs: Date.now(), scheduleToCloseTimeoutMs: 60_000 });
   const heartbeats: unknown[] = [];
   env.on('heartbeat', (d: unknown) => heartbeats.push(d));
   return { host, store, acts, env, heartbeats };

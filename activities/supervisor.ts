@@ -17,6 +17,7 @@ import {
 import { judgeGpu, type VerifiedGpu } from '../core/gpu-release';
 import { describeInFlight, type InFlight, judgeDrain, sleepModeAfterDrain } from '../core/drain';
 import { DEFAULT_POLL_INTERVAL_MS, DEFAULT_TRAINING_SETTLE_MS, type ActivityDeps } from './deps';
+import { pause } from './step-budget';
 import {
   actionOptions,
   cancellation,
@@ -349,7 +350,7 @@ export function createSupervisorActivities(deps: ActivityDeps) {
             };
       }, intervalMs);
       Context.current().heartbeat({ waitingFor: 'training to settle', runs: started });
-      await Context.current().sleep(settleMs);
+      await pause(settleMs);
       const after = trainingRuns(await status(host), gpus);
       for (const run of started) {
         const now = after.find((r) => r.gpuIndex === run.gpuIndex);

@@ -3,6 +3,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { Domain, Slot, InferenceSlot, TrainingSlot } from '../schemas/entities';
 import { FailureType } from '../schemas/failures';
 import type { ActivityDeps } from './deps';
+import { pause, stepSignal } from './step-budget';
 
 /** A domain with its slots split by kind, as the supervisor activities need it. */
 export interface DomainTarget {
@@ -41,8 +42,8 @@ export const FIRST_RECHECK_MS = 5;
  * the workflow's timeout failure says what never happened. The pause starts at FIRST_RECHECK_MS and
  * doubles up to `intervalMs`: most effects land milliseconds after the request (a trainer exits on
  * SIGTERM), and a fixed interval would add up to `intervalMs` to every step (docs/performance.md).
- * Ends only by success, by an error from `check`, or by cancellation (the step budget expiring or an
- * abort), which rejects with the activity's CancelledFailure.
+ * Ends only by success, by an error from `check`, or by the step signal: an abort (the activity's
+ * CancelledFailure) or the step budget running out (activities/step-budget.ts).
  */
 export async function waitUntil<T>(check: () => Promise<WaitCheck<T>>, intervalMs: number): Promise<T> {
   const ctx = Context.current();
@@ -50,15 +51,15 @@ export async function waitUntil<T>(check: () => Promise<WaitCheck<T>>, intervalM
     const result = await check();
     if (result.done) return result.value;
     ctx.heartbeat({ waitingFor: result.waitingFor, ...result.details });
-    await ctx.sleep(pauseMs);
+    await pause(pauseMs);
   }
 }
 
 /** The current activity attempt (1 for the first), reported back so progress can show retries. */
 export const currentAttempt = (): number => Context.current().info.attempt;
 
-/** The activity's cancellation signal, for fetch. */
-export const cancellation = (): AbortSignal => Context.current().cancellationSignal;
+/** The signal every host request honours: the activity's cancellation, or its step budget running out. */
+export const cancellation = (): AbortSignal => stepSignal();
 
 /** How often `heartbeatWhile` heartbeats (the worker throttles what reaches the server anyway). */
 const BUSY_HEARTBEAT_MS = 1_000;
@@ -85,5 +86,5 @@ export async function heartbeatWhile<T>(waitingFor: string, work: Promise<T>): P
  */
 export function actionOptions(): { signal: AbortSignal; timeoutMs: number } {
   const ctx = Context.current();
-  return { signal: ctx.cancellationSignal, timeoutMs: Math.max(10_000, ctx.info.startToCloseTimeoutMs || 0) };
+  return { signal: stepSignal(), timeoutMs: Math.max(10_000, ctx.info.startToCloseTimeoutMs || 0) };
 }

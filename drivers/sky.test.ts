@@ -335,6 +335,16 @@ describe('status, stop and down', () => {
     expect(garbled.reason).toBe('unparseable');
   });
 
+  it('keeps every cluster of launches run at once (each sky process updates the state without losing the others)', async () => {
+    const names = ['a', 'b', 'c', 'd', 'e', 'f'].map((n) => `haru-t-${n}`);
+    await Promise.all(names.map((name) => fake.sky.launch({ name, yaml: TASK.replace('haru-t-east', name) })));
+    const clusters = fake.clusters();
+    expect(Object.keys(clusters).sort()).toEqual(names);
+    for (const name of names) expect(await fake.sky.status(name)).toMatchObject({ status: 'UP' });
+    await Promise.all(names.map((name) => fake.sky.down(name)));
+    expect(fake.clusters()).toEqual({});
+  });
+
   it('stops and downs a cluster, killing what its run started; a second down finds nothing', async () => {
     await fake.sky.launch({ name: 'haru-t-east', yaml: TASK });
     const pid = fake.clusters()['haru-t-east']!.pid!;

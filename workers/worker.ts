@@ -16,6 +16,7 @@ import type { Store } from '../db/store';
 import type { SkyCli } from '../drivers/sky';
 import { monitorTaskQueue, type WorkerQueues } from '../core/task-queues';
 import { DEFAULT_MAX_CONCURRENT_ACTIVITIES, DEFAULT_MAX_MONITORS } from './limits';
+import { stepBudgetInterceptor } from '../activities/step-budget';
 import { storeFailureInterceptor } from './store-failures';
 import type { WorkerMetrics } from './metrics';
 
@@ -118,9 +119,14 @@ export async function createHaruWorker(opts: HaruWorkerOptions): Promise<HaruWor
       activities,
       maxHeartbeatThrottleInterval: '1s',
       maxConcurrentActivityTaskExecutions: maxActivities,
-      // The store's interceptor sits innermost, so metrics count the failure it rethrows.
+      // The store's interceptor sits innermost, so metrics count the failure it rethrows; an attempt past its
+      // step budget waits for Temporal's timeout inside the metrics' count (activities/step-budget.ts).
       interceptors: {
-        activity: [...(opts.metrics ? [opts.metrics.activityInterceptor] : []), storeFailureInterceptor],
+        activity: [
+          ...(opts.metrics ? [opts.metrics.activityInterceptor] : []),
+          stepBudgetInterceptor,
+          storeFailureInterceptor,
+        ],
       },
       ...opts.workerOptions,
     });

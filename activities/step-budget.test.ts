@@ -1,0 +1,83 @@
+import { CancelledFailure } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { StepBudgetSpent, stepBudgetInterceptor, stepDeadlineLeadMs, stepDeadlineMs, stepSignal } from './step-budget';
+import { waitUntil } from './support';
+
+describe('stepDeadlineMs', () => {
+  const at = 1_000_000;
+
+  it("is the server's schedule-to-close deadline less a lead", () => {
+    expect(stepDeadlineMs({ scheduledTimestampMs: at, scheduleToCloseTimeoutMs: 60_000 }, at + 59_000)).toBe(
+      at + 60_000 - 500,
+    );
+  });
+
+  it('leads a short budget by a twentieth of it', () => {
+    expect(stepDeadlineLeadMs(2_000)).toBe(100);
+    expect(stepDeadlineMs({ scheduledTimestampMs: at, scheduleToCloseTimeoutMs: 2_000 }, at)).toBe(at + 1_900);
+  });
+
+  it('is null without a schedule-to-close, and when this clock already reads it past (skew: Temporal bounds alone)', () => {
+    expect(stepDeadlineMs({ scheduledTimestampMs: at, scheduleToCloseTimeoutMs: 0 }, at)).toBeNull();
+    expect(stepDeadlineMs({ scheduledTimestampMs: at, scheduleToCloseTimeoutMs: 1_000 }, at + 1_000)).toBeNull();
+  });
+});
+
+describe('an attempt running into its step budget', () => {
+  /** An attempt of a step whose budget (schedule-to-close, counted from now) is `budgetMs`. */
+  const attempt = (budgetMs: number) =>
+    new MockActivityEnvironment(
+      { scheduledTimestampMs: Date.now(), scheduleToCloseTimeoutMs: budgetMs, startToCloseTimeoutMs: budgetMs },
+      { interceptors: [stepBudgetInterceptor] },
+    );
+
+  it('stops looking at the host at the budget and ends only when Temporal times it out, with its own error', async () => {
+    const env = attempt(600);
+    const looks: number[] = [];
+    let budgetSpentAt = 0;
+    let onBudgetSpent!: () => void;
+    const budgetSpent = new Promise<void>((resolve) => (onBudgetSpent = resolve));
+    let settled = false;
+    const running = env
+      .run(async () => {
+        stepSignal().addEventListener('abort', () => {
+          budgetSpentAt = Date.now();
+          onBudgetSpent();
+        });
+        return waitUntil(async () => {
+          looks.push(Date.now());
+          return { done: false as const, waitingFor: 'models not awake: a (asleep)' };
+        }, 20);
+      })
+      .finally(() => (settled = true));
+    const failure = running.catch((err: unknown) => err);
+
+    await budgetSpent;
+    const looksAtBudget = looks.length;
+    // A macrotask later the attempt has neither looked again nor reported a failure of its own.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(looks.length).toBe(looksAtBudget);
+    expect(looks.every((t) => t <= budgetSpentAt)).toBe(true);
+    expect(settled).toBe(false);
+
+    env.cancel('TIMED_OUT');
+    const err = await failure;
+    expect(err).toBeInstanceOf(StepBudgetSpent);
+    expect(looks.length).toBe(looksAtBudget);
+  });
+
+  it("passes Temporal's own cancellation through at once, before the budget", async () => {
+    const env = attempt(60_000);
+    const running = env.run(() => waitUntil(async () => ({ done: false as const, waitingFor: 'x' }), 20));
+    env.cancel('CANCELLED');
+    await expect(running).rejects.toBeInstanceOf(CancelledFailure);
+  });
+
+  it('leaves an attempt that succeeds within its budget alone', async () => {
+    const env = attempt(60_000);
+    let n = 0;
+    await expect(
+      env.run(() => waitUntil(async () => (++n < 3 ? { done: false, waitingFor: 'x' } : { done: true, value: n }), 5)),
+    ).resolves.toBe(3);
+  });
+});
