@@ -2,9 +2,9 @@ import { Context, log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { FailureType } from '../schemas/failures';
 import type { SupervisorActionResponse, SupervisorStatus } from '../schemas/supervisor';
-import { planStandbyRestore, type StandbyLayout, type StandbyRestorePlan } from '../core/standby-restore';
+import { hasActions, planStandbyRestore, type StandbyLayout, type StandbyRestorePlan } from '../core/standby-restore';
 import { DEFAULT_POLL_INTERVAL_MS, type ActivityDeps } from './deps';
-import { pause } from './step-budget';
+import { pause, stepDeadlineMs } from './step-budget';
 import { cancellation, currentAttempt, heartbeatWhile, loadTarget } from './support';
 import type { SupervisorTarget } from './supervisor-access';
 
@@ -28,6 +28,9 @@ export interface RestoreStandbyResult {
   problems: string[];
 }
 
+/** Rounds of sleeps and starts one restore makes at most: a host that moves under every round is left to the monitor. */
+const MAX_RESTORE_ROUNDS = 3;
+
 const refusal = (what: string, r: SupervisorActionResponse): string | null =>
   r.accepted && r.errors.length === 0
     ? null
@@ -45,8 +48,11 @@ export interface StopActiveTrainingInput {
  * Host repairs: `restoreStandby`, the one way a standby is put back at rest after something left it half-promoted (a
  * promotion's compensation, the monitor's repair). Works from what the supervisor shows, per GPU and per
  * model (core/standby-restore.ts), not from what an earlier step believed it did: sleeps every GPU with a
- * model awake, then starts training on every idle training GPU whose models are asleep. What cannot be put
- * back (a model that does not answer, a sleep or start that did not take) is returned in `problems`, the
+ * model awake, then starts training on every idle training GPU whose models are asleep, and does that again
+ * (up to MAX_RESTORE_ROUNDS, while a round fits in the step's budget) where the host moved under it: a wake
+ * still in flight at its first look leaves a model awake that read asleep, and the supervisor refuses training
+ * beside it (supervisor/gpu-exclusion.ts). What cannot be put back (a model that does not answer, a sleep or
+ * start that did not take in the last round) is returned in `problems`, the
  * domain is marked degraded with them, and a `domain.restore` event records the outcome; the monitor tries
  * again later. Refuses the fleet's active domain (non-retryable InvalidTarget). Safe to repeat.
  */
@@ -135,43 +141,63 @@ export function createHostRepairActivities(deps: ActivityDeps) {
         trainingGpus: target.training.map((s) => s.gpuIndex),
       };
       const plan = (s: SupervisorStatus): StandbyRestorePlan => planStandbyRestore(layout, s);
-      const failures: string[] = [];
-      const act = async (what: string, call: Promise<SupervisorActionResponse>): Promise<boolean> => {
-        try {
-          const why = refusal(what, await heartbeatWhile(what, call));
-          if (why) failures.push(why);
-          return why === null;
-        } catch (err) {
-          if (cancellation().aborted) throw err;
-          failures.push(`${what} failed: ${err instanceof Error ? err.message : String(err)}`);
-          return false;
-        }
-      };
       const request = { signal: cancellation(), timeoutMs: Math.max(1_000, input.waitMs) };
-
-      const first = plan(await supervisor.status(host, { signal: cancellation() }));
-      const slept: number[] = [];
-      for (const gpuIndex of first.sleepGpus) {
-        const level = target.inference.find((s) => s.gpuIndex === gpuIndex)?.sleepLevel ?? 1;
-        if (await act(`sleep of GPU ${gpuIndex}`, supervisor.sleep(host, { gpuIndex, level }, request))) {
-          slept.push(gpuIndex);
-        }
-      }
-      // A run still stopping (a stop the failed step asked for) must end before training can start again there.
+      // A stopping run (a stop the failed step asked for) must end before training can start again there.
       const stopping = (s: SupervisorStatus) =>
         s.training.some((r) => r.state === 'stopping' && layout.trainingGpus.includes(r.gpuIndex));
-      const afterSleep = plan(
-        await settle(host, input.waitMs, (s) => !slept.some((g) => plan(s).sleepGpus.includes(g)) && !stopping(s)),
-      );
-      const started: number[] = [];
-      for (const gpuIndex of afterSleep.startTrainingGpus) {
-        if (await act(`training start on GPU ${gpuIndex}`, supervisor.startTraining(host, { gpuIndex }, request))) {
-          started.push(gpuIndex);
+
+      /** Sleeps what is awake, then starts training where all sleeps; the plan left and the round's failures. */
+      const round = async (slept: number[], started: number[]) => {
+        const failures: string[] = [];
+        const act = async (what: string, call: Promise<SupervisorActionResponse>): Promise<boolean> => {
+          try {
+            const why = refusal(what, await heartbeatWhile(what, call));
+            if (why) failures.push(why);
+            return why === null;
+          } catch (err) {
+            if (cancellation().aborted) throw err;
+            failures.push(`${what} failed: ${err instanceof Error ? err.message : String(err)}`);
+            return false;
+          }
+        };
+        const first = plan(await supervisor.status(host, { signal: cancellation() }));
+        const sleptNow: number[] = [];
+        for (const gpuIndex of first.sleepGpus) {
+          const level = target.inference.find((s) => s.gpuIndex === gpuIndex)?.sleepLevel ?? 1;
+          if (await act(`sleep of GPU ${gpuIndex}`, supervisor.sleep(host, { gpuIndex, level }, request))) {
+            sleptNow.push(gpuIndex);
+          }
         }
+        const afterSleep = plan(
+          await settle(host, input.waitMs, (s) => !sleptNow.some((g) => plan(s).sleepGpus.includes(g)) && !stopping(s)),
+        );
+        const startedNow: number[] = [];
+        for (const gpuIndex of afterSleep.startTrainingGpus) {
+          if (await act(`training start on GPU ${gpuIndex}`, supervisor.startTraining(host, { gpuIndex }, request))) {
+            startedNow.push(gpuIndex);
+          }
+        }
+        const final = plan(
+          await settle(host, input.waitMs, (s) => !startedNow.some((g) => plan(s).startTrainingGpus.includes(g))),
+        );
+        slept.push(...sleptNow.filter((g) => !slept.includes(g)));
+        started.push(...startedNow.filter((g) => !started.includes(g)));
+        return { final, failures };
+      };
+
+      // Another round when the host moved under the first: a wake still in flight when it looked (the model read
+      // asleep, then woke, and the supervisor refused training beside it) is put to sleep and trained after. Only
+      // while a whole round still fits in the step's budget.
+      const slept: number[] = [];
+      const started: number[] = [];
+      const roundMs = 2 * input.waitMs; // its two waits; its requests are quick where a round is needed again
+      let outcome = await round(slept, started);
+      for (let n = 1; n < MAX_RESTORE_ROUNDS && hasActions(outcome.final); n += 1) {
+        const deadline = stepDeadlineMs(Context.current().info, Date.now());
+        if (deadline !== null && deadline - Date.now() < roundMs) break;
+        outcome = await round(slept, started);
       }
-      const final = plan(
-        await settle(host, input.waitMs, (s) => !started.some((g) => plan(s).startTrainingGpus.includes(g))),
-      );
+      const { final, failures } = outcome;
       const problems = [
         ...final.unrestorable,
         ...final.sleepGpus.map((g) => `models on GPU ${g} still awake`),

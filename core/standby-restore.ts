@@ -58,3 +58,7 @@ export function planStandbyRestore(layout: StandbyLayout, status: SupervisorStat
 /** True when the plan has nothing to do and nothing to report: the standby is at rest. */
 export const isAtRest = (plan: StandbyRestorePlan): boolean =>
   plan.sleepGpus.length === 0 && plan.startTrainingGpus.length === 0 && plan.unrestorable.length === 0;
+
+/** True when the plan has a sleep or a training start to make (what is unrestorable alone is not work). */
+export const hasActions = (plan: StandbyRestorePlan): boolean =>
+  plan.sleepGpus.length > 0 || plan.startTrainingGpus.length > 0;

@@ -184,8 +184,7 @@ describe('simulated domain', () => {
   });
 
   it('kill() takes every process down at once, trainers included, like a host losing power', async () => {
-    const domain = await start('active', 'kill');
-    expect(await supervisor(domain, 'POST', '/v1/training/start', {})).toMatchObject({ accepted: true });
+    const domain = await start('standby', 'kill');
     const trainerPids = (await status(domain)).training.flatMap((t) => t.pids);
     expect(trainerPids).toHaveLength(2);
     const pids = [...domain.models.map((m) => m.pid), domain.supervisorPid, ...trainerPids];

@@ -17,6 +17,7 @@ import {
 } from '../schemas/supervisor';
 import { NoSlotError } from './errors';
 import { GpuQueryError, type GpuMemoryReader } from './gpu';
+import { createGpuExclusion } from './gpu-exclusion';
 import type { InferenceController } from './inference';
 import type { ListenerTable } from './listeners';
 import type { SupervisorMetrics } from './metrics';
@@ -77,6 +78,8 @@ const route =
  */
 export function createApp(deps: SupervisorAppDeps): express.Express {
   const { inference, training, gpu, metrics, logger, now } = deps;
+  // Wakes and training starts go through the exclusion: never an engine and a trainer on one GPU's memory.
+  const exclusion = createGpuExclusion({ config: deps.config, inference, training, vllm: deps.vllm });
   const app = express();
   app.disable('x-powered-by');
 
@@ -122,13 +125,13 @@ export function createApp(deps: SupervisorAppDeps): express.Express {
   v1.post(
     '/vllm/wake',
     route(async (req, res) => {
-      res.json(await inference.wake(parseBody(wakeRequestSchema, req)));
+      res.json(await exclusion.wake(parseBody(wakeRequestSchema, req)));
     }),
   );
   v1.post(
     '/training/start',
     route(async (req, res) => {
-      res.json(await training.start(parseBody(trainingStartRequestSchema, req)));
+      res.json(await exclusion.startTraining(parseBody(trainingStartRequestSchema, req)));
     }),
   );
   v1.post(

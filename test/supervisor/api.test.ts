@@ -441,6 +441,9 @@ describe('supervisor API: probe', () => {
 
 describe('supervisor API: training and GPU memory', () => {
   it('starts training that holds VRAM, stops it with 202, and the memory is released', async () => {
+    // Training runs where the GPU's engines sleep (supervisor/gpu-exclusion.ts).
+    await call('POST', '/v1/vllm/sleep', { gpuIndex: 0 });
+    const resting = gpuMemoryReportSchema.parse((await call('GET', '/v1/gpu/memory')).json).gpus[0]!.usedMiB!;
     const start = await call('POST', '/v1/training/start', {});
     expect(start).toMatchObject({ status: 200, json: { accepted: true, gpuIndexes: [0], errors: [] } });
     const running = (await status()).training[0]!;
@@ -458,7 +461,7 @@ describe('supervisor API: training and GPU memory', () => {
       totalMiB: 81559,
       processes: expect.arrayContaining([{ pid, usedMiB: 30000 }]),
     });
-    expect(held.gpus[0]!.usedMiB).toBe(4 + 30000 + 24500); // baseline + trainer + awake small-a
+    expect(held.gpus[0]!.usedMiB).toBe(resting + 30000); // the sleeping engine's residue and the trainer
 
     const stop = await call('POST', '/v1/training/stop', { graceMs: 5_000 });
     expect(stop).toMatchObject({ status: 202, json: { accepted: true, gpuIndexes: [0] } });
@@ -469,6 +472,37 @@ describe('supervisor API: training and GPU memory', () => {
     expect(stopped).toMatchObject({ pids: [], lastExit: { code: 0, signal: null } });
     const after = gpuMemoryReportSchema.parse((await call('GET', '/v1/gpu/memory')).json);
     expect(after.gpus[0]!.processes.map((p) => p.pid)).not.toContain(pid);
+    await call('POST', '/v1/vllm/wake', { gpuIndex: 0 });
+  });
+
+  it('refuses training beside an awake engine and a wake beside a trainer, naming why', async () => {
+    const refused = await call('POST', '/v1/training/start', {});
+    expect(refused).toMatchObject({
+      status: 200,
+      json: {
+        accepted: false,
+        errors: [{ target: 'training/gpu0', message: 'small-a on GPU 0 is awake: refusing to start training beside it' }],
+      },
+    });
+    expect((await status()).training[0]).toMatchObject({ state: 'idle', pids: [] });
+
+    await call('POST', '/v1/vllm/sleep', { gpuIndex: 0 });
+    expect((await call('POST', '/v1/training/start', {})).json).toMatchObject({ accepted: true });
+    const pid = (await status()).training[0]!.pids[0]!;
+    const wake = await call('POST', '/v1/vllm/wake', { gpuIndex: 0 });
+    expect(wake.json).toEqual({
+      accepted: false,
+      gpuIndexes: [0],
+      errors: [
+        {
+          target: 'small-a',
+          message: `training is running on GPU 0 (pids ${pid}): refusing to wake vLLM beside it`,
+        },
+      ],
+    });
+    expect((await status()).models.find((m) => m.name === 'small-a')).toMatchObject({ state: 'asleep' });
+    await training.stopAll(0);
+    expect((await call('POST', '/v1/vllm/wake', { gpuIndex: 0 })).json).toMatchObject({ accepted: true });
   });
 
   it('reports an unreadable GPU in the body (MIG without privilege, a lost GPU), and a failing tool as a 500', async () => {

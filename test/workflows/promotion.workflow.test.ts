@@ -211,6 +211,13 @@ it('5. an abort before commit ends the operation cancelled, routing unchanged, t
     });
     expect(await routing()).toEqual(before);
     await expectStandby(standby);
+    // The wake the abort left in flight on the host ended after compensation's first look: the supervisor held
+    // the training start until it ended and refused it beside the now awake engine, and the next round put the
+    // engine to sleep and then trained (never a trainer beside an engine waking into its memory).
+    const restore = (await store().events.list(fleet.fleetId, { limit: 1_000 })).find(
+      (e) => e.type === 'domain.restore' && (e.data as { why?: string }).why?.includes(operation.id),
+    );
+    expect(restore?.data).toMatchObject({ sleptGpus: [0], trainingStartedGpus: [0], problems: [] });
     expect((await handle.query(progressQuery)).phase).toBe('cancelled');
   } finally {
     await standby.sim.faults.clear();
