@@ -481,7 +481,9 @@ describe('supervisor API: training and GPU memory', () => {
       status: 200,
       json: {
         accepted: false,
-        errors: [{ target: 'training/gpu0', message: 'small-a on GPU 0 is awake: refusing to start training beside it' }],
+        errors: [
+          { target: 'training/gpu0', message: 'small-a on GPU 0 is awake: refusing to start training beside it' },
+        ],
       },
     });
     expect((await status()).training[0]).toMatchObject({ state: 'idle', pids: [] });
