@@ -23,23 +23,32 @@ export interface StateFile {
 export async function killProcesses(children: SimChild[], marker: string, checkpointDirs: string[]): Promise<void> {
   // An unreaped child keeps its pid, so its group id cannot have been recycled.
   for (const child of children) if (!hasExited(child)) signalGroup(child.process.pid, 'SIGKILL');
-  killMarked(marker, checkpointDirs);
+  const { trainingGroups } = killMarked(marker, checkpointDirs);
   await Promise.all(children.map((c) => c.exited));
-  await pollUntil(() => findMarkedPids(marker).length === 0, 10_000);
+  // A SIGKILL is delivered, not awaited: the trainers (not our children) may outlive the call by a moment.
+  const table = createProcessTable();
+  await pollUntil(
+    () => findMarkedPids(marker).length === 0 && trainingGroups.every((g) => table.groupPids(g).length === 0),
+    10_000,
+  );
 }
 
-function killMarked(marker: string, checkpointDirs: string[]): number {
+/** SIGKILLs what carries `marker` and the recorded training groups; returns how many marked and which groups. */
+function killMarked(marker: string, checkpointDirs: string[]): { marked: number; trainingGroups: number[] } {
   const marked = findMarkedPids(marker);
   for (const pid of marked) {
     if (procStat(pid)?.pgrp === pid) signalGroup(pid, 'SIGKILL');
     else signalPid(pid, 'SIGKILL');
   }
   const table = createProcessTable();
+  const trainingGroups: number[] = [];
   for (const run of trainingRuns(checkpointDirs)) {
-    if (isAlive(run.pgid) && run.startTime && table.startTime(run.pgid) === run.startTime)
+    if (isAlive(run.pgid) && run.startTime && table.startTime(run.pgid) === run.startTime) {
       signalGroup(run.pgid, 'SIGKILL');
+      trainingGroups.push(run.pgid);
+    }
   }
-  return marked.length;
+  return { marked: marked.length, trainingGroups };
 }
 
 function trainingRuns(checkpointDirs: string[]): { pgid: number; startTime: string | null }[] {
@@ -73,7 +82,7 @@ export async function killSimDomain(stateDir: string, opts: { onlyMarker?: strin
   const state = readState(path.resolve(stateDir));
   if (!state) return 0;
   if (opts.onlyMarker !== undefined && state.marker !== opts.onlyMarker) return 0;
-  const killed = killMarked(state.marker, state.checkpointDirs);
+  const killed = killMarked(state.marker, state.checkpointDirs).marked;
   await pollUntil(() => findMarkedPids(state.marker).length === 0, 10_000);
   rmSync(path.join(path.resolve(stateDir), SIM_STATE_FILE), { force: true });
   return killed;
