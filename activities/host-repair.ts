@@ -4,7 +4,7 @@ import { FailureType } from '../schemas/failures';
 import type { SupervisorActionResponse, SupervisorStatus } from '../schemas/supervisor';
 import { hasActions, planStandbyRestore, type StandbyLayout, type StandbyRestorePlan } from '../core/standby-restore';
 import { DEFAULT_POLL_INTERVAL_MS, type ActivityDeps } from './deps';
-import { pause, stepDeadlineMs } from './step-budget';
+import { pause, stepBudgetLeftMs } from './step-budget';
 import { cancellation, currentAttempt, heartbeatWhile, loadTarget } from './support';
 import type { SupervisorTarget } from './supervisor-access';
 
@@ -193,8 +193,8 @@ export function createHostRepairActivities(deps: ActivityDeps) {
       const roundMs = 2 * input.waitMs; // its two waits; its requests are quick where a round is needed again
       let outcome = await round(slept, started);
       for (let n = 1; n < MAX_RESTORE_ROUNDS && hasActions(outcome.final); n += 1) {
-        const deadline = stepDeadlineMs(Context.current().info, Date.now());
-        if (deadline !== null && deadline - Date.now() < roundMs) break;
+        const left = stepBudgetLeftMs();
+        if (left !== null && left < roundMs) break;
         outcome = await round(slept, started);
       }
       const { final, failures } = outcome;

@@ -1,6 +1,13 @@
 import { CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { StepBudgetSpent, stepBudgetInterceptor, stepDeadlineLeadMs, stepDeadlineMs, stepSignal } from './step-budget';
+import {
+  StepBudgetSpent,
+  stepBudgetInterceptor,
+  stepBudgetLeftMs,
+  stepDeadlineLeadMs,
+  stepDeadlineMs,
+  stepSignal,
+} from './step-budget';
 import { waitUntil } from './support';
 
 describe('stepDeadlineMs', () => {
@@ -71,6 +78,13 @@ describe('an attempt running into its step budget', () => {
     const running = env.run(() => waitUntil(async () => ({ done: false as const, waitingFor: 'x' }), 20));
     env.cancel('CANCELLED');
     await expect(running).rejects.toBeInstanceOf(CancelledFailure);
+  });
+
+  it("says what is left of the budget, less the lead, and nothing for an attempt Temporal's timers alone bound", async () => {
+    const left = await attempt(60_000).run(async () => stepBudgetLeftMs());
+    expect(left).toBeGreaterThan(60_000 - 500 - 1_000);
+    expect(left).toBeLessThanOrEqual(60_000 - 500);
+    expect(await new MockActivityEnvironment({}).run(async () => stepBudgetLeftMs())).toBeNull();
   });
 
   it('leaves an attempt that succeeds within its budget alone', async () => {

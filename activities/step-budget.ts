@@ -36,6 +36,8 @@ export class StepBudgetSpent extends Error {
 }
 
 interface StepSignal {
+  /** stepDeadlineMs as read at the attempt's first use; null: Temporal's timers alone bound it. */
+  deadlineMs: number | null;
   signal: AbortSignal;
   /** Aborted by the budget (not by Temporal's cancellation). */
   budget: AbortSignal;
@@ -53,7 +55,11 @@ function stepSignalOf(ctx: Context): StepSignal {
     timer.unref();
     ctx.cancellationSignal.addEventListener('abort', () => clearTimeout(timer), { once: true });
   }
-  const made = { signal: AbortSignal.any([ctx.cancellationSignal, budget.signal]), budget: budget.signal };
+  const made = {
+    deadlineMs: deadline,
+    signal: AbortSignal.any([ctx.cancellationSignal, budget.signal]),
+    budget: budget.signal,
+  };
   signals.set(ctx, made);
   return made;
 }
@@ -63,6 +69,12 @@ function stepSignalOf(ctx: Context): StepSignal {
  * budget running out (stepDeadlineMs), whichever comes first.
  */
 export const stepSignal = (): AbortSignal => stepSignalOf(Context.current()).signal;
+
+/** What is left of this attempt's step budget (ms, at least 0), or null when only Temporal's timers bound it. */
+export function stepBudgetLeftMs(): number | null {
+  const { deadlineMs } = stepSignalOf(Context.current());
+  return deadlineMs === null ? null : Math.max(0, deadlineMs - Date.now());
+}
 
 /** Sleeps `ms` unless the step signal aborts first (then rejects with its reason). */
 export function pause(ms: number): Promise<void> {
