@@ -7,6 +7,7 @@ import type { SupervisorAccessResolver } from './supervisor-access';
 import type { ProofOfLife } from './proof-of-life';
 import type { SupervisorClient } from './supervisor-client';
 import type { UpstreamCredentials } from '../lib/secret-ref';
+import type { FleetObservation } from '../core/fleet-observation';
 
 /** Counters the activities bump; the worker backs them with prom-client, tests leave them out. */
 export interface ActivityMetrics {
@@ -53,6 +54,13 @@ export interface ActivityDeps {
   fetch?: typeof undiciFetch;
   /** The tokens layouts' `upstreamAuth` name (default: this process's environment and files). */
   upstreamCredentials?: UpstreamCredentials;
+  /**
+   * How many watch shards this worker deals the fleets over (HARU_MONITOR_SHARDS, default
+   * DEFAULT_WATCH_SHARDS): a shard's watch started for another count ends at once (core/watch-shard.ts).
+   */
+  watchShards?: number;
+  /** Signals a fleet's monitor an observation (Temporal's `observed` signal); watch shards fail without it. */
+  observeFleet?: (fleetId: string, observation: FleetObservation) => Promise<void>;
 }
 
 export const DEFAULT_POLL_INTERVAL_MS = 250;

@@ -3,14 +3,14 @@
  * once on one `haru worker` process (which also runs every fleet's monitor, as in production). Reports wall
  * time, promotions per second, p50/p99 promotion time (request -> routing committed, and -> workflow done
  * including the old active's demotion) and the worker's peak memory. Before the promotions, once every monitor
- * has polled, a 10 s sample of the idle machine: supervisor polls per second (per worker, and how many the
+ * has polled, a sample of the idle machine (`--idle-seconds`, 10 s): supervisor polls per second (per worker, and how many the
  * policy expects) and the CPU of the workers, the database's Postgres backends, Temporal and the simulated
  * hosts, in total, per poll and per fleet and second; the control plane's figure (workers + Postgres +
  * Temporal) leaves the simulated hosts out.
  *
  *   npm run bench:scale -- [--fleets 1,10,100] [--without-monitors] [--workers 1] [--heartbeat-ms 500]
  *                          [--sim-process] [--sim-processes N] [--idle-only] [--split-tiers]
- *                          [--without-training]
+ *                          [--without-training] [--idle-seconds 10]
  *
  * The simulated domains of all fleets live in this process (bench/support/sim-host.ts), or with
  * `--sim-process` in a child process of their own (needed for 1,000 fleets); trainers are real processes.
@@ -21,7 +21,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Client, Connection } from '@temporalio/client';
-import { sql } from 'drizzle-orm';
 import { createTemporalOrchestrator } from '../api/orchestrator';
 import { createTestDatabase, seedLayout } from '../db/testing';
 import { fleetLayoutSchema, type FleetLayout } from '../schemas/layout';
@@ -30,7 +29,7 @@ import { parsePrometheusText, sumSamples } from '../supervisor/prometheus-text';
 import { freePort } from '../test/support/ports';
 import { twoDomainLayout } from '../test/support/sim-layout';
 import { demotionChildWorkflowId, monitorWorkflowId, progressQuery } from '../workflows/definitions';
-import { cpuMs } from './support/cpu';
+import { cpuMs, databaseCpuSince } from './support/cpu';
 import { printTimeline } from './support/history';
 import { type HaruProcess, startHaruProcess } from './support/processes';
 import { printTable, writeResult } from './support/report';
@@ -73,12 +72,14 @@ const { values: args } = parseArgs({
     'without-training': { type: 'boolean', default: false },
     /** Measure the idle machine only: no promotions. */
     'idle-only': { type: 'boolean', default: false },
+    /** Length of the idle sample (seconds). */
+    'idle-seconds': { type: 'string', default: '10' },
   },
 });
 const WORKER_COUNT = Number(args.workers);
 const HEARTBEAT_MS = args['heartbeat-ms'] ? Number(args['heartbeat-ms']) : undefined;
 const FLEET_COUNTS = args.fleets.split(',').map(Number);
-const IDLE_SAMPLE_MS = 10_000;
+const IDLE_SAMPLE_MS = Number(args['idle-seconds']) * 1000;
 const SIM_PROCESSES = Number(args['sim-processes']);
 
 interface ScaleFigures {
@@ -297,15 +298,7 @@ async function oneScale(
     const rssBefore = worker.peakRssMiB();
     // What the machine spends while nothing promotes: with monitors, that is their polling (worker, the
     // Postgres backends of this database, Temporal, and the simulated hosts answering in this process).
-    const postgresPids = async (): Promise<number[]> => {
-      const result = await db.database.db.execute(
-        sql`select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`,
-      );
-      const rows = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as { pid: number }[];
-      return rows.map((r) => Number(r.pid));
-    };
-    // Per backend, so connections a pool opens during the sample count from their start.
-    const pgFrom = new Map((await postgresPids()).map((pid) => [pid, cpuMs(pid)]));
+    const postgresCpu = await databaseCpuSince(db.database.db);
     const idleFrom = {
       worker: cpuMs(worker.pid),
       workers: workersCpuMs(),
@@ -318,7 +311,7 @@ async function oneScale(
     const idleCpuShare = (cpuMs(worker.pid) - idleFrom.worker) / IDLE_SAMPLE_MS;
     const idleCpu = {
       workers: workersCpuMs() - idleFrom.workers,
-      postgres: (await postgresPids()).reduce((sum, pid) => sum + cpuMs(pid) - (pgFrom.get(pid) ?? 0), 0),
+      postgres: await postgresCpu(),
       temporalServer: temporal.pid ? cpuMs(temporal.pid) - idleFrom.temporal : null,
       simHost: simCpuMs() - idleFrom.sim,
     };
@@ -529,6 +522,7 @@ async function main(): Promise<void> {
       splitTiers: args['split-tiers'],
       withoutTraining: args['without-training'],
       idleOnly: args['idle-only'],
+      idleSeconds: IDLE_SAMPLE_MS / 1000,
     },
     results: all,
   });

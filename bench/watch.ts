@@ -1,12 +1,13 @@
 /**
- * The fleet monitor's watch loop outside Temporal: `watchFleet` of every fleet run in this process through the
- * SDK's MockActivityEnvironment, against simulated hosts in processes of their own (bench/support/sim-host.ts)
- * and a fresh Postgres database. What a poll costs Haru's own code (the snapshot read, the supervisor call,
- * judging and recording the poll) with no worker, bridge or server around it: the difference to `bench:scale`'s
- * worker figure is Temporal's share. Prints polls per second, CPU per poll of this process and of the simulated
- * hosts, and the latency of the supervisors' `/v1/status` answers as the watch saw them.
+ * The fleets' watch outside Temporal: the `watchShard` activity of every watch shard run in this process
+ * through the SDK's MockActivityEnvironment, against simulated hosts in processes of their own
+ * (bench/support/sim-host.ts) and a fresh Postgres database. What a poll costs Haru's own code (the shard's
+ * read, the supervisor call, judging and recording the poll, the monitors' signals, here counted and dropped)
+ * with no worker, bridge or server around it: the difference to `bench:scale`'s worker figure is Temporal's
+ * share. Prints polls per second, CPU per poll of this process and of the simulated hosts, and the latency of
+ * the supervisors' `/v1/status` answers as the watch saw them.
  *
- *   npm run bench:watch -- [--fleets 10] [--sim-processes 1] [--seconds 10] [--without-training]
+ *   npm run bench:watch -- [--fleets 10] [--shards 8] [--sim-processes 1] [--seconds 10] [--without-training]
  */
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
@@ -18,8 +19,9 @@ import { createSupervisorClient, type SupervisorClient } from '../activities/sup
 import { createTestDatabase, seedLayout } from '../db/testing';
 import { fleetLayoutSchema, type FleetLayout } from '../schemas/layout';
 import { twoDomainLayout } from '../test/support/sim-layout';
+import { DEFAULT_WATCH_SHARDS } from '../core/watch-shard';
 import { createWorkerMetrics } from '../workers/metrics';
-import { cpuMs } from './support/cpu';
+import { cpuMs, databaseCpuSince } from './support/cpu';
 import { printTable, writeResult } from './support/report';
 import { startSimHostProcess } from './support/sim-host';
 import { percentile } from './support/stats';
@@ -27,6 +29,8 @@ import { percentile } from './support/stats';
 const { values: args } = parseArgs({
   options: {
     fleets: { type: 'string', default: '10' },
+    /** Watch shards the fleets are dealt over (HARU_MONITOR_SHARDS). */
+    shards: { type: 'string', default: String(DEFAULT_WATCH_SHARDS) },
     'sim-processes': { type: 'string', default: '1' },
     /** Length of the sample, after a warm-up of 3 s. */
     seconds: { type: 'string', default: '10' },
@@ -34,6 +38,7 @@ const { values: args } = parseArgs({
   },
 });
 const FLEETS = Number(args.fleets);
+const SHARDS = Number(args.shards);
 const SIM_PROCESSES = Number(args['sim-processes']);
 const SAMPLE_MS = Number(args.seconds) * 1000;
 const WARM_UP_MS = 3_000;
@@ -69,12 +74,10 @@ async function main(): Promise<void> {
   const hostsCpuMs = () => hosts.reduce((sum, h) => sum + cpuMs(h.pid), 0);
   const db = await createTestDatabase({ max: 10 });
   try {
-    const fleetIds: string[] = [];
     for (const layout of fleetLayouts) {
       const { fleetId } = await seedLayout(db.store, layout);
       const snapshot = (await db.store.fleets.snapshot(fleetId))!;
       for (const d of snapshot.domains) await db.store.domains.transition(d.id, 'ready');
-      fleetIds.push(fleetId);
     }
     // The supervisor client as the worker builds it, timed per status read.
     const client = createSupervisorClient();
@@ -92,11 +95,14 @@ async function main(): Promise<void> {
       },
     };
     let polls = 0;
+    let signals = 0;
     const metrics = createWorkerMetrics();
     const activities = createFleetMonitorActivities({
       store: db.store,
       supervisor,
       now: () => new Date(),
+      watchShards: SHARDS,
+      observeFleet: async () => void (signals += 1),
       metrics: {
         ...metrics,
         domainPolled: (labels) => {
@@ -105,22 +111,21 @@ async function main(): Promise<void> {
         },
       },
     });
-    // Each watch returns at its checkpoint, after the sample.
+    // Each shard's watch returns at its checkpoint, after the sample.
     const checkpointMs = WARM_UP_MS + SAMPLE_MS + 2_000;
-    const watches = fleetIds.map((fleetId) =>
-      new MockActivityEnvironment({ heartbeatTimeoutMs: 5_000 }).run(activities.watchFleet, {
-        fleetId,
-        isAutoFailoverPaused: false,
-        isImmediate: false,
+    const watches = Array.from({ length: SHARDS }, (_, shard) =>
+      new MockActivityEnvironment({ heartbeatTimeoutMs: 5_000 }).run(activities.watchShard, {
+        shard,
+        shards: SHARDS,
         checkpointMs,
-        pendingGraceMs: 60_000,
-        alreadyTriedIds: [],
-        coolingDownIds: [],
       }),
     );
+    // A watch that fails is reported at the end, not as an unhandled rejection meanwhile.
+    const ended = Promise.allSettled(watches);
     await new Promise((resolve) => setTimeout(resolve, WARM_UP_MS));
     isSampling = true;
-    const from = { polls, cpu: process.cpuUsage(), hosts: hostsCpuMs(), at: Date.now() };
+    const postgresCpu = await databaseCpuSince(db.database.db);
+    const from = { polls, signals, cpu: process.cpuUsage(), hosts: hostsCpuMs(), at: Date.now() };
     await new Promise((resolve) => setTimeout(resolve, SAMPLE_MS));
     isSampling = false;
     const cpu = process.cpuUsage(from.cpu);
@@ -128,9 +133,12 @@ async function main(): Promise<void> {
     const sampled = polls - from.polls;
     const figures = {
       fleets: FLEETS,
+      shards: SHARDS,
+      signalsPerSecond: (signals - from.signals) / seconds,
       pollsPerSecond: sampled / seconds,
       expectedPollsPerSecond: FLEETS * 4,
       watchCpuMsPerPoll: (cpu.user + cpu.system) / 1000 / sampled,
+      postgresCpuMsPerPoll: (await postgresCpu()) / sampled,
       simHostCpuMsPerPoll: (hostsCpuMs() - from.hosts) / sampled,
       statusLatencyMs: {
         p50: percentile(latenciesMs, 50),
@@ -139,15 +147,29 @@ async function main(): Promise<void> {
       },
       loadAverage: os.loadavg(),
     };
-    await Promise.allSettled(watches);
+    for (const outcome of await ended) {
+      if (outcome.status === 'rejected') throw outcome.reason;
+    }
     printTable(
       'watch: every fleet watched in this process, outside Temporal (ms unless noted)',
-      ['fleets', 'polls/s (expected)', 'watch CPU ms/poll', 'sim host CPU ms/poll', 'status latency p50 / p90 / p99'],
+      [
+        'fleets',
+        'shards',
+        'polls/s (expected)',
+        'signals/s',
+        'watch CPU ms/poll',
+        'Postgres CPU ms/poll',
+        'sim host CPU ms/poll',
+        'status latency p50 / p90 / p99',
+      ],
       [
         [
           String(FLEETS),
+          String(SHARDS),
           `${figures.pollsPerSecond.toFixed(1)} (${figures.expectedPollsPerSecond})`,
+          figures.signalsPerSecond.toFixed(1),
           figures.watchCpuMsPerPoll.toFixed(2),
+          figures.postgresCpuMsPerPoll.toFixed(2),
           figures.simHostCpuMsPerPoll.toFixed(2),
           [figures.statusLatencyMs.p50, figures.statusLatencyMs.p90, figures.statusLatencyMs.p99]
             .map((v) => (v === null ? '-' : v.toFixed(1)))
@@ -156,7 +178,7 @@ async function main(): Promise<void> {
       ],
     );
     const file = writeResult('watch', {
-      options: { fleets: FLEETS, simProcesses: SIM_PROCESSES, seconds: SAMPLE_MS / 1000 },
+      options: { fleets: FLEETS, shards: SHARDS, simProcesses: SIM_PROCESSES, seconds: SAMPLE_MS / 1000 },
       results: [figures],
     });
     process.stdout.write(`\nwritten: ${path.relative(process.cwd(), file)}\n`);

@@ -1,5 +1,6 @@
 import { ago, domain, fleet, ID, NOW, operation, policy } from './fleet-fixtures';
-import { coolingDownIds, decideMonitorAction, isDecisionDue, operationToStart } from './monitor-decision';
+import { coolingDownIds, decideMonitorAction, operationToStart } from './monitor-decision';
+import { dueDigest } from './watch-shard';
 
 const p = policy({ heartbeatStaleMs: 5_000, failureThreshold: 3, degradedGraceMs: 30_000 });
 const running = { isAutoFailoverPaused: false };
@@ -91,7 +92,8 @@ describe('decideMonitorAction', () => {
       kind: 'none',
       blockedBy: 'operation_in_flight',
     });
-    expect(isDecisionDue(marked, p, NOW, { ...running, pendingGraceMs: 10_000, alreadyTriedIds: [] })).toBe(true);
+    // Its shard, which does not know what the monitor asked, still calls it due: the monitor applies its memory.
+    expect(dueDigest(marked, p, NOW, false)).toBe(`failover:already_failed:marked:-:${ID.op}`);
     // Not released: an operation before its commit, or while paused.
     const before = fleet({ domains: [deadActive, domain({ id: ID.b, slug: 'b' })], inFlightOperation: operation() });
     expect(decideMonitorAction(before, p, NOW, running)).toMatchObject({ releaseOperationId: null });
@@ -186,20 +188,6 @@ describe('operationToStart', () => {
 
   it('returns null for a fleet with no operation', () => {
     expect(operationToStart(fleet(), NOW, 0, [])).toBeNull();
-  });
-});
-
-describe('isDecisionDue', () => {
-  const opts = { isAutoFailoverPaused: false, pendingGraceMs: 2_000, alreadyTriedIds: [] };
-  it('is false for a healthy fleet', () => {
-    expect(isDecisionDue(fleet(), p, NOW, opts)).toBe(false);
-  });
-  it('is true when the active fails', () => {
-    expect(isDecisionDue(fleet({ domains: [deadActive, domain({ id: ID.b })] }), p, NOW, opts)).toBe(true);
-  });
-  it('is true when a pending operation needs starting', () => {
-    const op = operation({ state: 'pending', createdAt: ago(5_000) });
-    expect(isDecisionDue(fleet({ inFlightOperation: op }), p, NOW, opts)).toBe(true);
   });
 });
 

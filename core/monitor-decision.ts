@@ -1,7 +1,6 @@
 import type { FleetPolicy } from '../schemas/policy';
 import { type ActiveFailure, detectActiveFailure } from './failover-detection';
 import { activeDomainOf, ageMs, type FleetView, type OperationView } from './fleet-view';
-import { hostRepairsDue } from './host-repair';
 import { rankStandbys } from './standby-ranking';
 
 /** Why a failed active is not being replaced right now. */
@@ -117,27 +116,6 @@ export function operationToStart(
   const op = fleet.inFlightOperation;
   if (!op || op.state !== 'pending' || alreadyTriedIds.includes(op.id)) return null;
   return ageMs(op.createdAt, now) >= pendingGraceMs ? op : null;
-}
-
-/**
- * True when the monitor's watch activity should hand control back to the workflow. Host repairs count
- * only for a workflow that makes them (it passes `repairHeldIds`).
- */
-export function isDecisionDue(
-  fleet: FleetView,
-  policy: FleetPolicy,
-  now: Date,
-  options: MonitorDecisionOptions & {
-    pendingGraceMs: number;
-    alreadyTriedIds: readonly string[];
-    repairHeldIds?: readonly string[];
-  },
-): boolean {
-  return (
-    decideMonitorAction(fleet, policy, now, options).kind !== 'none' ||
-    operationToStart(fleet, now, options.pendingGraceMs, options.alreadyTriedIds) !== null ||
-    (options.repairHeldIds !== undefined && hostRepairsDue(fleet, options.repairHeldIds).length > 0)
-  );
 }
 
 /** A pending operation younger than this is left to whoever created it to start. */

@@ -7,6 +7,21 @@
 /** The fleet's monitor: one per fleet, for as long as the fleet exists. */
 export const monitorWorkflowId = (fleetId: string): string => `haru/${fleetId}/monitor`;
 
+/**
+ * The watch of shard `shard` of `shards` (core/watch-shard.ts) of the deployment whose operations queue is
+ * `taskQueue` (its workers share one store): named with the count, so a deployment that deals its fleets over
+ * another number of shards starts other workflows, and with the queue, so deployments sharing a namespace
+ * keep their own.
+ */
+export const watchShardWorkflowId = (taskQueue: string, shard: number, shards: number): string =>
+  `haru/watch/${taskQueue}/${shard}-of-${shards}`;
+
+/**
+ * The signal a watch shard sends a fleet's monitor with an observation: its wire name, shared by the workflow
+ * that handles it and the worker that sends it from an activity.
+ */
+export const OBSERVED_SIGNAL = 'observed';
+
 /** A promote or demote operation's workflow, derived from the operation row. */
 export const operationWorkflowId = (fleetId: string, operationId: string): string =>
   `haru/${fleetId}/op/${operationId}`;

@@ -14,6 +14,7 @@ import { postgresTlsEnvShape } from '../db/postgres-tls';
 import { secretFromEnv } from '../lib/secret-file';
 import { blankable, ConfigError, parseEnv, portSchema } from '../schemas/env';
 import { WORKER_QUEUES } from '../core/task-queues';
+import { DEFAULT_WATCH_SHARDS, MAX_WATCH_SHARDS } from '../core/watch-shard';
 import { DEFAULT_MAX_CONCURRENT_ACTIVITIES, DEFAULT_MAX_MONITORS, DEFAULT_MONITOR_KEEP_INTERVAL_MS } from './limits';
 
 /**
@@ -52,6 +53,11 @@ export const workerConfigSchema = z.object({
    * never finds busy with idle polls).
    */
   HARU_WORKER_QUEUES: blankable(z.enum(WORKER_QUEUES).default('all')),
+  /**
+   * How many watch shards the fleets are dealt over (core/watch-shard.ts): each shard is one long-running
+   * activity that polls its fleets, on whichever worker holds it. The same on every worker of a deployment.
+   */
+  HARU_MONITOR_SHARDS: blankable(z.coerce.number().int().min(1).max(MAX_WATCH_SHARDS).default(DEFAULT_WATCH_SHARDS)),
   /** How often the worker ensures a monitor per fleet and ends operations whose workflow closed (`keepMonitors`). */
   HARU_MONITOR_KEEP_INTERVAL_MS: blankable(z.coerce.number().int().min(100).default(DEFAULT_MONITOR_KEEP_INTERVAL_MS)),
   LOG_LEVEL: blankable(z.enum(['debug', 'info', 'warn', 'error']).default('info')),

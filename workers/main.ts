@@ -90,6 +90,7 @@ export async function startWorker(env: NodeJS.ProcessEnv = process.env): Promise
       maxConcurrentActivities: config.HARU_WORKER_MAX_ACTIVITIES,
       maxMonitors: config.HARU_WORKER_MAX_MONITORS,
       queues: config.HARU_WORKER_QUEUES,
+      watchShards: config.HARU_MONITOR_SHARDS,
     });
     const done = worker.run();
     cleanups.push(async () => {
@@ -114,13 +115,14 @@ export async function startWorker(env: NodeJS.ProcessEnv = process.env): Promise
     const { port } = server.address() as AddressInfo;
     const metricsUrl = `http://${config.HARU_WORKER_METRICS_HOST}:${port}/metrics`;
     const client = new Client({ connection, namespace });
-    const fleets = await ensureMonitors(client, store, config.HARU_TASK_QUEUE);
+    const fleets = await ensureMonitors(client, store, config.HARU_TASK_QUEUE, config.HARU_MONITOR_SHARDS);
     const keeper = keepMonitors({
       client,
       store,
       taskQueue: config.HARU_TASK_QUEUE,
       intervalMs: config.HARU_MONITOR_KEEP_INTERVAL_MS,
       logger,
+      shards: config.HARU_MONITOR_SHARDS,
     });
     cleanups.push(() => keeper.stop());
     logger.info('worker running', {
@@ -131,6 +133,7 @@ export async function startWorker(env: NodeJS.ProcessEnv = process.env): Promise
       temporal: config.temporal.address,
       database: database.kind,
       monitors: fleets.length,
+      watchShards: config.HARU_MONITOR_SHARDS,
       metricsUrl,
     });
     let closing: Promise<void> | undefined;

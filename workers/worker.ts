@@ -14,7 +14,9 @@ import { createSupervisorAccess } from '../activities/supervisor-access';
 import { createSupervisorClient } from '../activities/supervisor-client';
 import type { Store } from '../db/store';
 import type { SkyCli } from '../drivers/sky';
+import { Client } from '@temporalio/client';
 import { monitorTaskQueue, type WorkerQueues } from '../core/task-queues';
+import { monitorWorkflowId, OBSERVED_SIGNAL } from '../core/workflow-ids';
 import { DEFAULT_MAX_CONCURRENT_ACTIVITIES, DEFAULT_MAX_MONITORS } from './limits';
 import { stepBudgetInterceptor } from '../activities/step-budget';
 import { storeFailureInterceptor } from './store-failures';
@@ -56,6 +58,11 @@ export interface HaruWorkerOptions {
    * with the idle monitoring of hundreds of fleets (docs/architecture.md §4.1).
    */
   queues?: WorkerQueues;
+  /**
+   * How many watch shards the fleets are dealt over (HARU_MONITOR_SHARDS, default DEFAULT_WATCH_SHARDS): the
+   * same on every worker; a shard's watch started for another count ends at once here.
+   */
+  watchShards?: number;
   /** Passed through to Worker.create (identity, shutdownGraceTime, ...). */
   workerOptions?: Partial<Omit<WorkerOptions, 'connection' | 'namespace' | 'taskQueue' | 'activities'>>;
 }
@@ -94,6 +101,8 @@ export async function createHaruWorker(opts: HaruWorkerOptions): Promise<HaruWor
     warn: opts.warn,
   });
   const supervisor = createSupervisorClient({ access });
+  // The watch shards signal the fleets' monitors from their activity, over the worker's own connection.
+  const client = new Client({ connection: opts.connection, namespace: opts.namespace });
   const deps: ActivityDeps = {
     store: opts.store,
     supervisor,
@@ -104,6 +113,9 @@ export async function createHaruWorker(opts: HaruWorkerOptions): Promise<HaruWor
     sky: opts.sky,
     supervisorAccess: access,
     supervisorCertificates: opts.supervisorCertificates,
+    watchShards: opts.watchShards,
+    observeFleet: (fleetId, observation) =>
+      client.workflow.getHandle(monitorWorkflowId(fleetId)).signal(OBSERVED_SIGNAL, observation),
   };
   const activities = createActivities(deps);
   // Bundled once for both SDK workers (each would bundle workflows/ again: seconds of CPU at every start).

@@ -2,6 +2,7 @@ import { ActivityCancellationType, proxyActivities, type ActivityOptions } from 
 import type { Activities } from '../activities';
 import { NON_RETRYABLE_FAILURES } from '../schemas/failures';
 import type { FleetPolicy } from '../schemas/policy';
+import { pollTimeoutMs } from '../core/poll-verdict';
 
 /**
  * Activity proxies grouped by latency class (STYLE.md). Every timeout lives here; workflows never set
@@ -98,8 +99,8 @@ export const fingerprintTaking = (policy: FleetPolicy): { maxTokens: number; tim
     : undefined;
 
 /**
- * `monitor`: the long-running watch. Lives until its checkpoint, heartbeats every round, and is retried
- * without limit (a monitor never gives up on a fleet; only a vanished fleet ends it).
+ * `monitor`: the long-running watch of a run from before watch shards (its `watchFleet` is now one look).
+ * Lives until its checkpoint, heartbeats, and is retried without limit.
  */
 export function monitorActivities(policy: FleetPolicy | null, checkpointMs: number): Activities {
   const intervalMs = policy?.heartbeatIntervalMs ?? 500;
@@ -107,6 +108,38 @@ export function monitorActivities(policy: FleetPolicy | null, checkpointMs: numb
     startToCloseTimeout: ms(checkpointMs + 60_000),
     heartbeatTimeout: ms(Math.max(5_000, 4 * intervalMs)),
     // A woken watch is waited for until it has stopped: two poll loops must never count one failure twice.
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    retry: { ...retry, maximumInterval: '10s' },
+  });
+}
+
+/**
+ * `look`: the monitor's own round of polls of its fleet (`lookAtFleet`): the supervisors' poll timeout plus
+ * the control class's room for the store, retried for a minute more.
+ */
+export function lookActivities(policy: FleetPolicy | null): Activities {
+  const pollMs = policy ? pollTimeoutMs(policy) : 1_000;
+  return proxyActivities<Activities>({
+    startToCloseTimeout: ms(pollMs + 15_000),
+    scheduleToCloseTimeout: ms(pollMs + 60_000),
+    retry,
+  });
+}
+
+/**
+ * How long a watch shard's activity may go without a heartbeat before Temporal hands it to another worker
+ * (a dead worker's shard is watched again after this): the per-fleet watch's default.
+ */
+export const WATCH_SHARD_HEARTBEAT_TIMEOUT_MS = 5_000;
+
+/**
+ * `watch`: a shard's long-running watch (`watchShard`). Lives until its checkpoint, heartbeats (a few times
+ * per heartbeat timeout, core/poll-record.ts), is retried without limit, and is waited for when cancelled.
+ */
+export function watchShardActivities(checkpointMs: number): Activities {
+  return proxyActivities<Activities>({
+    startToCloseTimeout: ms(checkpointMs + 60_000),
+    heartbeatTimeout: ms(WATCH_SHARD_HEARTBEAT_TIMEOUT_MS),
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     retry: { ...retry, maximumInterval: '10s' },
   });

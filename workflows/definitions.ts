@@ -4,6 +4,9 @@ import type { AbortRequest, OperationProgress } from '../schemas/api';
 import type { FleetHealth } from '../schemas/health';
 import type { FleetPolicy } from '../schemas/policy';
 import type { ReplacementState } from '../core/standby-replacement';
+import type { FleetObservation } from '../core/fleet-observation';
+import type { WatchContinuity } from '../core/watch-window';
+import { OBSERVED_SIGNAL } from '../core/workflow-ids';
 
 /**
  * Names and shapes shared by the workflows and whoever starts, signals or queries them (API, worker,
@@ -22,6 +25,11 @@ export const resumeAutoFailoverSignal = defineSignal<[]>('resumeAutoFailover');
  * needs its next failover: the promotion cancels the demotion, waits until it has stopped, and ends.
  */
 export const releaseAtCommitSignal = defineSignal<[{ reason: string }]>('releaseAtCommit');
+/**
+ * An observation of the fleet from its watch shard: something is due, or the checkpoint (§4.5). The monitor
+ * decides on the newest one it has not yet seen.
+ */
+export const observedSignal = defineSignal<[FleetObservation]>(OBSERVED_SIGNAL);
 /** An operation's steps with timings, attempts and last error. */
 export const progressQuery = defineQuery<OperationProgress>('progress');
 /** The monitor's last assessment of the fleet; null before its first round of polls. */
@@ -46,6 +54,7 @@ export {
   operationWorkflowId,
   provisionWorkflowId,
   teardownWorkflowId,
+  watchShardWorkflowId,
 } from '../core/workflow-ids';
 
 export const DEFAULT_TASK_QUEUE = 'haru';
@@ -103,6 +112,16 @@ export interface FleetMonitorInput {
   /** Since when the watches have followed one another, and when the last one looked (ISO; carried across continue-as-new). */
   watchingSince?: string;
   lookedUntil?: string;
+}
+
+/** The watch of one shard of the fleets (`haru/watch/<taskQueue>/<shard>-of-<shards>`), carried across continue-as-new. */
+export interface WatchShardWorkflowInput extends WatchContinuity {
+  shard: number;
+  shards: number;
+  /** How long each watch runs before it hands back (default WATCH_SHARD_CHECKPOINT_MS). */
+  checkpointMs?: number;
+  /** How often each fleet's monitor hears from the shard when nothing is due (default MONITOR_CHECKPOINT_MS). */
+  fleetCheckpointMs?: number;
 }
 
 export interface ProvisionDomainInput {

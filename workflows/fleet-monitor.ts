@@ -20,10 +20,17 @@ import type { FleetObservation, WatchFleetInput } from '../activities/fleet-moni
 import { FailureType } from '../schemas/failures';
 import type { FleetHealth } from '../schemas/health';
 import type { FleetPolicy } from '../schemas/policy';
-import { controlActivities, monitorActivities, restoreWaitMs, stepActivities } from './activity-options';
+import {
+  controlActivities,
+  lookActivities,
+  monitorActivities,
+  restoreWaitMs,
+  stepActivities,
+} from './activity-options';
 import {
   checkNowSignal,
   healthQuery,
+  observedSignal,
   operationWorkflowId,
   pauseAutoFailoverSignal,
   releaseAtCommitSignal,
@@ -70,15 +77,23 @@ export const RELEASE_AT_COMMIT_PATCH = 'monitor-releases-committed-promotion';
 export const REPLACE_FAILED_STANDBY_PATCH = 'monitor-replace-failed-standby';
 
 /**
- * Watches one fleet for as long as it exists (`haru/<fleetId>/monitor`). A heartbeating activity polls
- * every supervisor and returns only when a decision is due; the workflow then decides with
- * `decideMonitorAction`: mark a failed active failed, and promote the best standby when auto-failover is
- * on, not paused and nothing else is in flight. It also starts pending operations whose workflow is
- * missing, and, with `replaceFailedStandby`, tears down and provisions again a managed standby that
- * stayed failed (`planStandbyReplacements`). Signals: `checkNow`, `pauseAutoFailover`,
- * `resumeAutoFailover` (written to the fleet's stored pause, which every round reads: a pause outlives
- * the run); query: `health`. A decision whose activity fails (the store locked or down) is logged and
- * made again next round; the worker's `keepMonitors` starts a new run whenever this one ends.
+ * Patch id of watch shards: the monitor waits for its shard's `observed` signals and looks for itself only at
+ * its start and when woken, instead of running a watch activity of its own (docs/architecture.md §4.5).
+ */
+export const WATCHED_BY_SHARDS_PATCH = 'monitor-watched-by-shards';
+
+/**
+ * Watches one fleet for as long as it exists (`haru/<fleetId>/monitor`). The fleet's watch shard polls every
+ * supervisor and signals an observation (`observed`) when a decision is due, and once per checkpoint; the
+ * monitor looks for itself (`lookAtFleet`) when it starts and when woken. On each observation it decides with
+ * `decideMonitorAction`: mark a failed active failed, and promote the best standby when auto-failover is on,
+ * not paused and nothing else is in flight. It also starts pending operations whose workflow is missing,
+ * repairs hosts not at rest, and, with `replaceFailedStandby`, tears down and provisions again a managed
+ * standby that stayed failed (`planStandbyReplacements`). Signals: `checkNow`, `pauseAutoFailover`,
+ * `resumeAutoFailover` (written to the fleet's stored pause, which every round reads: a pause outlives the
+ * run), `observed`; query: `health`. A look or decision whose activity fails (the store locked or down) is
+ * logged and made again after a pause; the worker's `keepMonitors` starts a new run whenever this one ends.
+ * Runs from before the shards ran a watch activity of their own (the branch without the patch).
  */
 export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<void> {
   const { fleetId } = input;
@@ -102,9 +117,44 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
   setHandler(pauseAutoFailoverSignal, () => onPauseSignal(true));
   setHandler(resumeAutoFailoverSignal, () => onPauseSignal(false));
   setHandler(healthQuery, () => health);
+  // The newest observation a watch shard signalled that is newer than any decided on (watched-by-shards runs).
+  const inbox: { signalled: FleetObservation | null } = { signalled: null };
+  let decidedUntilMs = 0;
+  setHandler(observedSignal, (observed) => {
+    const at = Date.parse(observed.observedAt);
+    const held = inbox.signalled;
+    if (at > decidedUntilMs && (held === null || at > Date.parse(held.observedAt))) inbox.signalled = observed;
+  });
+  let isWatchedByShards = false;
 
   // The watch decides whether it follows on from the last one (core/watch-window.ts).
   let continuity: WatchContinuity = { watchingSince: input.watchingSince, lookedUntil: input.lookedUntil };
+
+  /**
+   * The next observation to decide on (watched-by-shards runs): a look of its own when woken (the start,
+   * `checkNow`, a pause or resume), else the newest the shard signalled, waited for. Null when woken while
+   * waiting (the loop stores a signalled pause first, then looks), or when the look failed: it looks again
+   * after a pause. A look that finds the fleet gone throws (the monitor ends).
+   */
+  async function nextObservation(isImmediate: boolean): Promise<FleetObservation | null> {
+    if (!isImmediate) {
+      await condition(() => isWakeRequested || inbox.signalled !== null);
+      if (isWakeRequested) return null;
+      const observed = inbox.signalled;
+      inbox.signalled = null;
+      return observed;
+    }
+    try {
+      return await lookActivities(policy).lookAtFleet({ fleetId });
+    } catch (err) {
+      if (isCancellation(err) || isFleetGone(err)) throw err;
+      log.error('look failed; looking again after a pause', { fleetId, error: String(err) });
+      await sleep(DECISION_RETRY_MS);
+      isWakeRequested = true;
+      return null;
+    }
+  }
+
   while (!workflowInfo().continueAsNewSuggested) {
     // The stored pause is the one every monitor run obeys; histories from before it kept the pause in memory only.
     if (unstoredPause !== null && patched(DURABLE_PAUSE_PATCH)) {
@@ -124,19 +174,25 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
     // Histories from before host repairs never ask the watch for them.
     const repairsHosts = patched(REPAIR_HOSTS_PATCH);
     let observation: FleetObservation | null;
+    isWatchedByShards = patched(WATCHED_BY_SHARDS_PATCH);
     try {
-      observation = await watchUntilWoken(monitorActivities(policy, checkpointMs), () => isWakeRequested, {
-        fleetId,
-        isAutoFailoverPaused: isPaused,
-        isImmediate,
-        checkpointMs,
-        pendingGraceMs: PENDING_OPERATION_GRACE_MS,
-        alreadyTriedIds: triedOperationIds,
-        releasedOperationIds,
-        coolingDownIds: policy ? coolingDownIds(recentPromotions, policy, new Date()) : [],
-        ...(repairsHosts ? { repairHeldIds: heldRepairIds(recentRepairs, policy, new Date()) } : {}),
-        ...continuity,
-      });
+      if (isWatchedByShards) {
+        observation = await nextObservation(isImmediate);
+      } else {
+        observation = await watchUntilWoken(monitorActivities(policy, checkpointMs), () => isWakeRequested, {
+          fleetId,
+          isAutoFailoverPaused: isPaused,
+          isImmediate,
+          checkpointMs,
+          pendingGraceMs: PENDING_OPERATION_GRACE_MS,
+          alreadyTriedIds: triedOperationIds,
+          releasedOperationIds,
+          coolingDownIds: policy ? coolingDownIds(recentPromotions, policy, new Date()) : [],
+          ...(repairsHosts ? { repairHeldIds: heldRepairIds(recentRepairs, policy, new Date()) } : {}),
+          ...continuity,
+        });
+        continuity = continuityAfterWatch(continuity, observation, new Date().toISOString());
+      }
     } catch (err) {
       if (isFleetGone(err)) {
         log.info('fleet gone, monitor ends', { fleetId });
@@ -144,8 +200,10 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
       }
       throw err;
     }
-    continuity = continuityAfterWatch(continuity, observation, new Date().toISOString());
     if (!observation) continue;
+    decidedUntilMs = Math.max(decidedUntilMs, Date.parse(observation.observedAt));
+    const held = inbox.signalled;
+    if (held !== null && Date.parse(held.observedAt) <= decidedUntilMs) inbox.signalled = null;
     policy = observation.policy;
     // Observations from before the stored pause carry none: those runs keep the signalled one.
     if (observation.autoFailoverPause !== undefined && unstoredPause === null && patched(DURABLE_PAUSE_PATCH)) {
@@ -204,6 +262,8 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
         error: err instanceof Error ? err.message : String(err),
       });
       await sleep(DECISION_RETRY_MS);
+      // A shard signals an unchanged decision again only after its hold-off: look at once instead.
+      if (isWatchedByShards) isWakeRequested = true;
     }
     if (repairsHosts && !hasStartedOperation) {
       recentRepairs = recentRepairs.filter((r) => ageMs(r.at, now) < hostRepairRetryMs(observation.policy));

@@ -4,3 +4,4 @@ export { demotionWorkflow } from './demotion';
 export { fleetMonitorWorkflow } from './fleet-monitor';
 export { provisionDomainWorkflow } from './provision';
 export { teardownDomainWorkflow } from './teardown';
+export { watchShardWorkflow } from './watch-shard';

@@ -10,6 +10,7 @@ import {
   operationWorkflowId,
   provisionWorkflowId,
   teardownWorkflowId,
+  watchShardWorkflowId,
 } from '../core/workflow-ids';
 import type { OperationKind } from '../schemas/enums';
 import type { FleetPolicy } from '../schemas/policy';
@@ -20,6 +21,7 @@ import {
   type ProvisionDomainInput,
   searchAttributes,
   type TeardownDomainInput,
+  type WatchShardWorkflowInput,
 } from './definitions';
 
 /**
@@ -65,6 +67,11 @@ export type ProvisionStart = WorkflowStart<'provisionDomainWorkflow', ProvisionD
 export type TeardownStart = WorkflowStart<'teardownDomainWorkflow', TeardownDomainInput>;
 /** The monitor is started only through the client, and joins the run already under way. */
 export type MonitorStart = WorkflowStart<'fleetMonitorWorkflow', FleetMonitorInput> & {
+  options: { workflowIdConflictPolicy: WorkflowIdConflictPolicy };
+};
+
+/** A watch shard is started only through the client, and joins the run already under way. */
+export type WatchShardStart = WorkflowStart<'watchShardWorkflow', WatchShardWorkflowInput> & {
   options: { workflowIdConflictPolicy: WorkflowIdConflictPolicy };
 };
 
@@ -174,6 +181,31 @@ export function monitorStart(fleetId: string, fleetSlug?: string): MonitorStart 
       workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
       workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
       typedSearchAttributes: searchPairs(fleetId, { fleet: fleetSlug }),
+    },
+  };
+}
+
+/**
+ * The watch of shard `shard` of `shards` of the deployment on `taskQueue` (`haru/watch/<taskQueue>/<shard>-of-<shards>`,
+ * core/watch-shard.ts). A start
+ * while one runs joins it (USE_EXISTING), so every worker starts every shard at start and in `keepMonitors`;
+ * one that ended (retired, terminated) may be started again. `fleetCheckpointMs` is for tests that need a
+ * monitor's routine signal sooner than the default minute.
+ */
+export function watchShardStart(
+  taskQueue: string,
+  shard: number,
+  shards: number,
+  opts: { fleetCheckpointMs?: number } = {},
+): WatchShardStart {
+  return {
+    workflowType: 'watchShardWorkflow',
+    options: {
+      workflowId: watchShardWorkflowId(taskQueue, shard, shards),
+      args: [{ shard, shards, ...opts }],
+      workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+      workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+      typedSearchAttributes: [],
     },
   };
 }

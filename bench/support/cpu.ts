@@ -1,4 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
+import { sql } from 'drizzle-orm';
+import type { HaruDb } from '../../db/client';
+import { rowsOf } from '../../db/repo/support';
 
 const TICK_MS = 10; // USER_HZ is 100 on Linux
 
@@ -27,4 +30,21 @@ export function childPids(pid: number): number[] {
     }
   }
   return out;
+}
+
+/** The pids of the Postgres backends connected to the database `db` talks to, but the one asking. */
+export async function databaseBackendPids(db: HaruDb): Promise<number[]> {
+  const result = await db.execute(
+    sql`select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`,
+  );
+  return rowsOf<{ pid: number }>(result).map((r) => Number(r.pid));
+}
+
+/**
+ * The CPU (ms) the backends of a database used from now until the returned function is called, each counted
+ * from its own first sighting, so connections a pool opens meanwhile count from their start.
+ */
+export async function databaseCpuSince(db: HaruDb): Promise<() => Promise<number>> {
+  const from = new Map((await databaseBackendPids(db)).map((pid) => [pid, cpuMs(pid)]));
+  return async () => (await databaseBackendPids(db)).reduce((sum, pid) => sum + cpuMs(pid) - (from.get(pid) ?? 0), 0);
 }

@@ -71,6 +71,7 @@ export async function startDevWorker(opts: DevWorkerOptions): Promise<DevWorker>
       ? { codePath: path.resolve(opts.cwd, config.HARU_WORKFLOW_BUNDLE) }
       : undefined,
     metrics,
+    watchShards: config.HARU_MONITOR_SHARDS,
   });
   const done = worker.run();
   closers.push({
@@ -91,7 +92,7 @@ export async function startDevWorker(opts: DevWorkerOptions): Promise<DevWorker>
   closers.push({ what: 'the worker metrics endpoint', fn: () => closeServer(metricsServer) });
 
   const client = new Client({ connection, namespace: config.temporal.namespace });
-  await ensureMonitor(client, opts.fleetId, config.HARU_TASK_QUEUE, opts.fleetSlug);
+  await ensureMonitor(client, opts.fleetId, config.HARU_TASK_QUEUE, opts.fleetSlug, config.HARU_MONITOR_SHARDS);
   // The worker's keeper loop, as `haru worker` runs it: a monitor that ends is started again, and an
   // operation whose workflow closed (the stack stopped mid-promotion) is ended.
   const keeper = keepMonitors({
@@ -100,6 +101,7 @@ export async function startDevWorker(opts: DevWorkerOptions): Promise<DevWorker>
     taskQueue: config.HARU_TASK_QUEUE,
     intervalMs: config.HARU_MONITOR_KEEP_INTERVAL_MS,
     logger,
+    shards: config.HARU_MONITOR_SHARDS,
   });
   closers.push({ what: 'the monitor keeper', fn: () => keeper.stop() });
   // A pause signalled in an earlier run survives in the monitor's state: the dev stack starts with it on.

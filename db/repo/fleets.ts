@@ -1,10 +1,10 @@
 import { and, asc, eq, or, type SQL, sql } from 'drizzle-orm';
 import { IN_FLIGHT_OPERATION_STATES } from '../../schemas/enums';
 import type { AutoFailoverPause, Fleet, FleetSnapshot } from '../../schemas/entities';
-import { type DomainRow, events, fleets, type OperationRow, type SlotRow } from '../schema';
+import { type DomainRow, events, type FleetRow, fleets, type OperationRow, type SlotRow } from '../schema';
 import { toDomain, toFleet, toOperation, toSlot } from './mappers';
 import { commitRouting, type CommitRoutingInput, type CommitRoutingResult } from './routing';
-import { isUuid, type RepoDeps } from './support';
+import { isUuid, type RepoDeps, rowsOf } from './support';
 
 export type FleetRepo = ReturnType<typeof createFleetRepo>;
 
@@ -19,6 +19,37 @@ const camelRow = (row: JsonRow): JsonRow =>
   Object.fromEntries(
     Object.entries(row).map(([k, v]) => [k.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase()), v]),
   );
+
+/** A fleet's domains (each with its `slots`) and in-flight operation as `to_jsonb` renders them. */
+interface JsonSnapshotParts {
+  domains: JsonRow[];
+  operation: JsonRow | null;
+}
+
+/** A snapshot from the fleet's row and the JSON of its domains, slots and in-flight operation. */
+function toSnapshot(fleetRow: FleetRow, parts: JsonSnapshotParts): FleetSnapshot {
+  const fleet = toFleet(fleetRow);
+  return {
+    ...fleet,
+    domains: parts.domains.map((d) => ({
+      ...toDomain(camelRow(d) as DomainRow),
+      slots: (d.slots as JsonRow[]).map((s) => toSlot(camelRow(s) as SlotRow)),
+      isActive: d.id === fleet.activeDomainId,
+    })),
+    inFlightOperation: parts.operation ? toOperation(camelRow(parts.operation) as OperationRow) : null,
+  };
+}
+
+/** The shard's read of one fleet (`watchShard`): the hash of its stored picture, and the picture when it changed. */
+export interface WatchedFleetRow {
+  fleetId: string;
+  /** The fleet's stored version but its domains' sightings: equal hashes, equal snapshots but for `lastSeenAt`. */
+  hash: string;
+  /** The snapshot, unless the caller already holds the one with this hash. */
+  snapshot: FleetSnapshot | null;
+  /** Each domain's stored `lastSeenAt` (ISO or null), read afresh every time. */
+  lastSeenAt: Record<string, string | null>;
+}
 
 /** Fleets: snapshots (everything to route, decide and display, read in one consistent view) and routing. */
 export function createFleetRepo(deps: RepoDeps) {
@@ -62,19 +93,7 @@ export function createFleetRepo(deps: RepoDeps) {
     return statements;
   };
 
-  const toSnapshots = (rows: SnapshotRow[]): FleetSnapshot[] =>
-    rows.map((row) => {
-      const fleet = toFleet(row.fleet);
-      return {
-        ...fleet,
-        domains: row.domains.map((d) => ({
-          ...toDomain(camelRow(d) as DomainRow),
-          slots: (d.slots as JsonRow[]).map((s) => toSlot(camelRow(s) as SlotRow)),
-          isActive: d.id === fleet.activeDomainId,
-        })),
-        inFlightOperation: row.operation ? toOperation(camelRow(row.operation) as OperationRow) : null,
-      };
-    });
+  const toSnapshots = (rows: SnapshotRow[]): FleetSnapshot[] => rows.map((row) => toSnapshot(row.fleet, row));
   // One statement, so fleet, domains, slots and the in-flight operation come from one MVCC snapshot
   // without a transaction: postgres.js crashes the process when a query runs on a reserved
   // (transaction) connection whose server went away (porsager/postgres#1208), which a Postgres
@@ -91,6 +110,75 @@ export function createFleetRepo(deps: RepoDeps) {
       const rows = isUuid(ref) ? await byRef.execute({ id: ref, ref }) : await bySlug.execute({ ref });
       const [snapshot] = toSnapshots(rows);
       return snapshot ?? null;
+    },
+
+    /**
+     * Every fleet of watch shard `shard` of `shards` (core/watch-shard.ts: a fleet's shard is a hash of its id,
+     * `hashtext`, so every worker on this database deals them alike), by id, in one statement: each fleet's
+     * hash, its snapshot unless `known` lists it with that hash, and its domains' sightings. The hash leaves
+     * out what every poll writes (`last_seen_at`, `updated_at`), so a fleet whose polls only refresh its
+     * sightings is not sent again; a state, a failure count, a slot, an operation's step or a pause changes it.
+     */
+    async watchShard(input: {
+      shard: number;
+      shards: number;
+      known: readonly { fleetId: string; hash: string }[];
+    }): Promise<WatchedFleetRow[]> {
+      const known = JSON.stringify(input.known.map((k) => ({ id: k.fleetId, hash: k.hash })));
+      const inFlight = sql.join(
+        IN_FLIGHT_OPERATION_STATES.map((state) => sql`${state}`),
+        sql`, `,
+      );
+      // The hash is the fleet's version, cheap to take every round: its row's and every slot's and the in-flight
+      // operation's xmin (a committed row version has its own), and each domain's columns but its sightings
+      // (every poll may write those). The snapshot is built only for a fleet whose hash the caller lacks.
+      const result = await db.execute(sql`
+        select f.id, h.hash,
+          case when k.hash is not distinct from h.hash then null else jsonb_build_object(
+            'fleet', to_jsonb(f),
+            'domains', coalesce((
+              select jsonb_agg((to_jsonb(d) - 'last_seen_at' - 'updated_at') || jsonb_build_object('slots', coalesce((
+                select jsonb_agg(to_jsonb(s) order by s.gpu_index, s.kind) from slots s where s.domain_id = d.id
+              ), '[]'::jsonb)) order by d.slug)
+              from domains d where d.fleet_id = f.id
+            ), '[]'::jsonb),
+            'operation', (
+              select to_jsonb(o) from operations o where o.fleet_id = f.id and o.state in (${inFlight}) limit 1
+            )
+          ) end as body,
+          coalesce((select jsonb_object_agg(d.id, d.last_seen_at) from domains d where d.fleet_id = f.id), '{}'::jsonb) as seen
+        from fleets f
+        cross join lateral (
+          select md5(concat_ws('|', f.xmin::text,
+            (select string_agg(
+              (to_jsonb(d) - 'last_seen_at' - 'updated_at')::text || ':' || coalesce((
+                select string_agg(s.xmin::text, ',' order by s.id) from slots s where s.domain_id = d.id
+              ), ''), ';' order by d.id)
+             from domains d where d.fleet_id = f.id),
+            (select string_agg(o.xmin::text, ',') from operations o where o.fleet_id = f.id and o.state in (${inFlight}))
+          )) as hash
+        ) h
+        left join jsonb_to_recordset(${known}::jsonb) as k(id uuid, hash text) on k.id = f.id
+        where (hashtext(f.id::text) & 2147483647) % ${input.shards}::int = ${input.shard}::int
+        order by f.id`);
+      type Row = {
+        id: string;
+        hash: string;
+        body: ({ fleet: JsonRow } & JsonSnapshotParts) | null;
+        seen: Record<string, string | null>;
+      };
+      return rowsOf<Row>(result).map((row) => {
+        const seen = Object.fromEntries(
+          Object.entries(row.seen).map(([id, at]) => [id, at === null ? null : new Date(at).toISOString()]),
+        );
+        const snapshot = row.body
+          ? toSnapshot(camelRow(row.body.fleet) as FleetRow, {
+              domains: row.body.domains.map((d) => ({ ...d, last_seen_at: seen[d.id as string] ?? null })),
+              operation: row.body.operation,
+            })
+          : null;
+        return { fleetId: row.id, hash: row.hash, snapshot, lastSeenAt: seen };
+      });
     },
 
     /** The fleet's route revision (cheap revalidation of a cached snapshot), or null if it does not exist. */

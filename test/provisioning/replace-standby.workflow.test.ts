@@ -20,6 +20,8 @@ import {
   teardownWorkflowId,
   type FleetMonitorInput,
 } from '../../workflows/definitions';
+import { DEFAULT_WATCH_SHARDS } from '../../core/watch-shard';
+import { ensureWatchShards } from '../../workers/start';
 import { freePort } from '../support/ports';
 import { workflowBundle } from '../workflows/support/bundle';
 import { eventually, HARU_BIN, startProvisioningRig, type FakeSky, type ProvisioningRig } from './support';
@@ -126,8 +128,10 @@ it('tears a skypilot standby that stayed failed past the grace down and provisio
   const monitor = await client.workflow.start('fleetMonitorWorkflow', {
     workflowId: monitorWorkflowId(fleetId),
     taskQueue,
-    args: [{ fleetId, checkpointMs: 500 } satisfies FleetMonitorInput],
+    args: [{ fleetId } satisfies FleetMonitorInput],
   });
+  // The shards watch it, signalling its monitor twice a second when nothing is due (each look plans the replacement).
+  await ensureWatchShards(client, taskQueue, DEFAULT_WATCH_SHARDS, { fleetCheckpointMs: 500 });
 
   // The standby's host goes away: the fake cluster's run (the simulated host) is stopped behind sky's back.
   const pid = sky.clusters()[skyNameFor(fleetSlug, 'west')]!.pid!;

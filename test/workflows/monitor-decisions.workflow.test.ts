@@ -2,16 +2,16 @@
  * The fleet monitor's decisions against the real dev server with stub activities: what it does with an
  * observation, its signals and its health query. End-to-end failover with simulated hosts lives beside this file.
  */
-import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { Worker } from '@temporalio/worker';
 import type { Activities } from '../../activities';
-import type { FleetObservation, WatchFleetInput } from '../../activities/fleet-monitor';
+import type { FleetObservation, LookAtFleetInput } from '../../activities/fleet-monitor';
 import type { DomainView, FleetView } from '../../core/fleet-view';
 import {
   checkNowSignal,
   healthQuery,
   monitorWorkflowId,
+  observedSignal,
   operationWorkflowId,
   pauseAutoFailoverSignal,
   resumeAutoFailoverSignal,
@@ -59,39 +59,25 @@ const observation = (
 const failingActive = { consecutiveFailures: 3, lastError: 'ECONNREFUSED' };
 
 /**
- * A monitor with stub activities over a scripted world: a watch answers at once for an immediate look,
- * otherwise it waits (heartbeating, cancellable) until the test changes the world with `set`.
+ * A monitor with stub activities over a scripted world: its own look (`lookAtFleet`) answers the world as it
+ * is; `observe` sends it the world as its watch shard would (the `observed` signal).
  */
 function monitorHarness(overrides: Partial<Activities> = {}) {
   const fleetId = crypto.randomUUID();
   let world = observation(fleetId);
-  let version = 0;
-  // A watch returns once the world changed since the last answer (also a change made between two watches).
-  let returned = 0;
-  const watches: WatchFleetInput[] = [];
-  const cancelledWatches: number[] = [];
+  const looks: LookAtFleetInput[] = [];
   const stubs = stubActivities({
     ...overrides,
-    async watchFleet(input) {
-      watches.push(input);
-      const n = watches.length;
-      while (!input.isImmediate && version === returned) {
-        Context.current().heartbeat({ waiting: true });
-        try {
-          await Context.current().sleep(25);
-        } catch (err) {
-          cancelledWatches.push(n);
-          throw err;
-        }
-      }
-      returned = version;
-      return { ...world, observedAt: new Date().toISOString() };
+    async lookAtFleet(input) {
+      looks.push(input);
+      return { ...world, reason: 'immediate', observedAt: new Date().toISOString() };
     },
   });
-  const set = (next: FleetObservation) => {
-    world = next;
-    version += 1;
-  };
+  const set = (next: FleetObservation) => void (world = next);
+  type Handle = Awaited<ReturnType<typeof start>>;
+  /** Signals the world as the fleet's shard would, observed now (or at `observedAt`). */
+  const observe = (handle: Handle, observedAt = new Date().toISOString()) =>
+    handle.signal(observedSignal, { ...world, reason: 'decision_due', observedAt });
   const taskQueue = uniqueTaskQueue('monitor');
   const start = () =>
     server.client.workflow.start(fleetMonitorWorkflow, {
@@ -99,7 +85,7 @@ function monitorHarness(overrides: Partial<Activities> = {}) {
       workflowId: monitorWorkflowId(fleetId),
       args: [{ fleetId }],
     });
-  const run = async <T>(fn: (handle: Awaited<ReturnType<typeof start>>) => Promise<T>): Promise<T> => {
+  const run = async <T>(fn: (handle: Handle) => Promise<T>): Promise<T> => {
     const worker = await Worker.create({
       connection: server.connection,
       taskQueue,
@@ -115,11 +101,11 @@ function monitorHarness(overrides: Partial<Activities> = {}) {
       }
     });
   };
-  return { fleetId, set, watches, cancelledWatches, calls: stubs.calls, run };
+  return { fleetId, set, observe, looks, calls: stubs.calls, run };
 }
 
 describe('fleetMonitorWorkflow', () => {
-  it('polls at once on start and answers health from that look', async () => {
+  it('looks at once on start and answers health from that look', async () => {
     const h = monitorHarness();
     await h.run(async (handle) => {
       const health = await eventually('health', () => handle.query(healthQuery));
@@ -129,7 +115,7 @@ describe('fleetMonitorWorkflow', () => {
         standbyRanking: [STUB.standby],
         activeFailure: null,
       });
-      expect(h.watches[0]).toMatchObject({ isImmediate: true, isAutoFailoverPaused: false });
+      expect(h.looks).toEqual([{ fleetId: h.fleetId }]);
     });
   });
 
@@ -143,7 +129,7 @@ describe('fleetMonitorWorkflow', () => {
       const described = await promotion.describe();
       expect(described.parentExecution?.workflowId).toBe(monitorWorkflowId(h.fleetId));
     });
-    expect(h.calls.slice(0, 3)).toEqual(['watchFleet', 'markDomainFailed', 'requestPromotion']);
+    expect(h.calls.slice(0, 3)).toEqual(['lookAtFleet', 'markDomainFailed', 'requestPromotion']);
   });
 
   it('while paused marks the active failed but promotes nobody; resuming promotes', async () => {
@@ -151,8 +137,13 @@ describe('fleetMonitorWorkflow', () => {
     await h.run(async (handle) => {
       await eventually('the first look', () => handle.query(healthQuery));
       await handle.signal(pauseAutoFailoverSignal);
-      await eventually('a paused look', () => h.watches.some((w) => w.isAutoFailoverPaused && w.isImmediate));
+      await eventually(
+        'a paused look',
+        async () => h.looks.length === 2 && (await handle.query(healthQuery))?.isAutoFailoverPaused,
+      );
+      expect(h.calls.filter((c) => c === 'setAutoFailoverPause')).toHaveLength(1);
       h.set(observation(h.fleetId, failingActive));
+      await h.observe(handle);
       const paused = await eventually('health to show the blocked failover', async () => {
         const health = await handle.query(healthQuery);
         return health?.activeFailure ? health : null;
@@ -196,22 +187,44 @@ describe('fleetMonitorWorkflow', () => {
     });
     await h.run(async (handle) => {
       await eventually('the replacement to be tried', () => h.calls.includes('recordStandbyReplacement'));
-      const watchesBefore = h.watches.length;
+      const looksBefore = h.looks.length;
       await handle.signal(checkNowSignal);
-      await eventually('another look after the failed replacement', () => h.watches.length > watchesBefore);
+      await eventually('another look after the failed replacement', () => h.looks.length > looksBefore);
       expect((await handle.describe()).status.name).toBe('RUNNING');
     });
   });
 
-  it('checkNow cancels the waiting watch and looks again at once', async () => {
+  it('checkNow looks again at once, without waiting for its shard', async () => {
     const h = monitorHarness();
     await h.run(async (handle) => {
-      await eventually('a waiting watch', () => h.watches.length === 2);
+      const first = await eventually('the first look', () => handle.query(healthQuery));
+      expect(h.looks).toHaveLength(1);
+      h.set(observation(h.fleetId, failingActive));
       await handle.signal(checkNowSignal);
-      await eventually(
-        'the cancelled watch and a fresh look',
-        () => h.cancelledWatches.includes(2) && h.watches[2]?.isImmediate,
-      );
+      const second = await eventually('a fresh look', async () => {
+        const health = await handle.query(healthQuery);
+        return health && health.checkedAt > first.checkedAt ? health : null;
+      });
+      expect(h.looks).toHaveLength(2);
+      expect(second.activeFailure).toMatchObject({ reason: 'consecutive_failures' });
+    });
+  });
+
+  it('decides on what its shard signals, and never on an observation older than one it decided on', async () => {
+    const h = monitorHarness();
+    await h.run(async (handle) => {
+      const first = await eventually('the first look', () => handle.query(healthQuery));
+      h.set(observation(h.fleetId, failingActive));
+      // Observed before the look the monitor already decided on: out of date, dropped.
+      await h.observe(handle, new Date(Date.parse(first.checkedAt) - 1_000).toISOString());
+      await h.observe(handle, new Date(Date.parse(first.checkedAt) - 500).toISOString());
+      // A query is answered after the signals before it are handled: health still shows the first look.
+      expect(await handle.query(healthQuery)).toMatchObject({ checkedAt: first.checkedAt, activeFailure: null });
+      expect(h.calls).not.toContain('markDomainFailed');
+
+      await h.observe(handle);
+      await eventually('the failover the newer observation calls for', () => h.calls.includes('requestPromotion'));
+      expect(h.calls.filter((c) => c === 'lookAtFleet')).toHaveLength(1);
     });
   });
 

@@ -109,9 +109,8 @@ export function stubActivities(overrides: Partial<Activities> = {}, policy: Flee
     async drainDomain() {
       return { attempt: 1, drained: true, runningRequests: 0, waitingRequests: 0, inFlight: [] };
     },
-    async watchFleet() {
-      throw new Error('watchFleet is not stubbed in this test');
-    },
+    // The monitor's activities (activities/fleet-monitor.ts): tested against the real activities elsewhere.
+    ...notStubbed('watchFleet', 'lookAtFleet', 'watchShard'),
     // Provisioning (activities/provisioning.ts): tested in test/provisioning/ against the real activities.
     ...notStubbed('beginProvisioning', 'launchDomain', 'resolveSupervisorUrl', 'awaitSupervisor', 'finishProvisioning'),
     ...notStubbed('beginTeardown', 'destroyDomain', 'finishTeardown', 'recordStandbyReplacement'),

@@ -1,0 +1,229 @@
+import { log } from '@temporalio/activity';
+import type { Domain, DomainSnapshot, FleetSnapshot } from '../schemas/entities';
+import type { DomainState } from '../schemas/enums';
+import { DOMAIN_TRANSITIONS, predecessorsOf } from '../schemas/transitions';
+import type { SupervisorStatus } from '../schemas/supervisor';
+import { assessDomain } from '../core/domain-health';
+import { nextDomainState, observeDomain, recoversFailedActive } from '../core/domain-observation';
+import { toFleetView } from '../core/fleet-view';
+import { lastSeenRefreshMs, needsPollWrite } from '../core/poll-record';
+import { judgePoll, type PollOutcome, pollTimeoutMs } from '../core/poll-verdict';
+import type { ActivityDeps } from './deps';
+import { createProofOfLife } from './proof-of-life';
+
+/**
+ * One supervisor poll of a round as `judgePoll` read it: the status it answered, the error of a poll that
+ * counts as failed (no answer, or an answer proving a model frozen or gone), or `proofOfLife` for a poll
+ * unanswered while the proxy relays the domain's answers (a success without a status to read).
+ */
+type Probe = { fleet: FleetSnapshot; domain: DomainSnapshot; at: Date } & (
+  { status: SupervisorStatus } | { error: string } | { proofOfLife: true }
+);
+
+/** One fleet's polls, judged and not yet recorded (`PollRound.probe`). */
+export interface ProbedFleet {
+  fleet: FleetSnapshot;
+  probes: Probe[];
+  /** The first round of this fleet in its watch or look: each of its polls is written. */
+  isFirstRound: boolean;
+}
+
+/** A worker's round of supervisor polls, and what it remembers between rounds (docs/architecture.md §4.5). */
+export interface PollRound {
+  /**
+   * Polls every non-stopped domain of `fleet` at once and judges each poll (`judgePoll`); records nothing.
+   * `signal` (the activity's cancellation) aborts the requests, and the probe rejects with its reason.
+   */
+  probe(fleet: FleetSnapshot, signal: AbortSignal, isFirstRound: boolean): Promise<ProbedFleet>;
+  /**
+   * Records probed fleets: writes the polls that tell the store something new in one statement
+   * (`needsPollWrite`: every failure, a success that clears one, a sighting once per `lastSeenRefreshMs`,
+   * every poll of a first round), moves the domains whose poll says so and mirrors their slots. Returns each
+   * fleet as its polls left it (the rows those writes would have left where a write was not needed).
+   */
+  record(probed: readonly ProbedFleet[]): Promise<FleetSnapshot[]>;
+  /** `probe` then `record`, for fleets polled together (a look). */
+  poll(fleets: readonly FleetSnapshot[], signal: AbortSignal, isFirstRound: boolean): Promise<FleetSnapshot[]>;
+  /**
+   * The fleet as stored, with each domain's sighting as this worker last polled it where the store's is
+   * older (a write skipped by `needsPollWrite`), so a decision never sees a live domain's heartbeat lag.
+   */
+  withSightings(snapshot: FleetSnapshot): FleetSnapshot;
+}
+
+/**
+ * The poll round shared by every watch shard and every look of this worker. It remembers, per domain, the
+ * last successful poll (newer than the store's row between refreshes) and since when a failed active has
+ * answered healthy at every poll (this worker's sightings only: a restart counts again from zero, which
+ * only delays a recovery).
+ */
+export function createPollRound(deps: ActivityDeps): PollRound {
+  const { store, supervisor } = deps;
+  const proofOfLife = deps.proofOfLife ?? createProofOfLife(store);
+  const healthySince = new Map<string, number>();
+  const lastOkAt = new Map<string, string>();
+
+  /** Asks one domain's supervisor for its status and judges the poll (`judgePoll`); not yet recorded. */
+  async function probe(fleet: FleetSnapshot, domain: DomainSnapshot, signal: AbortSignal): Promise<Probe> {
+    const policy = fleet.policy;
+    const timeoutMs = pollTimeoutMs(policy);
+    const at = deps.now();
+    let outcome: PollOutcome;
+    try {
+      const status = await supervisor.status(domain, { signal, timeoutMs });
+      outcome = { kind: 'answered', status };
+    } catch (err) {
+      if (signal.aborted) throw err;
+      const error = err instanceof Error ? err.message : String(err);
+      outcome = { kind: /timed out after \d+ ms$/.test(error) ? 'timeout' : 'unreachable', error };
+    }
+    const verdict = judgePoll(
+      {
+        outcome,
+        models: domain.slots.flatMap((slot) => (slot.kind === 'inference' ? slot.models.map((m) => m.name) : [])),
+        lastServedAtMs: proofOfLife.lastServedAtMs(domain.id),
+        polledAtMs: at.getTime(),
+      },
+      policy,
+    );
+    deps.metrics?.domainPolled({ fleet: fleet.slug, domain: domain.slug, outcome: verdict.isFailed ? 'error' : 'ok' });
+    if (verdict.isFailed) return { fleet, domain, at, error: verdict.message ?? verdict.evidence };
+    if (outcome.kind === 'answered') {
+      deps.metrics?.hostObserved({ fleet: fleet.slug, domain: domain.slug }, outcome.status);
+      return { fleet, domain, at, status: outcome.status };
+    }
+    return { fleet, domain, at, proofOfLife: true };
+  }
+
+  /**
+   * Acts on one recorded poll (`updated`: the domain's row as the round's write left it): moves the domain's
+   * state when the poll says so and records its slots; returns the row as this poll left it.
+   */
+  async function settle(polled: Probe, updated: Domain): Promise<Domain> {
+    const { fleet, domain } = polled;
+    const policy = fleet.policy;
+    const isActive = domain.id === fleet.activeDomainId;
+    const op = fleet.inFlightOperation;
+    const isInOperation = op !== null && (op.targetDomainId === domain.id || op.fromDomainId === domain.id);
+    if (!('status' in polled) || updated.state !== 'failed' || !isActive) healthySince.delete(domain.id);
+    if ('proofOfLife' in polled) return updated; // alive, but no status to read slots from
+    if (!('status' in polled)) {
+      // The active's failure is the workflow's decision; a standby's is bookkeeping done here.
+      if (isActive || updated.state === 'failed') return updated;
+      const view = toFleetView({ ...fleet, domains: [{ ...updated, slots: domain.slots, isActive }] }).domains[0]!;
+      const assessment = assessDomain(view, policy, deps.now());
+      if (assessment.status !== 'failed') return updated;
+      return (await transition(fleet, domain, 'failed', assessment.reasons.join(', '))) ?? updated;
+    }
+    const observed = observeDomain(domain, isActive, polled.status);
+    const to = nextDomainState(domain.state, isActive, observed.state, domain.provider);
+    if (isActive && domain.state === 'failed' && !isInOperation) {
+      const since = observed.state === 'ready' ? (healthySince.get(domain.id) ?? polled.at.getTime()) : null;
+      if (since === null) healthySince.delete(domain.id);
+      else healthySince.set(domain.id, since);
+      if (
+        since !== null &&
+        recoversFailedActive(observed.state, since, polled.at.getTime(), policy.failedActiveRecoveryMs)
+      ) {
+        healthySince.delete(domain.id);
+        const why = `the failed active answered healthy for ${policy.failedActiveRecoveryMs} ms: ready again`;
+        return (await transition(fleet, domain, 'ready', why)) ?? updated;
+      }
+    }
+    const moved = to ? await transition(fleet, domain, to, observed.problems.join('; ') || null) : null;
+    if (isInOperation) return moved ?? updated; // the operation's activities own these slots until it ends
+    for (const change of observed.slotChanges) await store.slots.transition(change.slotId, change.to).catch(() => null);
+    return moved ?? updated;
+  }
+
+  /** Moves the domain and records the event; returns the moved row, or null when the move lost a race. */
+  async function transition(
+    fleet: FleetSnapshot,
+    domain: DomainSnapshot,
+    to: DomainState,
+    why: string | null,
+  ): Promise<Domain | null> {
+    // Only from the state this round saw: a provisioning or teardown that moved the row meanwhile wins.
+    if (!predecessorsOf(DOMAIN_TRANSITIONS, to).includes(domain.state)) return null;
+    const moved = await store.domains.transition(domain.id, to, { lastError: why, from: [domain.state] });
+    if (!moved) return null;
+    const line = `domain ${domain.slug}: ${domain.state} -> ${to}${why ? ` (${why})` : ''}`;
+    if (to === 'ready') log.info('domain state changed', { domainId: domain.id, from: domain.state, to });
+    else log.warn('domain state changed', { domainId: domain.id, from: domain.state, to, why });
+    await store.events.append({
+      fleetId: fleet.id,
+      domainId: domain.id,
+      type: 'domain.state',
+      message: line,
+      data: { from: domain.state, to, reason: why },
+    });
+    return moved;
+  }
+
+  /** A successful poll's row as `recordPolls` would have written it (the write it did not need). */
+  const asRecorded = (domain: DomainSnapshot, at: Date): Domain => {
+    const { slots: _slots, isActive: _isActive, ...row } = domain;
+    return { ...row, lastSeenAt: at.toISOString(), consecutiveFailures: 0, lastError: null };
+  };
+
+  async function record(probed: readonly ProbedFleet[]): Promise<FleetSnapshot[]> {
+    const probes = probed.flatMap((p) => p.probes);
+    const firstRound = new Set(probed.filter((p) => p.isFirstRound).map((p) => p.fleet.id));
+    const written = probes.filter((p) =>
+      needsPollWrite(
+        p.domain,
+        { ok: !('error' in p), atMs: p.at.getTime() },
+        lastSeenRefreshMs(p.fleet.policy),
+        firstRound.has(p.fleet.id),
+      ),
+    );
+    // The round's writes in one statement; the rare state changes that follow stay per domain.
+    const recorded = await store.domains.recordPolls(
+      written.map((p) =>
+        'error' in p
+          ? { domainId: p.domain.id, ok: false, at: p.at, error: p.error }
+          : { domainId: p.domain.id, ok: true, at: p.at },
+      ),
+    );
+    const rows = new Map(written.map((p, i) => [p.domain.id, recorded[i]!]));
+    for (const p of probes) if (!('error' in p)) lastOkAt.set(p.domain.id, p.at.toISOString());
+    const polled = new Map<string, Domain>();
+    await Promise.all(
+      probes.map(async (p) => {
+        const row = rows.get(p.domain.id) ?? asRecorded(p.domain, p.at);
+        polled.set(p.domain.id, await settle(p, row));
+      }),
+    );
+    return probed.map(({ fleet }) => ({
+      ...fleet,
+      domains: fleet.domains.map((d) => {
+        const row = polled.get(d.id);
+        return row ? { ...row, slots: d.slots, isActive: d.isActive } : d;
+      }),
+    }));
+  }
+
+  const probeFleet = async (fleet: FleetSnapshot, signal: AbortSignal, isFirstRound: boolean) => ({
+    fleet,
+    isFirstRound,
+    probes: await Promise.all(fleet.domains.filter((d) => d.state !== 'stopped').map((d) => probe(fleet, d, signal))),
+  });
+
+  return {
+    probe: probeFleet,
+    record,
+    async poll(fleets, signal, isFirstRound) {
+      return record(await Promise.all(fleets.map((f) => probeFleet(f, signal, isFirstRound))));
+    },
+
+    withSightings: (snapshot) => ({
+      ...snapshot,
+      domains: snapshot.domains.map((d) => {
+        const seen = lastOkAt.get(d.id);
+        return seen && (d.lastSeenAt === null || Date.parse(seen) > Date.parse(d.lastSeenAt))
+          ? { ...d, lastSeenAt: seen }
+          : d;
+      }),
+    }),
+  };
+}
