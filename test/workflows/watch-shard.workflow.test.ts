@@ -11,7 +11,7 @@ import type { WatchShardInput } from '../../activities/watch-shard';
 import { ensureWatchShards, keepMonitors } from '../../workers/start';
 import { monitorWorkflowId, watchShardWorkflowId } from '../../workflows/definitions';
 import { watchShardStart } from '../../workflows/start-options';
-import { startTestWorker } from './support/worker';
+import { replayAndRecord, startTestWorker } from './support/worker';
 import { eventually, uniqueTaskQueue, useTestServer } from './support/temporal';
 
 let db: TestDatabase;
@@ -85,6 +85,7 @@ it('hands back at each checkpoint and watches on, each watch following on from t
   expect(second).toMatchObject({ watchingSince: expect.any(String), lookedUntil: expect.any(String) });
   expect(third!.watchingSince).toBe(second!.watchingSince);
   expect(Date.parse(third!.lookedUntil!)).toBeGreaterThan(Date.parse(second!.lookedUntil!));
+  await replayAndRecord(server.client, handle, 'watch-shard');
 });
 
 it('keeps the shards and a monitor per fleet with one listing a round, and starts again what ended', async () => {
