@@ -7,6 +7,7 @@ import { toFleetView } from '../core/fleet-view';
 import { watchedFleet, type WatchContinuity } from '../core/watch-window';
 import type { ActivityDeps } from './deps';
 import { createPollRound } from './poll-round';
+import { createWatchHub } from './watch-hub';
 import { createWatchShard } from './watch-shard';
 
 export type { FleetObservation } from '../core/fleet-observation';
@@ -94,6 +95,6 @@ export function createFleetMonitorActivities(deps: ActivityDeps) {
     watchFleet: (input: WatchFleetInput): Promise<FleetObservation> => lookAtFleet({ fleetId: input.fleetId }),
 
     /** Watches every fleet of one shard until its checkpoint (activities/watch-shard.ts). */
-    watchShard: createWatchShard(deps, round),
+    watchShard: createWatchShard(deps, createWatchHub(deps, round)),
   };
 }

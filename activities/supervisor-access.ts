@@ -124,6 +124,13 @@ export function createSupervisorAccess(options: SupervisorAccessOptions = {}): S
   const fleetAgent = agentWith(options.tls);
   const agents = new Map<string, Agent>();
   const warned = new Set<string>();
+  // Asked at every call (several a second per domain): the URL is parsed once.
+  const plainOffLoopback = new Map<string, boolean>();
+  const isPlainOffLoopback = (url: string): boolean => {
+    let plain = plainOffLoopback.get(url);
+    if (plain === undefined) plainOffLoopback.set(url, (plain = isPlainHttpOffLoopback(url)));
+    return plain;
+  };
 
   /**
    * The Agent of a domain: the fleet-wide one, unless its layout names its own CA (`caFile`, read once, kept) or
@@ -157,7 +164,7 @@ export function createSupervisorAccess(options: SupervisorAccessOptions = {}): S
   return {
     tokenFor,
     connect(target) {
-      if (isPlainHttpOffLoopback(target.supervisorUrl)) {
+      if (isPlainOffLoopback(target.supervisorUrl)) {
         if (!target.supervisor?.insecure) throw new SupervisorAccessError(plainHttpRefusal(target));
         const key = `${target.slug} ${target.supervisorUrl}`;
         if (!warned.has(key)) {

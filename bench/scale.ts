@@ -28,7 +28,7 @@ import { defaultFleetPolicy } from '../schemas/policy';
 import { parsePrometheusText, sumSamples } from '../supervisor/prometheus-text';
 import { freePort } from '../test/support/ports';
 import { twoDomainLayout } from '../test/support/sim-layout';
-import { demotionChildWorkflowId, monitorWorkflowId, progressQuery } from '../workflows/definitions';
+import { demotionChildWorkflowId, healthQuery, monitorWorkflowId, progressQuery } from '../workflows/definitions';
 import { cpuMs, databaseCpuSince } from './support/cpu';
 import { printTimeline } from './support/history';
 import { type HaruProcess, startHaruProcess } from './support/processes';
@@ -287,14 +287,21 @@ async function oneScale(
     const monitors = fleets.map((f) => client.workflow.getHandle(monitorWorkflowId(f.fleetId)));
     cleanups.push(() => Promise.all(monitors.map((m) => m.terminate('bench over').catch(() => undefined))));
     if (args['without-monitors']) await Promise.all(monitors.map((m) => m.terminate('benchmark without monitors')));
-    // The sample starts once every monitor has polled both its domains (startup is not what it measures).
-    if (!args['without-monitors'])
+    // The sample starts once every monitor has taken its first look (startup is not what it measures).
+    if (!args['without-monitors']) {
       await eventually(
         'a first poll of every domain',
         async () => (await pollCount(workers)) >= 2 * count,
         180_000,
         200,
       );
+      for (const monitor of monitors)
+        await eventually(
+          'every monitor’s first look',
+          async () => (await monitor.query(healthQuery)) !== null,
+          180_000,
+        );
+    }
     const rssBefore = worker.peakRssMiB();
     // What the machine spends while nothing promotes: with monitors, that is their polling (worker, the
     // Postgres backends of this database, Temporal, and the simulated hosts answering in this process).

@@ -51,9 +51,9 @@ describe('isHeartbeatDue', () => {
     expect(isHeartbeatDue(null, AT, 5_000)).toBe(true);
   });
 
-  it('waits a fifth of the heartbeat timeout between heartbeats', () => {
-    expect(isHeartbeatDue(AT - 999, AT, 5_000)).toBe(false);
-    expect(isHeartbeatDue(AT - 1_000, AT, 5_000)).toBe(true);
+  it('waits two fifths of the heartbeat timeout between heartbeats', () => {
+    expect(isHeartbeatDue(AT - 1_999, AT, 5_000)).toBe(false);
+    expect(isHeartbeatDue(AT - 2_000, AT, 5_000)).toBe(true);
   });
 
   it('heartbeats every round where no timeout is set', () => {

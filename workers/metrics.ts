@@ -83,9 +83,25 @@ export function createWorkerMetrics(opts: { withDefaults?: boolean } = {}): Work
     labelNames: ['fleet', 'domain'],
     registers,
   });
+  // The monitor's series are set at every poll (hundreds a second): each labelled child is looked up once,
+  // not validated and hashed by prom-client at every set.
+  const childrenOf = <C>(labelNames: readonly string[], make: (labels: Record<string, string>) => C) => {
+    const children = new Map<string, C>();
+    return (labels: Record<string, string>): C => {
+      const key = labelNames.map((name) => labels[name]).join('\u0000');
+      let child = children.get(key);
+      if (child === undefined) children.set(key, (child = make(labels)));
+      return child;
+    };
+  };
+  const pollsOf = childrenOf(['fleet', 'domain', 'outcome'], (l) => polls.labels(l));
+  const lastPollOf = childrenOf(['fleet', 'domain'], (l) => lastPoll.labels(l));
+  const modelAwakeOf = childrenOf(['fleet', 'domain', 'model'], (l) => modelAwake.labels(l));
+  const trainingStateOf = childrenOf(['fleet', 'domain', 'gpu'], (l) => trainingState.labels(l));
+  const trainingStepOf = childrenOf(['fleet', 'domain', 'gpu'], (l) => trainingStep.labels(l));
   return {
     registry,
-    domainPolled: (labels) => polls.inc(labels),
+    domainPolled: (labels) => pollsOf(labels).inc(),
     routingCommit: (labels) => commits.inc(labels),
     operationFinished(labels, seconds) {
       operations.inc(labels);
@@ -93,14 +109,13 @@ export function createWorkerMetrics(opts: { withDefaults?: boolean } = {}): Work
     },
     stepSucceeded: (labels, seconds) => stepDuration.observe(labels, seconds),
     hostObserved(labels, status) {
-      lastPoll.set(labels, Date.parse(status.at) / 1000);
+      lastPollOf(labels).set(Date.parse(status.at) / 1000);
       for (const m of status.models)
-        modelAwake.set({ ...labels, model: m.name }, m.state === 'awake' ? 1 : m.state === 'asleep' ? 0 : -1);
+        modelAwakeOf({ ...labels, model: m.name }).set(m.state === 'awake' ? 1 : m.state === 'asleep' ? 0 : -1);
       for (const t of status.training) {
-        const state = t.state === 'idle' ? 0 : t.state === 'running' ? 1 : 2;
-        trainingState.set({ ...labels, gpu: String(t.gpuIndex) }, state);
-        if (typeof t.progress?.step === 'number')
-          trainingStep.set({ ...labels, gpu: String(t.gpuIndex) }, t.progress.step);
+        const gpu = { ...labels, gpu: String(t.gpuIndex) };
+        trainingStateOf(gpu).set(t.state === 'idle' ? 0 : t.state === 'running' ? 1 : 2);
+        if (typeof t.progress?.step === 'number') trainingStepOf(gpu).set(t.progress.step);
       }
     },
     activityInterceptor: (ctx) => ({

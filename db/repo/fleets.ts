@@ -40,9 +40,11 @@ function toSnapshot(fleetRow: FleetRow, parts: JsonSnapshotParts): FleetSnapshot
   };
 }
 
-/** The shard's read of one fleet (`watchShard`): the hash of its stored picture, and the picture when it changed. */
+/** The shards' read of one fleet (`watchShards`): the hash of its stored picture, and the picture when it changed. */
 export interface WatchedFleetRow {
   fleetId: string;
+  /** The watch shard the fleet is dealt to. */
+  shard: number;
   /** The fleet's stored version but its domains' sightings: equal hashes, equal snapshots but for `lastSeenAt`. */
   hash: string;
   /** The snapshot, unless the caller already holds the one with this hash. */
@@ -113,17 +115,20 @@ export function createFleetRepo(deps: RepoDeps) {
     },
 
     /**
-     * Every fleet of watch shard `shard` of `shards` (core/watch-shard.ts: a fleet's shard is a hash of its id,
-     * `hashtext`, so every worker on this database deals them alike), by id, in one statement: each fleet's
-     * hash, its snapshot unless `known` lists it with that hash, and its domains' sightings. The hash leaves
-     * out what every poll writes (`last_seen_at`, `updated_at`), so a fleet whose polls only refresh its
-     * sightings is not sent again; a state, a failure count, a slot, an operation's step or a pause changes it.
+     * Every fleet of the watch shards `of` (each a number below `shards`; core/watch-shard.ts: a fleet's shard
+     * is a hash of its id, `hashtext`, so every worker on this database deals them alike), by id, in one
+     * statement: each fleet's shard, its hash, its snapshot unless `known` lists it with that hash, and its
+     * domains' sightings. The hash leaves out what every poll writes (`last_seen_at`, `updated_at`), so a
+     * fleet whose polls only refresh its sightings is not sent again; a state, a failure count, a slot, an
+     * operation's step or a pause changes it.
      */
-    async watchShard(input: {
-      shard: number;
+    async watchShards(input: {
+      of: readonly number[];
       shards: number;
       known: readonly { fleetId: string; hash: string }[];
     }): Promise<WatchedFleetRow[]> {
+      if (!input.of.every((n) => Number.isInteger(n) && n >= 0))
+        throw new Error(`bad shard numbers: ${input.of.join(', ')}`);
       const known = JSON.stringify(input.known.map((k) => ({ id: k.fleetId, hash: k.hash })));
       const inFlight = sql.join(
         IN_FLIGHT_OPERATION_STATES.map((state) => sql`${state}`),
@@ -133,7 +138,7 @@ export function createFleetRepo(deps: RepoDeps) {
       // operation's xmin (a committed row version has its own), and each domain's columns but its sightings
       // (every poll may write those). The snapshot is built only for a fleet whose hash the caller lacks.
       const result = await db.execute(sql`
-        select f.id, h.hash,
+        select f.id, (hashtext(f.id::text) & 2147483647) % ${input.shards}::int as shard, h.hash,
           case when k.hash is not distinct from h.hash then null else jsonb_build_object(
             'fleet', to_jsonb(f),
             'domains', coalesce((
@@ -159,10 +164,11 @@ export function createFleetRepo(deps: RepoDeps) {
           )) as hash
         ) h
         left join jsonb_to_recordset(${known}::jsonb) as k(id uuid, hash text) on k.id = f.id
-        where (hashtext(f.id::text) & 2147483647) % ${input.shards}::int = ${input.shard}::int
+        where (hashtext(f.id::text) & 2147483647) % ${input.shards}::int = any(${`{${input.of.join(',')}}`}::int[])
         order by f.id`);
       type Row = {
         id: string;
+        shard: number;
         hash: string;
         body: ({ fleet: JsonRow } & JsonSnapshotParts) | null;
         seen: Record<string, string | null>;
@@ -177,7 +183,7 @@ export function createFleetRepo(deps: RepoDeps) {
               operation: row.body.operation,
             })
           : null;
-        return { fleetId: row.id, hash: row.hash, snapshot, lastSeenAt: seen };
+        return { fleetId: row.id, shard: Number(row.shard), hash: row.hash, snapshot, lastSeenAt: seen };
       });
     },
 
