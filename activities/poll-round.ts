@@ -1,5 +1,5 @@
 import { log } from '@temporalio/activity';
-import type { Domain, DomainSnapshot, FleetSnapshot } from '../schemas/entities';
+import type { Domain, DomainSnapshot, FleetSnapshot, Slot } from '../schemas/entities';
 import type { DomainState } from '../schemas/enums';
 import { DOMAIN_TRANSITIONS, predecessorsOf } from '../schemas/transitions';
 import type { SupervisorStatus } from '../schemas/supervisor';
@@ -28,6 +28,14 @@ export interface ProbedFleet {
   isFirstRound: boolean;
 }
 
+/** A fleet after its polls were recorded (`PollRound.record`). */
+export interface RecordedFleet {
+  /** As its polls left it: what decisions read. */
+  polled: FleetSnapshot;
+  /** As the store has its domains now: what the next round's `needsPollWrite` compares against. */
+  stored: FleetSnapshot;
+}
+
 /** A worker's round of supervisor polls, and what it remembers between rounds (docs/architecture.md §4.5). */
 export interface PollRound {
   /**
@@ -39,9 +47,10 @@ export interface PollRound {
    * Records probed fleets: writes the polls that tell the store something new in one statement
    * (`needsPollWrite`: every failure, a success that clears one, a sighting once per `lastSeenRefreshMs`,
    * every poll of a first round), moves the domains whose poll says so and mirrors their slots. Returns each
-   * fleet as its polls left it (the rows those writes would have left where a write was not needed).
+   * fleet as its polls left it (`polled`: the rows those writes would have left where a write was not
+   * needed), and as the store now has its domains (`stored`: a sighting not written keeps its stored time).
    */
-  record(probed: readonly ProbedFleet[]): Promise<FleetSnapshot[]>;
+  record(probed: readonly ProbedFleet[]): Promise<RecordedFleet[]>;
   /** `probe` then `record`, for fleets polled together (a look). */
   poll(fleets: readonly FleetSnapshot[], signal: AbortSignal, isFirstRound: boolean): Promise<FleetSnapshot[]>;
   /**
@@ -97,9 +106,10 @@ export function createPollRound(deps: ActivityDeps): PollRound {
 
   /**
    * Acts on one recorded poll (`updated`: the domain's row as the round's write left it): moves the domain's
-   * state when the poll says so and records its slots; returns the row as this poll left it.
+   * state when the poll says so and records its slots (each slot it moved into `mirrored`); returns the row as
+   * this poll left it.
    */
-  async function settle(polled: Probe, updated: Domain): Promise<Domain> {
+  async function settle(polled: Probe, updated: Domain, mirrored: Map<string, Slot>): Promise<Domain> {
     const { fleet, domain } = polled;
     const policy = fleet.policy;
     const isActive = domain.id === fleet.activeDomainId;
@@ -132,7 +142,10 @@ export function createPollRound(deps: ActivityDeps): PollRound {
     }
     const moved = to ? await transition(fleet, domain, to, observed.problems.join('; ') || null) : null;
     if (isInOperation) return moved ?? updated; // the operation's activities own these slots until it ends
-    for (const change of observed.slotChanges) await store.slots.transition(change.slotId, change.to).catch(() => null);
+    for (const change of observed.slotChanges) {
+      const slot = await store.slots.transition(change.slotId, change.to).catch(() => null);
+      if (slot) mirrored.set(slot.id, slot);
+    }
     return moved ?? updated;
   }
 
@@ -166,7 +179,7 @@ export function createPollRound(deps: ActivityDeps): PollRound {
     return { ...row, lastSeenAt: at.toISOString(), consecutiveFailures: 0, lastError: null };
   };
 
-  async function record(probed: readonly ProbedFleet[]): Promise<FleetSnapshot[]> {
+  async function record(probed: readonly ProbedFleet[]): Promise<RecordedFleet[]> {
     const probes = probed.flatMap((p) => p.probes);
     const firstRound = new Set(probed.filter((p) => p.isFirstRound).map((p) => p.fleet.id));
     const written = probes.filter((p) =>
@@ -188,19 +201,26 @@ export function createPollRound(deps: ActivityDeps): PollRound {
     const rows = new Map(written.map((p, i) => [p.domain.id, recorded[i]!]));
     for (const p of probes) if (!('error' in p)) lastOkAt.set(p.domain.id, p.at.toISOString());
     const polled = new Map<string, Domain>();
+    const stored = new Map<string, Domain>();
+    const mirrored = new Map<string, Slot>();
     await Promise.all(
       probes.map(async (p) => {
-        const row = rows.get(p.domain.id) ?? asRecorded(p.domain, p.at);
-        polled.set(p.domain.id, await settle(p, row));
+        const written = rows.get(p.domain.id);
+        const row = written ?? asRecorded(p.domain, p.at);
+        const settled = await settle(p, row, mirrored);
+        polled.set(p.domain.id, settled);
+        // A moved row and a written one are the store's; a write not needed left its sighting as it was.
+        stored.set(p.domain.id, settled !== row || written ? settled : { ...settled, lastSeenAt: p.domain.lastSeenAt });
       }),
     );
-    return probed.map(({ fleet }) => ({
+    const withRows = (fleet: FleetSnapshot, by: Map<string, Domain>): FleetSnapshot => ({
       ...fleet,
       domains: fleet.domains.map((d) => {
-        const row = polled.get(d.id);
-        return row ? { ...row, slots: d.slots, isActive: d.isActive } : d;
+        const row = by.get(d.id);
+        return row ? { ...row, slots: d.slots.map((slot) => mirrored.get(slot.id) ?? slot), isActive: d.isActive } : d;
       }),
-    }));
+    });
+    return probed.map(({ fleet }) => ({ polled: withRows(fleet, polled), stored: withRows(fleet, stored) }));
   }
 
   const probeFleet = async (fleet: FleetSnapshot, signal: AbortSignal, isFirstRound: boolean) => ({
@@ -213,7 +233,8 @@ export function createPollRound(deps: ActivityDeps): PollRound {
     probe: probeFleet,
     record,
     async poll(fleets, signal, isFirstRound) {
-      return record(await Promise.all(fleets.map((f) => probeFleet(f, signal, isFirstRound))));
+      const recorded = await record(await Promise.all(fleets.map((f) => probeFleet(f, signal, isFirstRound))));
+      return recorded.map((r) => r.polled);
     },
 
     withSightings: (snapshot) => ({

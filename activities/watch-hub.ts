@@ -1,7 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import { log } from '@temporalio/activity';
 import type { FleetSnapshot } from '../schemas/entities';
-import type { WatchedFleetRow } from '../db/repo/fleets';
 import type { FleetObservation } from '../core/fleet-observation';
 import { toFleetView } from '../core/fleet-view';
 import { MONITOR_CHECKPOINT_MS } from '../core/monitor-look';
@@ -119,6 +118,7 @@ export function createWatchHub(deps: ActivityDeps, round: PollRound) {
   /** Set when shards join or leave: the loop reads at once. */
   let isMembershipChanged = false;
   let wakeLoop: () => void = noop;
+  let lastReadAtMs = 0;
   /** Aborts the polls under way when the loop stops (no shard left, or it failed). */
   let stopPolls = new AbortController();
 
@@ -183,16 +183,13 @@ export function createWatchHub(deps: ActivityDeps, round: PollRound) {
     }
   }
 
-  /** Starts the polls of one fleet of the read (its cached snapshot with the sightings just read). */
-  function startPolls(watched: WatchedFleet, row: WatchedFleetRow, roundStartMs: number, shard: JoinedShard) {
-    const fleet: FleetSnapshot = {
-      ...watched.snapshot,
-      domains: watched.snapshot.domains.map((d) => ({ ...d, lastSeenAt: row.lastSeenAt[d.id] ?? null })),
-    };
+  /** Starts the polls of one fleet, from its picture as last read and as its own polls since have left it. */
+  function startPolls(watched: WatchedFleet, roundStartMs: number, shard: JoinedShard) {
+    const fleet = watched.snapshot;
     const isFirstRound = !watched.window;
     watched.window ??= openWatchWindow(shard.join, shard.join.attempt, roundStartMs, fleet.policy.heartbeatStaleMs);
     // Counted from when the poll was due when it starts a little early (ROUND_SLACK_MS), so that never adds
-    // polls; from its start when it starts late.
+    // polls; from the round's start when it starts late (a late poll is not made up for with a hurried one).
     watched.nextPollAtMs = Math.max(watched.nextPollAtMs, roundStartMs) + fleet.policy.heartbeatIntervalMs;
     watched.polls += 1;
     const polling = round.probe(fleet, stopPolls.signal, isFirstRound);
@@ -211,8 +208,8 @@ export function createWatchHub(deps: ActivityDeps, round: PollRound) {
     );
   }
 
-  /** One read of the joined shards; starts the polls that are due. */
-  async function read(roundStartMs: number) {
+  /** One read of the joined shards: their fleets, and the pictures of those that changed. */
+  async function read() {
     const joined = [...shards.values()];
     const rows = await deps.store.fleets.watchShards({
       of: joined.map((s) => s.join.shard),
@@ -222,32 +219,33 @@ export function createWatchHub(deps: ActivityDeps, round: PollRound) {
     const present = new Set(rows.map((r) => r.fleetId));
     for (const fleetId of [...fleets.keys()]) if (!present.has(fleetId)) fleets.delete(fleetId);
     for (const row of rows) {
-      const shard = shards.get(row.shard);
-      let watched = fleets.get(row.fleetId);
-      if (row.snapshot) {
-        watched = watched
-          ? Object.assign(watched, { hash: row.hash, snapshot: row.snapshot })
-          : { shard: row.shard, hash: row.hash, snapshot: row.snapshot, nextPollAtMs: 0, polls: 0 };
-        fleets.set(row.fleetId, watched);
-      }
-      if (!watched || !shard) continue;
-      const isDue = !unrecorded.has(row.fleetId) && watched.nextPollAtMs <= roundStartMs + ROUND_SLACK_MS;
-      if (isDue) startPolls(watched, row, roundStartMs, shard);
+      if (!row.snapshot) continue;
+      const watched = fleets.get(row.fleetId);
+      if (watched) Object.assign(watched, { hash: row.hash, snapshot: row.snapshot });
+      else
+        fleets.set(row.fleetId, {
+          shard: row.shard,
+          hash: row.hash,
+          snapshot: row.snapshot,
+          nextPollAtMs: 0,
+          polls: 0,
+        });
     }
-    const lookedAtMs = deps.now().getTime();
+    lastReadAtMs = deps.now().getTime();
+    const lookedAtMs = lastReadAtMs;
     for (const shard of joined) if (!rows.some((r) => r.shard === shard.join.shard)) shard.lookedAtMs = lookedAtMs;
   }
 
   /**
    * Waits until polls are back to record: the first that comes back, then the rest of its round for up to
    * FLUSH_WINDOW_MS (so they share one write without holding back a fast failure behind a slow host), or
-   * until the next poll is due, a shard joins or leaves, or MAX_PAUSE_MS.
+   * until the next poll or read is due, or a shard joins or leaves.
    */
   async function pollsBack() {
     const untilDue = () => {
       const nowMs = deps.now().getTime();
       const waiting = [...fleets].filter(([id]) => !unrecorded.has(id)).map(([, f]) => f.nextPollAtMs);
-      return Math.max(0, Math.min(nowMs + MAX_PAUSE_MS, ...waiting) - nowMs);
+      return Math.max(0, Math.min(lastReadAtMs + readIntervalMs(), ...waiting) - nowMs);
     };
     const anyBack = () => Promise.race([...inFlight.values()].map((p) => p.then(noop, noop)));
     const allBack = () => Promise.allSettled(inFlight.values());
@@ -267,23 +265,38 @@ export function createWatchHub(deps: ActivityDeps, round: PollRound) {
     }
   }
 
+  /**
+   * How long a read stays good: the shortest poll interval of the fleets watched (so every poll starts from a
+   * picture at most one interval old, and fleets whose rounds drift apart do not multiply the reads), never
+   * longer than MAX_PAUSE_MS (a new fleet is watched within it).
+   */
+  const readIntervalMs = () =>
+    Math.min(MAX_PAUSE_MS, ...[...fleets.values()].map((f) => f.snapshot.policy.heartbeatIntervalMs));
+
   /** Rounds until no shard is joined. */
   async function run() {
     while (shards.size > 0) {
       const roundStartMs = deps.now().getTime();
-      const isPollDue = [...fleets].some(
-        ([id, f]) => shards.has(f.shard) && !unrecorded.has(id) && f.nextPollAtMs <= roundStartMs + ROUND_SLACK_MS,
-      );
-      if (isMembershipChanged || fleets.size === 0 || isPollDue) {
+      const isDue = (id: string, f: WatchedFleet) =>
+        shards.has(f.shard) && !unrecorded.has(id) && f.nextPollAtMs <= roundStartMs + ROUND_SLACK_MS;
+      const sinceReadMs = roundStartMs - lastReadAtMs;
+      if (isMembershipChanged || sinceReadMs >= readIntervalMs() - Math.min(ROUND_SLACK_MS, readIntervalMs() / 2)) {
         isMembershipChanged = false;
-        await read(roundStartMs);
+        await read();
       }
+      for (const [id, f] of fleets) if (isDue(id, f)) startPolls(f, roundStartMs, shards.get(f.shard)!);
       if (!isMembershipChanged) await pollsBack();
       if (probed.length > 0) {
         const batch = probed.splice(0);
         const recorded = await round.record(batch);
         for (const p of batch) unrecorded.delete(p.fleet.id);
-        await signalDue(recorded);
+        // The picture as this worker's own writes left it, until a read says otherwise (a read that came in
+        // while the polls were out is newer, and kept).
+        recorded.forEach(({ stored }, i) => {
+          const watched = fleets.get(stored.id);
+          if (watched?.snapshot === batch[i]!.fleet) watched.snapshot = stored;
+        });
+        await signalDue(recorded.map((r) => r.polled));
         const lookedAtMs = deps.now().getTime();
         const shardsLooked = new Set(batch.map((p) => fleets.get(p.fleet.id)?.shard));
         for (const shard of shards.values()) {

@@ -130,6 +130,28 @@ it('polls every fleet of its shard at its interval, writes a healthy domain once
   expect(Date.parse(result.observedAt) - Date.parse(firstSighting)).toBeGreaterThanOrEqual(300);
 });
 
+it('refreshes a healthy domain’s stored sighting once per refresh interval, not at every poll', async () => {
+  // heartbeatStaleMs 200: a sighting is written again once 100 ms old (lastSeenRefreshMs), polls come every 20 ms.
+  const fleet = await seedFleet('refresh', { ...POLICY, heartbeatStaleMs: 200 });
+  const writes: string[] = [];
+  const store: Store = {
+    ...tdb.store,
+    domains: {
+      ...tdb.store.domains,
+      recordPolls: (polls) => (writes.push(...polls.map((p) => p.domainId)), tdb.store.domains.recordPolls(polls)),
+    },
+  };
+  const w = worker({ store });
+  const result = await w.watch({ checkpointMs: 800 });
+  const eastWrites = writes.filter((id) => id === fleet.eastId).length;
+  const eastPolls = w.polls.get('refresh')! / 2;
+  expect(eastWrites).toBeGreaterThanOrEqual(4);
+  expect(eastWrites).toBeLessThan(eastPolls / 2);
+  // The store's sighting is never older than the refresh interval and a round or two.
+  const stored = Date.parse((await domainRow(fleet.eastId)).lastSeenAt!);
+  expect(Date.parse(result.observedAt) - stored).toBeLessThan(200);
+});
+
 it('reads a fleet again only when its stored picture changed, not when its polls refresh sightings', async () => {
   const fleet = await seedFleet('reads');
   const sent: number[] = [];
@@ -228,13 +250,20 @@ it('keeps a fleet’s pace while another fleet’s supervisor answers late', asy
       return routed.status(target, opts);
     },
   };
-  const w = worker({ supervisor });
+  let reads = 0;
+  const store: Store = {
+    ...tdb.store,
+    fleets: { ...tdb.store.fleets, watchShards: (input) => (reads++, tdb.store.fleets.watchShards(input)) },
+  };
+  const w = worker({ supervisor, store });
   const startedAt = Date.now();
   await w.watch({ checkpointMs: 1_000 });
   const elapsedMs = Date.now() - startedAt;
   expect(w.polls.get(slow.slug)).toBeLessThanOrEqual(2 * Math.ceil(elapsedMs / 400));
   // Polled at its own 20 ms pace (a third of it on a loaded machine), not at the slow fleet's 400 ms.
   expect(w.polls.get(fast.slug)).toBeGreaterThan(2 * Math.ceil(elapsedMs / 400) * 3);
+  // Two fleets out of step still share one read per interval, at most.
+  expect(reads).toBeLessThanOrEqual(Math.ceil(elapsedMs / 20) + 2);
   expect(w.signals).toEqual([]);
   expect((await domainRow(slow.eastId)).consecutiveFailures).toBe(0);
 });

@@ -47,10 +47,8 @@ export interface WatchedFleetRow {
   shard: number;
   /** The fleet's stored version but its domains' sightings: equal hashes, equal snapshots but for `lastSeenAt`. */
   hash: string;
-  /** The snapshot, unless the caller already holds the one with this hash. */
+  /** The snapshot, unless the caller already holds the one with this hash (sightings aside). */
   snapshot: FleetSnapshot | null;
-  /** Each domain's stored `lastSeenAt` (ISO or null), read afresh every time. */
-  lastSeenAt: Record<string, string | null>;
 }
 
 /** Fleets: snapshots (everything to route, decide and display, read in one consistent view) and routing. */
@@ -117,10 +115,10 @@ export function createFleetRepo(deps: RepoDeps) {
     /**
      * Every fleet of the watch shards `of` (each a number below `shards`; core/watch-shard.ts: a fleet's shard
      * is a hash of its id, `hashtext`, so every worker on this database deals them alike), by id, in one
-     * statement: each fleet's shard, its hash, its snapshot unless `known` lists it with that hash, and its
-     * domains' sightings. The hash leaves out what every poll writes (`last_seen_at`, `updated_at`), so a
-     * fleet whose polls only refresh its sightings is not sent again; a state, a failure count, a slot, an
-     * operation's step or a pause changes it.
+     * statement: each fleet's shard, its hash, and its snapshot unless `known` lists it with that hash. The
+     * hash leaves out what every poll writes (`last_seen_at`, `updated_at`), so a fleet whose polls only
+     * refresh its sightings is not sent again (its reader keeps the sightings it writes); a state, a failure
+     * count, a slot, an operation's step or a pause changes it.
      */
     async watchShards(input: {
       of: readonly number[];
@@ -142,7 +140,7 @@ export function createFleetRepo(deps: RepoDeps) {
           case when k.hash is not distinct from h.hash then null else jsonb_build_object(
             'fleet', to_jsonb(f),
             'domains', coalesce((
-              select jsonb_agg((to_jsonb(d) - 'last_seen_at' - 'updated_at') || jsonb_build_object('slots', coalesce((
+              select jsonb_agg((to_jsonb(d) - 'updated_at') || jsonb_build_object('slots', coalesce((
                 select jsonb_agg(to_jsonb(s) order by s.gpu_index, s.kind) from slots s where s.domain_id = d.id
               ), '[]'::jsonb)) order by d.slug)
               from domains d where d.fleet_id = f.id
@@ -150,8 +148,7 @@ export function createFleetRepo(deps: RepoDeps) {
             'operation', (
               select to_jsonb(o) from operations o where o.fleet_id = f.id and o.state in (${inFlight}) limit 1
             )
-          ) end as body,
-          coalesce((select jsonb_object_agg(d.id, d.last_seen_at) from domains d where d.fleet_id = f.id), '{}'::jsonb) as seen
+          ) end as body
         from fleets f
         cross join lateral (
           select md5(concat_ws('|', f.xmin::text,
@@ -171,20 +168,13 @@ export function createFleetRepo(deps: RepoDeps) {
         shard: number;
         hash: string;
         body: ({ fleet: JsonRow } & JsonSnapshotParts) | null;
-        seen: Record<string, string | null>;
       };
-      return rowsOf<Row>(result).map((row) => {
-        const seen = Object.fromEntries(
-          Object.entries(row.seen).map(([id, at]) => [id, at === null ? null : new Date(at).toISOString()]),
-        );
-        const snapshot = row.body
-          ? toSnapshot(camelRow(row.body.fleet) as FleetRow, {
-              domains: row.body.domains.map((d) => ({ ...d, last_seen_at: seen[d.id as string] ?? null })),
-              operation: row.body.operation,
-            })
-          : null;
-        return { fleetId: row.id, shard: Number(row.shard), hash: row.hash, snapshot, lastSeenAt: seen };
-      });
+      return rowsOf<Row>(result).map((row) => ({
+        fleetId: row.id,
+        shard: Number(row.shard),
+        hash: row.hash,
+        snapshot: row.body ? toSnapshot(camelRow(row.body.fleet) as FleetRow, row.body) : null,
+      }));
     },
 
     /** The fleet's route revision (cheap revalidation of a cached snapshot), or null if it does not exist. */
