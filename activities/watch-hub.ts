@@ -11,7 +11,7 @@ import type { PollRound, ProbedFleet } from './poll-round';
 
 /** How much earlier than its time a fleet's poll may start: fleets of one interval poll together. */
 const ROUND_SLACK_MS = 25;
-/** The longest pause between two rounds, so the hub notices new fleets in time. */
+/** How often empty shards are read, so the hub notices their first fleet. */
 const MAX_PAUSE_MS = 1_000;
 /** How long the polls of a round that are back wait for the rest of it, to be recorded in one statement. */
 const FLUSH_WINDOW_MS = 50;
@@ -266,12 +266,14 @@ export function createWatchHub(deps: ActivityDeps, round: PollRound) {
   }
 
   /**
-   * How long a read stays good: the shortest poll interval of the fleets watched (so every poll starts from a
-   * picture at most one interval old, and fleets whose rounds drift apart do not multiply the reads), never
-   * longer than MAX_PAUSE_MS (a new fleet is watched within it).
+   * How long a read stays good: the shortest poll interval of the fleets watched, so every poll starts from a
+   * picture at most one interval old, fleets whose rounds drift apart do not multiply the reads, and a fleet
+   * added to a shard is watched within the interval its fleets keep; MAX_PAUSE_MS while the shards are empty.
    */
   const readIntervalMs = () =>
-    Math.min(MAX_PAUSE_MS, ...[...fleets.values()].map((f) => f.snapshot.policy.heartbeatIntervalMs));
+    fleets.size === 0
+      ? MAX_PAUSE_MS
+      : Math.min(...[...fleets.values()].map((f) => f.snapshot.policy.heartbeatIntervalMs));
 
   /** Rounds until no shard is joined. */
   async function run() {
