@@ -8,7 +8,7 @@ describe('the status view refreshing in the background', () => {
   beforeEach(() => jest.useFakeTimers({ now: 1_000_000 }));
   afterEach(() => jest.useRealTimers());
 
-  function view() {
+  function view(minReadIntervalMs?: number) {
     const reads: string[] = [];
     const vllm = {
       isSleeping: async () => (reads.push('is_sleeping'), true),
@@ -17,7 +17,14 @@ describe('the status view refreshing in the background', () => {
     } as unknown as VllmClient;
     const listeners: ListenerTable = { canSeeProcesses: false, servingPids: () => [], stoppedOf: () => [] };
     const models: ConfiguredModel[] = [{ name: 'm', port: 8001, gpuIndex: 0, sleepLevel: 1 }];
-    const statusView = createStatusView({ models, vllm, listeners, now: () => new Date(), slowMs: 1_000 });
+    const statusView = createStatusView({
+      models,
+      vllm,
+      listeners,
+      now: () => new Date(),
+      slowMs: 1_000,
+      minReadIntervalMs,
+    });
     return { statusView, sleepingReads: () => reads.filter((r) => r === 'is_sleeping').length };
   }
 
@@ -38,5 +45,14 @@ describe('the status view refreshing in the background', () => {
     }
     statusView.stop();
     expect(sleepingReads()).toBe(1 + 10); // start, then one per request: no tick read beside them
+  });
+
+  it('reads vLLM at most once per minReadIntervalMs however often the status is asked for', async () => {
+    const { statusView, sleepingReads } = view(2_000);
+    for (let i = 0; i < 10; i += 1) {
+      await statusView.snapshot(0);
+      await jest.advanceTimersByTimeAsync(500);
+    }
+    expect(sleepingReads()).toBe(3); // at 0, 2 and 4 s of the 5 s asked every 500 ms
   });
 });

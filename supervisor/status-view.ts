@@ -41,6 +41,12 @@ export interface StatusViewDeps {
   now: () => Date;
   /** A read unanswered for this long (or one that timed out) makes its model `busy`. */
   slowMs: number;
+  /**
+   * A model's HTTP reads start at most this often (default 0: at every refresh, what a real host does, so its
+   * status is as fresh as the monitor asks). The benchmarks' simulated hosts, hundreds in one process, set it
+   * to spare themselves three fake-vLLM requests per status read (bench/support/sim-host.ts).
+   */
+  minReadIntervalMs?: number;
 }
 
 const errorOf = (err: unknown): Pick<Outcome, 'kind' | 'message'> =>
@@ -111,13 +117,19 @@ export function createStatusView(deps: StatusViewDeps) {
     view.stoppedPids = pids ? listeners.stoppedOf(pids) : [];
   }
 
-  /** When each model's last refresh started: the background tick leaves a model a request just refreshed. */
+  /**
+   * When each model's last HTTP reads started: the background tick leaves a model a request just refreshed,
+   * and no refresh reads again within `minReadIntervalMs`.
+   */
   const refreshedAtMs = new Map<string, number>();
 
   function refreshOne(model: ConfiguredModel): Promise<unknown> {
     const view = viewOf(model);
-    refreshedAtMs.set(model.name, nowMs());
     readProcesses(model);
+    const at = nowMs();
+    const readAtMs = refreshedAtMs.get(model.name);
+    if (readAtMs !== undefined && at - readAtMs < (deps.minReadIntervalMs ?? 0)) return Promise.resolve();
+    refreshedAtMs.set(model.name, at);
     return Promise.all([
       read(
         model,
@@ -254,6 +266,7 @@ export function createObservedInference(deps: {
   listeners: ListenerTable;
   now: () => Date;
   slowMs: number;
+  minReadIntervalMs?: number;
 }) {
   const holder: { view?: StatusView } = {};
   const inference = createInferenceController({

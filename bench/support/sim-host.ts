@@ -35,6 +35,13 @@ export interface SimHost {
   stop(): Promise<void>;
 }
 
+/**
+ * How often a simulated host reads its fake vLLM servers' admin endpoints, however often it is polled: longer
+ * than the benchmarks' poll intervals, so a status read costs this process no request of its own. The fakes
+ * change state only when told to sleep or wake, which the supervisor records as it proves it.
+ */
+const SIM_VLLM_READ_INTERVAL_MS = 5_000;
+
 /** The fake nvidia-smi's answer to Haru's two queries, computed from the domain's GPU state directory. */
 function inProcessNvidiaSmi(gpuStateDir: string): Exec {
   return async (_file, args) => {
@@ -166,6 +173,9 @@ export async function startSimHost(opts: {
           listeners,
           now: () => new Date(),
           slowMs: 1_000,
+          // Each status read would otherwise make three requests to this process's own fake vLLM servers: the
+          // benchmark measures Haru's polls, not the simulator's.
+          minReadIntervalMs: SIM_VLLM_READ_INTERVAL_MS,
         }),
         statusFreshWaitMs: 200,
         training,
