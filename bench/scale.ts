@@ -47,8 +47,9 @@ const { values: args } = parseArgs({
     /** Print the Temporal history of the slowest promotion of each size. */
     timeline: { type: 'boolean', default: false },
     /**
-     * `haru worker` processes on the task queues. With more than one, each watches at most its share of the
-     * fleets (HARU_WORKER_MAX_MONITORS), so the monitors divide; the promotions' tasks go to whichever polls.
+     * `haru worker` processes on the task queues. With more than one, the watch shards (and the monitors'
+     * decisions, the promotions' steps) go to whichever worker polls their task: the idle figures say how the
+     * polls divided.
      */
     workers: { type: 'string', default: '1' },
     /** The fleets' monitor poll interval (policy `heartbeatIntervalMs`; the default policy says 500). */
@@ -106,6 +107,8 @@ interface ScaleFigures {
     loadAverage: number[];
     /** The share of those polls each worker made (the monitors' activities spread over the workers). */
     pollsPerWorker: number[];
+    /** Activity attempts during the sample, by type, all workers (the shards' watches run on through it). */
+    activities: Record<string, number>;
     cpuPercent: { workers: number; postgres: number; temporalServer: number | null; simHost: number };
     cpuMsPerPoll: { workers: number; postgres: number; simHost: number } | null;
   };
@@ -128,20 +131,52 @@ async function uniquePort(): Promise<number> {
   }
 }
 
-/** A counter of one worker's `/metrics` so far, summed over its labels. */
-async function workerCounter(worker: HaruProcess, name: string): Promise<number> {
-  const text = await (await fetch(String(worker.ready.metricsUrl))).text();
-  return sumSamples(parsePrometheusText(text), name) ?? 0;
+/** One reading of a worker's `/metrics`: its polls and commits so far, and its activity attempts by type. */
+interface WorkerCounters {
+  polls: number;
+  commits: number;
+  activities: Record<string, number>;
 }
 
-/** Supervisor polls so far by one worker. */
-const workerPolls = (worker: HaruProcess) => workerCounter(worker, 'haru_worker_domain_polls_total');
-/** Routing commits so far by one worker: the promotions it carried to their commit. */
-const workerCommits = (worker: HaruProcess) => workerCounter(worker, 'haru_worker_routing_commits_total');
+/**
+ * A worker's counters, from one fetch of its `/metrics` (at 1,000 fleets the text is megabytes: a fetch per
+ * counter would stretch the sample they bound).
+ */
+async function workerCounters(worker: HaruProcess): Promise<WorkerCounters> {
+  const samples = parsePrometheusText(await (await fetch(String(worker.ready.metricsUrl))).text());
+  const activities: Record<string, number> = {};
+  for (const s of samples)
+    if (s.name === 'haru_worker_activity_executions_total')
+      activities[s.labels.activity!] = (activities[s.labels.activity!] ?? 0) + s.value;
+  return {
+    polls: sumSamples(samples, 'haru_worker_domain_polls_total') ?? 0,
+    commits: sumSamples(samples, 'haru_worker_routing_commits_total') ?? 0,
+    activities,
+  };
+}
+
+/** Every worker's counters, and when they were read (the middle of the fetches). */
+async function countersOf(workers: HaruProcess[]): Promise<{ atMs: number; of: WorkerCounters[] }> {
+  const startedAtMs = Date.now();
+  const of = await Promise.all(workers.map(workerCounters));
+  return { atMs: (startedAtMs + Date.now()) / 2, of };
+}
+
+/** Activity attempts of every worker between two readings, by type (those that ran). */
+function activitiesSince(before: WorkerCounters[], after: WorkerCounters[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  after.forEach(({ activities }, i) => {
+    for (const [activity, n] of Object.entries(activities)) {
+      const ran = n - (before[i]?.activities[activity] ?? 0);
+      if (ran > 0) out[activity] = (out[activity] ?? 0) + ran;
+    }
+  });
+  return out;
+}
 
 /** Supervisor polls so far, summed over the workers. */
 const pollCount = async (workers: HaruProcess[]): Promise<number> =>
-  (await Promise.all(workers.map(workerPolls))).reduce((a, b) => a + b, 0);
+  (await Promise.all(workers.map(workerCounters))).reduce((sum, c) => sum + c.polls, 0);
 
 /** Node's flags for a V8 CPU profile of a child process under `--profile-dir` (files named by pid). */
 const profileArgs = (): string[] =>
@@ -246,15 +281,13 @@ async function oneScale(
     const taskQueue = `bench-scale-${run}`;
     // Promotions start as the API starts them; the deadline allows for hundreds of starts at once.
     const orchestrator = createTemporalOrchestrator({ client, connection, taskQueue, timeoutMs: 60_000 });
-    // Started together, so that every worker polls before the monitors' first watches are handed out.
-    const monitorShare: Record<string, string> =
-      WORKER_COUNT > 1 ? { HARU_WORKER_MAX_MONITORS: String(Math.ceil(count / WORKER_COUNT) + 2) } : {};
     const tiers: Record<string, string>[] = args['split-tiers']
       ? [
           ...Array.from({ length: WORKER_COUNT }, () => ({ HARU_WORKER_QUEUES: 'monitors' })),
           { HARU_WORKER_QUEUES: 'operations' },
         ]
       : Array.from({ length: WORKER_COUNT }, () => ({}));
+    // Started together, so that every worker polls before the shards' first watches are handed out.
     const workers = await Promise.all(
       tiers.map(async (tier) => {
         const worker = await startHaruProcess(
@@ -268,7 +301,6 @@ async function oneScale(
             HARU_WORKER_SDK_METRICS_PORT: '0', // off: several workers share this machine
             HARU_WORKER_METRICS_HOST: '127.0.0.1',
             LOG_LEVEL: 'info',
-            ...monitorShare,
             ...tier,
           },
           'worker running',
@@ -305,30 +337,34 @@ async function oneScale(
     const rssBefore = worker.peakRssMiB();
     // What the machine spends while nothing promotes: with monitors, that is their polling (worker, the
     // Postgres backends of this database, Temporal, and the simulated hosts answering in this process).
+    // The counters first and the CPU right after, at both ends: the sample is the time between the readings.
+    const countersFrom = await countersOf(workers);
     const postgresCpu = await databaseCpuSince(db.database.db);
     const idleFrom = {
       worker: cpuMs(worker.pid),
       workers: workersCpuMs(),
       temporal: temporal.pid ? cpuMs(temporal.pid) : 0,
       sim: simCpuMs(),
-      polls: await pollCount(workers),
-      pollsPerWorker: await Promise.all(workers.map(workerPolls)),
     };
     await new Promise((r) => setTimeout(r, IDLE_SAMPLE_MS));
-    const idleCpuShare = (cpuMs(worker.pid) - idleFrom.worker) / IDLE_SAMPLE_MS;
+    const countersTo = await countersOf(workers);
+    const sampleMs = countersTo.atMs - countersFrom.atMs;
+    const idleCpuShare = (cpuMs(worker.pid) - idleFrom.worker) / sampleMs;
     const idleCpu = {
       workers: workersCpuMs() - idleFrom.workers,
-      postgres: await postgresCpu(),
       temporalServer: temporal.pid ? cpuMs(temporal.pid) - idleFrom.temporal : null,
       simHost: simCpuMs() - idleFrom.sim,
+      postgres: await postgresCpu(),
     };
-    const idlePolls = (await pollCount(workers)) - idleFrom.polls;
-    const pollsPerWorker = (await Promise.all(workers.map(workerPolls))).map((n, i) => n - idleFrom.pollsPerWorker[i]!);
-    const share = (ms: number) => (ms / IDLE_SAMPLE_MS) * 100;
-    const perFleetSecond = (ms: number) => ms / count / (IDLE_SAMPLE_MS / 1000);
+    const pollsPerWorker = countersTo.of.map((c, i) => c.polls - countersFrom.of[i]!.polls);
+    const idlePolls = pollsPerWorker.reduce((a, b) => a + b, 0);
+    // What ran besides the shards' watches while nothing happened: looks, decisions, repairs (ideally none).
+    const idleActivities = activitiesSince(countersFrom.of, countersTo.of);
+    const share = (ms: number) => (ms / sampleMs) * 100;
+    const perFleetSecond = (ms: number) => ms / count / (sampleMs / 1000);
     const intervalMs = HEARTBEAT_MS ?? defaultFleetPolicy().heartbeatIntervalMs;
     const idle = {
-      pollsPerSecond: (idlePolls / IDLE_SAMPLE_MS) * 1000,
+      pollsPerSecond: (idlePolls / sampleMs) * 1000,
       expectedPollsPerSecond: (2 * count * 1000) / intervalMs,
       cpuMsPerFleetSecond: {
         controlPlane: perFleetSecond(idleCpu.workers + idleCpu.postgres + (idleCpu.temporalServer ?? 0)),
@@ -336,6 +372,7 @@ async function oneScale(
       },
       loadAverage: os.loadavg(),
       pollsPerWorker,
+      activities: idleActivities,
       cpuPercent: {
         workers: share(idleCpu.workers),
         postgres: share(idleCpu.postgres),
@@ -354,7 +391,7 @@ async function oneScale(
 
     if (args['idle-only']) return idleOnly(count, idle, worker, idleCpuShare, rssBefore);
 
-    const commitsBefore = await Promise.all(workers.map(workerCommits));
+    const commitsBefore = (await countersOf(workers)).of.map((c) => c.commits);
     const cpuBefore = {
       worker: workersCpuMs(),
       temporal: temporal.pid ? cpuMs(temporal.pid) : 0,
@@ -395,7 +432,7 @@ async function oneScale(
       }),
     );
     const wallMs = Math.max(...results.map((r) => r.doneAt)) - startedAt;
-    const commitsPerWorker = (await Promise.all(workers.map(workerCommits))).map((n, i) => n - commitsBefore[i]!);
+    const commitsPerWorker = (await countersOf(workers)).of.map((c, i) => c.commits - commitsBefore[i]!);
     const hostCpu = process.cpuUsage(cpuBefore.host);
     const cpuPerPromotionMs = {
       worker: (workersCpuMs() - cpuBefore.worker) / count,
@@ -456,7 +493,8 @@ async function main(): Promise<void> {
       process.stdout.write(
         `${count} fleets idle: ${fmt(f.idle.pollsPerSecond)} polls/s (expected ${fmt(f.idle.expectedPollsPerSecond)}), ` +
           `control plane ${fmt(f.idle.cpuMsPerFleetSecond.controlPlane, 2)} CPU ms/fleet/s, sim hosts ` +
-          `${fmt(f.idle.cpuMsPerFleetSecond.simHost, 2)}, load ${f.idle.loadAverage.map((l) => l.toFixed(2)).join(' ')}\n`,
+          `${fmt(f.idle.cpuMsPerFleetSecond.simHost, 2)}, load ${f.idle.loadAverage.map((l) => l.toFixed(2)).join(' ')}, ` +
+          `activities ${JSON.stringify(f.idle.activities)}\n`,
       );
     }
   } finally {
