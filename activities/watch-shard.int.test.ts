@@ -97,14 +97,16 @@ function worker(
   const env = quietEnvironment({ attempt: 1, heartbeatTimeoutMs: opts.heartbeatTimeoutMs ?? 5_000 });
   const heartbeats: unknown[] = [];
   env.on('heartbeat', (d: unknown) => heartbeats.push(d));
-  // A fleet's first routine signal comes at a point of the minute taken from its (random) id: ten minutes here,
-  // so only what is due is signalled, unless a test asks for the checkpoint.
+  // A fleet's first routine signal comes at a point of its checkpoint taken from a 32-bit hash of its (random)
+  // id (`firstSignalBase`): with a checkpoint of 2^33 ms that point is at least 2^32 ms (50 days) away, so only
+  // what is due is signalled, unless a test asks for the checkpoint. (Ten minutes let one id in ~1,500 signal
+  // within a test's watch.)
   const watch = (over: Partial<WatchShardInput> = {}) =>
     runIn(env, acts.watchShard, {
       shard: 0,
       shards: opts.shards ?? 1,
       checkpointMs: 500,
-      fleetCheckpointMs: 600_000,
+      fleetCheckpointMs: 2 ** 33,
       ...over,
     });
   const signalsOf = (fleetId: string) => signals.filter((s) => s.fleetId === fleetId).map((s) => s.observation);

@@ -6,10 +6,9 @@
  * revived old active.
  */
 import { monitorTaskQueue } from '../../core/task-queues';
-import { parsePrometheusText, sumSamples } from '../../supervisor/prometheus-text';
 import { monitorWorkflowId, watchShardWorkflowId } from '../../workflows/definitions';
 import { WATCH_SHARD_HEARTBEAT_TIMEOUT_MS } from '../../workflows/activity-options';
-import type { WorkerProcess } from '../support/worker-process';
+import { type WorkerProcess, workerCounter } from '../support/worker-process';
 import { eventually, uniqueTaskQueue, useTestServer } from '../workflows/support/temporal';
 import { killAndFailOver, reviveAsStandby, untilViableStandby } from './support/failover-again';
 import { type ChaosRig, startChaosRig } from './support/rig';
@@ -24,10 +23,7 @@ const server = useTestServer(async () => {
 });
 
 /** The supervisor polls a worker has made so far. */
-async function polls(worker: WorkerProcess): Promise<number> {
-  const text = await (await fetch(String(worker.ready.metricsUrl))).text();
-  return sumSamples(parsePrometheusText(text), 'haru_worker_domain_polls_total') ?? 0;
-}
+const polls = (worker: WorkerProcess) => workerCounter(worker, 'haru_worker_domain_polls_total');
 
 /** Waits until `worker` polls and keeps polling (its count grows over a second look). */
 async function untilPolling(worker: WorkerProcess, what: string): Promise<void> {

@@ -6,9 +6,8 @@
  * revived old active.
  */
 import { monitorTaskQueue } from '../../core/task-queues';
-import { parsePrometheusText, sumSamples } from '../../supervisor/prometheus-text';
 import { monitorWorkflowId } from '../../workflows/definitions';
-import type { WorkerProcess } from '../support/worker-process';
+import { workerCounter } from '../support/worker-process';
 import { uniqueTaskQueue, useTestServer } from '../workflows/support/temporal';
 import { killAndFailOver, reviveAsStandby, untilViableStandby } from './support/failover-again';
 import { type ChaosRig, startChaosRig } from './support/rig';
@@ -21,12 +20,6 @@ const server = useTestServer(async () => {
   for (const stop of revived) await stop();
   await rig?.close();
 });
-
-/** A counter of one worker's `/metrics`, summed over the series with `labels`. */
-async function counter(worker: WorkerProcess, name: string, labels: Record<string, string> = {}): Promise<number> {
-  const text = await (await fetch(String(worker.ready.metricsUrl))).text();
-  return sumSamples(parsePrometheusText(text), name, labels) ?? 0;
-}
 
 it('a monitors-only and an operations-only worker fail a fleet over between them, twice', async () => {
   const taskQueue = uniqueTaskQueue('chaos-split-tiers');
@@ -47,14 +40,14 @@ it('a monitors-only and an operations-only worker fail a fleet over between them
   await killAndFailOver(fleet, fleet.east, fleet.west);
   const [operation] = await fleet.db.store.operations.list(fleet.fleetId);
   expect(operation).toMatchObject({ kind: 'promote', targetDomainId: fleet.west.id, requestedBy: 'monitor' });
-  expect(await counter(operations, 'haru_worker_routing_commits_total', { outcome: 'committed' })).toBe(1);
-  expect(await counter(monitors, 'haru_worker_routing_commits_total', { outcome: 'committed' })).toBe(0);
-  expect(await counter(monitors, 'haru_worker_domain_polls_total')).toBeGreaterThan(0);
-  expect(await counter(operations, 'haru_worker_domain_polls_total')).toBe(0);
+  expect(await workerCounter(operations, 'haru_worker_routing_commits_total', { outcome: 'committed' })).toBe(1);
+  expect(await workerCounter(monitors, 'haru_worker_routing_commits_total', { outcome: 'committed' })).toBe(0);
+  expect(await workerCounter(monitors, 'haru_worker_domain_polls_total')).toBeGreaterThan(0);
+  expect(await workerCounter(operations, 'haru_worker_domain_polls_total')).toBe(0);
 
   revived.push(await reviveAsStandby(fleet, fleet.east));
   await untilViableStandby(monitor, fleet.east);
   await killAndFailOver(fleet, fleet.west, fleet.east);
-  expect(await counter(operations, 'haru_worker_routing_commits_total', { outcome: 'committed' })).toBe(2);
-  expect(await counter(monitors, 'haru_worker_routing_commits_total', { outcome: 'committed' })).toBe(0);
+  expect(await workerCounter(operations, 'haru_worker_routing_commits_total', { outcome: 'committed' })).toBe(2);
+  expect(await workerCounter(monitors, 'haru_worker_routing_commits_total', { outcome: 'committed' })).toBe(0);
 });

@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { parsePrometheusText, sumSamples } from '../../supervisor/prometheus-text';
 import { workflowBundle } from '../workflows/support/bundle';
 
 const REPO_ROOT = path.resolve(__dirname, '..', '..');
@@ -148,4 +149,14 @@ export function crashWatch(worker: WorkerProcess): { crashed: Promise<never>; di
       isDisposed = true;
     },
   };
+}
+
+/** A counter of one worker's `/metrics` so far, summed over the series with `labels`. */
+export async function workerCounter(
+  worker: WorkerProcess,
+  name: string,
+  labels: Record<string, string> = {},
+): Promise<number> {
+  const text = await (await fetch(String(worker.ready.metricsUrl))).text();
+  return sumSamples(parsePrometheusText(text), name, labels) ?? 0;
 }
