@@ -8,6 +8,7 @@ import type { ProofOfLife } from './proof-of-life';
 import type { SupervisorClient } from './supervisor-client';
 import type { UpstreamCredentials } from '../lib/secret-ref';
 import type { FleetObservation } from '../core/fleet-observation';
+import type { WatchPeers } from './watch-peers';
 
 /** Counters the activities bump; the worker backs them with prom-client, tests leave them out. */
 export interface ActivityMetrics {
@@ -21,6 +22,8 @@ export interface ActivityMetrics {
   stepSucceeded(labels: { fleet: string; step: string }, seconds: number): void;
   /** What a successful poll showed of the host: each model's state and each training run's. */
   hostObserved(labels: { fleet: string; domain: string }, status: SupervisorStatus): void;
+  /** How many watch shards this worker holds now. */
+  watchShardsHeld?(held: number): void;
 }
 
 /** Everything activities touch, injected by the worker (or by a test). */
@@ -61,6 +64,11 @@ export interface ActivityDeps {
   watchShards?: number;
   /** Signals a fleet's monitor an observation (Temporal's `observed` signal); watch shards fail without it. */
   observeFleet?: (fleetId: string, observation: FleetObservation) => Promise<void>;
+  /**
+   * The other workers holding watch shards (activities/watch-peers.ts): with them, a worker holding more than
+   * its share hands shards back; without, it keeps every shard it is given.
+   */
+  watchPeers?: WatchPeers;
 }
 
 export const DEFAULT_POLL_INTERVAL_MS = 250;

@@ -4,7 +4,14 @@ import type { FleetSnapshot } from '../schemas/entities';
 import type { FleetObservation } from '../core/fleet-observation';
 import { toFleetView } from '../core/fleet-view';
 import { MONITOR_CHECKPOINT_MS } from '../core/monitor-look';
-import { dueDigest, firstSignalBase, type LastSignal, signalHoldoffMs, signalReason } from '../core/watch-shard';
+import {
+  dueDigest,
+  firstSignalBase,
+  handBackTarget,
+  type LastSignal,
+  signalHoldoffMs,
+  signalReason,
+} from '../core/watch-shard';
 import { openWatchWindow, watchedFleet, type WatchContinuity, type WatchWindow } from '../core/watch-window';
 import type { ActivityDeps } from './deps';
 import type { PollRound, ProbedFleet } from './poll-round';
@@ -15,6 +22,11 @@ const ROUND_SLACK_MS = 25;
 const MAX_PAUSE_MS = 1_000;
 /** How long the polls of a round that are back wait for the rest of it, to be recorded in one statement. */
 const FLUSH_WINDOW_MS = 50;
+/**
+ * How long a worker waits between two shards it hands back: one at a time, so the others' beats (every 2 s,
+ * activities/watch-peers.ts) show where the last one went before the next leaves.
+ */
+export const HAND_BACK_SPACING_MS = 2_000;
 
 /** A shard joining the hub: its number and count, the continuity its last watch left, and its attempt. */
 export interface ShardJoin extends WatchContinuity {
@@ -42,6 +54,13 @@ export interface ShardMembership {
   stats(): ShardStats;
   /** Rejects when the hub's loop fails (the store unreachable): the shard's watch fails with it, and is retried. */
   readonly failed: Promise<never>;
+  /**
+   * The own queue of the worker to hand this shard to, once, when this worker holds more shards than its share
+   * and another live worker fewer (`handBackTarget`), for one shard at a time (the highest-numbered, once the
+   * hub has looked at its fleets here); otherwise null. The watch returns then, naming it, and the shard's
+   * workflow sends its next watch there.
+   */
+  handBackTo(): string | null;
   /** Leaves the hub: its fleets are no longer polled (polls under way are still recorded). */
   leave(): void;
 }
@@ -121,6 +140,13 @@ export function createWatchHub(deps: ActivityDeps, round: PollRound) {
   let lastReadAtMs = 0;
   /** Aborts the polls under way when the loop stops (no shard left, or it failed). */
   let stopPolls = new AbortController();
+  let lastHandBackAtMs = Number.NEGATIVE_INFINITY;
+
+  /** Tells the peers and the metrics how many shards this worker holds. */
+  const holdingChanged = () => {
+    deps.watchPeers?.hold(shards.size);
+    deps.metrics?.watchShardsHeld?.(shards.size);
+  };
 
   /** The fleet as its monitor would read it now: stored, with this worker's sightings, seen through `window`. */
   const observationOf = (snapshot: FleetSnapshot, window: WatchWindow, polls: number): FleetObservation => ({
@@ -319,6 +345,7 @@ export function createWatchHub(deps: ActivityDeps, round: PollRound) {
       .catch((err: unknown) => {
         for (const shard of shards.values()) shard.fail(err);
         shards.clear();
+        holdingChanged();
       })
       .finally(() => {
         stopPolls.abort();
@@ -356,10 +383,21 @@ export function createWatchHub(deps: ActivityDeps, round: PollRound) {
       // Its fleets' windows open again at their first poll under this watch.
       for (const f of fleets.values()) if (f.shard === join.shard) f.window = undefined;
       isMembershipChanged = true;
+      holdingChanged();
       wakeLoop();
       ensureLoop();
       return {
         failed,
+        handBackTo() {
+          const peers = deps.watchPeers;
+          const nowMs = deps.now().getTime();
+          if (!peers || shards.get(join.shard) !== shard || shard.lookedAtMs <= startedAtMs) return null;
+          if (nowMs - lastHandBackAtMs < HAND_BACK_SPACING_MS || join.shard !== Math.max(...shards.keys())) return null;
+          const target = handBackTarget(shards.size, peers.others(), join.shards);
+          if (!target) return null;
+          lastHandBackAtMs = nowMs;
+          return target.ownQueue;
+        },
         stats() {
           const own = [...fleets.values()].filter((f) => f.shard === join.shard);
           const since = Math.min(
@@ -379,6 +417,7 @@ export function createWatchHub(deps: ActivityDeps, round: PollRound) {
           shards.delete(join.shard);
           for (const [id, f] of fleets) if (f.shard === join.shard) fleets.delete(id);
           isMembershipChanged = true;
+          holdingChanged();
           wakeLoop();
         },
       };

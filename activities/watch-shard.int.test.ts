@@ -16,6 +16,8 @@ import { quietEnvironment, runIn } from '../test/support/activity-environment';
 import { eventually } from '../test/support/eventually';
 import { FakeHost, routedClient, unreachable } from '../test/support/fake-host';
 import { createFleetMonitorActivities, type WatchShardInput } from './fleet-monitor';
+import { HAND_BACK_SPACING_MS } from './watch-hub';
+import type { WatchPeers } from './watch-peers';
 
 const POLICY = { heartbeatIntervalMs: 20, heartbeatStaleMs: 60_000, failureThreshold: 3 };
 
@@ -76,6 +78,7 @@ function worker(
     heartbeatTimeoutMs?: number;
     store?: Store;
     supervisor?: SupervisorClient;
+    peers?: WatchPeers;
   } = {},
 ) {
   const polls = new Map<string, number>();
@@ -85,6 +88,7 @@ function worker(
     supervisor: opts.supervisor ?? routedClient(hostsByUrl),
     now: () => new Date(),
     watchShards: opts.shards ?? 1,
+    watchPeers: opts.peers,
     observeFleet: async (fleetId, observation) => void signals.push({ fleetId, observation }),
     metrics: {
       domainPolled: (l) => polls.set(l.fleet, (polls.get(l.fleet) ?? 0) + 1),
@@ -374,6 +378,39 @@ it('serves every shard a worker holds with one read and at most one write a roun
   const full = reads.filter((of) => of.join() === '0,1,2');
   expect(full.length).toBeGreaterThan(reads.length / 2);
   expect(reads.length).toBeLessThanOrEqual(Math.ceil(elapsedMs / 20) + 4);
+});
+
+it('hands its highest shard on while it holds more than its share and another worker less, one at a time', async () => {
+  for (let i = 0; i < 4; i += 1) await seedFleet(`handed-back-${i}`);
+  const held: number[] = [];
+  const peers: WatchPeers = { hold: (n) => void held.push(n), others: () => [{ held: 0, ownQueue: 'q/other' }] };
+  const w = worker({ shards: 4, peers });
+  const watched = await Promise.all(
+    [0, 1, 2, 3].map(async (shard) => {
+      const result = await w.watch({ shard, checkpointMs: 3_000 });
+      return { shard, handTo: result.handTo ?? null, atMs: Date.now() };
+    }),
+  );
+  // Four held, share two of four: shard 3 goes first, then shard 2 (the highest left) a spacing later; then at
+  // its share the worker keeps 0 and 1 until their checkpoint.
+  expect(watched.map((r) => r.handTo)).toEqual([null, null, 'q/other', 'q/other']);
+  expect(watched[2]!.atMs - watched[3]!.atMs).toBeGreaterThanOrEqual(HAND_BACK_SPACING_MS - 50);
+  expect(held.slice(0, 6)).toEqual([1, 2, 3, 4, 3, 2]);
+  // Every fleet was polled here: a shard is handed back only once the hub has looked at its fleets.
+  expect(w.polls.size).toBe(4);
+});
+
+it('keeps every shard it holds at its share, and all of them without peers', async () => {
+  await seedFleet('kept');
+  const atShare = worker({
+    shards: 2,
+    peers: { hold: () => undefined, others: () => [{ held: 1, ownQueue: 'q/other' }] },
+  });
+  const alone = worker({ shards: 2 });
+  for (const w of [atShare, alone]) {
+    const results = await Promise.all([0, 1].map((shard) => w.watch({ shard, checkpointMs: 600 })));
+    expect(results.map((r) => r.handTo ?? null)).toEqual([null, null]);
+  }
 });
 
 it('retires at once when started for another number of shards than this worker deals', async () => {

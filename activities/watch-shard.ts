@@ -4,6 +4,7 @@ import { FailureType } from '../schemas/failures';
 import { isHeartbeatDue } from '../core/poll-record';
 import { DEFAULT_WATCH_SHARDS } from '../core/watch-shard';
 import type { WatchContinuity } from '../core/watch-window';
+import { isWorkerOwnQueue } from '../core/task-queues';
 import type { ActivityDeps } from './deps';
 import type { ShardStats, WatchHub } from './watch-hub';
 
@@ -21,6 +22,12 @@ export interface WatchShardInput extends WatchContinuity {
 export interface WatchShardResult {
   /** This worker deals the fleets over another number of shards (HARU_MONITOR_SHARDS): the workflow ends. */
   retired: boolean;
+  /**
+   * The own task queue of the worker where the shard's next watch goes: the worker holding least when this one
+   * held more than its share (returned before its checkpoint), or this worker's when the watch came on its own
+   * queue (so a shard handed on stays there). Absent: the deployment's monitors queue.
+   */
+  handTo?: string;
   fleets: number;
   rounds: number;
   /** Observations signalled to the fleets' monitors during this watch. */
@@ -39,7 +46,8 @@ const TICK_MS = 250;
  * loop polls the fleets of every shard the worker holds, and stays joined until its checkpoint, heartbeating
  * Temporal with what the hub did for it two fifths of its heartbeat timeout apart. A cancellation, or a failure
  * of the hub's loop (the store unreachable), ends it; Temporal retries it, here or on another worker. A
- * worker dealing the fleets over another number of shards retires it at once.
+ * worker dealing the fleets over another number of shards retires it at once; one holding more than its share
+ * while another holds less hands it on early (its workflow sends the next watch to that worker's own queue).
  */
 export function createWatchShard(deps: ActivityDeps, hub: WatchHub) {
   const configuredShards = deps.watchShards ?? DEFAULT_WATCH_SHARDS;
@@ -71,9 +79,18 @@ export function createWatchShard(deps: ActivityDeps, hub: WatchHub) {
       for (;;) {
         const nowMs = deps.now().getTime();
         const stats = membership.stats();
-        if (nowMs - startedAtMs >= input.checkpointMs) {
+        const handedOn = membership.handBackTo();
+        if (handedOn !== null || nowMs - startedAtMs >= input.checkpointMs) {
+          if (handedOn !== null)
+            log.info('watch shard handed on: this worker holds more than its share', {
+              shard: input.shard,
+              handTo: handedOn,
+            });
+          const ownQueue = isWorkerOwnQueue(ctx.info.taskQueue) ? ctx.info.taskQueue : null;
+          const handTo = handedOn ?? ownQueue;
           return {
             retired: false,
+            ...(handTo !== null ? { handTo } : {}),
             fleets: stats.fleets,
             rounds: stats.rounds,
             signalled: stats.signalled,

@@ -19,6 +19,15 @@ export const monitorTaskQueue = (base: string): string => `${base}${MONITOR_SUFF
 export const operationsTaskQueueOf = (monitorQueue: string): string =>
   monitorQueue.endsWith(MONITOR_SUFFIX) ? monitorQueue.slice(0, -MONITOR_SUFFIX.length) : monitorQueue;
 
+/**
+ * The queue only one worker process polls, beside the monitors' queue (`haru-monitors/<worker id>`): a watch
+ * shard another worker hands on is sent there (docs/architecture.md §4.5).
+ */
+export const workerOwnQueue = (base: string, workerId: string): string => `${monitorTaskQueue(base)}/${workerId}`;
+
+/** Whether `queue` is one worker's own queue (`workerOwnQueue`), not a deployment's. */
+export const isWorkerOwnQueue = (queue: string): boolean => queue.includes(`${MONITOR_SUFFIX}/`);
+
 /** The queues one worker process serves (HARU_WORKER_QUEUES): both (the default), or one of the two tiers alone. */
 export const WORKER_QUEUES = ['all', 'operations', 'monitors'] as const;
 export type WorkerQueues = (typeof WORKER_QUEUES)[number];

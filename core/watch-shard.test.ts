@@ -1,5 +1,5 @@
 import { ago, domain, fleet, ID, NOW, operation, policy } from './fleet-fixtures';
-import { dueDigest, firstSignalBase, signalHoldoffMs, signalReason } from './watch-shard';
+import { dueDigest, firstSignalBase, handBackTarget, signalHoldoffMs, signalReason } from './watch-shard';
 
 const p = policy({ heartbeatIntervalMs: 500, heartbeatStaleMs: 5_000, failureThreshold: 3, degradedGraceMs: 30_000 });
 const deadActive = domain({ consecutiveFailures: 3, lastSeenAt: ago(2_000) });
@@ -90,5 +90,22 @@ describe('firstSignalBase', () => {
     const offsets = ids.map((id) => 1_000_000 - firstSignalBase(id, 1_000_000, 60_000).atMs);
     const quarters = [0, 1, 2, 3].map((q) => offsets.filter((o) => Math.floor(o / 15_000) === q).length);
     for (const n of quarters) expect(n).toBeGreaterThan(25);
+  });
+});
+
+describe('handBackTarget', () => {
+  const at = (...held: number[]) => held.map((n, i) => ({ held: n, ownQueue: `w${i}` }));
+
+  it('hands back above the share, to the worker holding least while it is below its share', () => {
+    expect(handBackTarget(8, at(0), 8)).toEqual({ held: 0, ownQueue: 'w0' }); // share 4 of 8 between two
+    expect(handBackTarget(5, at(3), 8)?.ownQueue).toBe('w0');
+    expect(handBackTarget(4, at(3, 1), 8)?.ownQueue).toBe('w1'); // share 3 among three
+  });
+
+  it('keeps its shards at its share, or where no other worker could take one', () => {
+    expect(handBackTarget(4, at(4), 8)).toBeNull();
+    expect(handBackTarget(3, at(3, 2), 8)).toBeNull(); // 3 + 3 + 2: everyone at or under ceil(8 / 3)
+    expect(handBackTarget(8, at(), 8)).toBeNull(); // alone
+    expect(handBackTarget(6, at(4), 8)).toBeNull(); // the other at its share (a shard in between workers)
   });
 });

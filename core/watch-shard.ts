@@ -93,3 +93,19 @@ export function firstSignalBase(fleetId: string, nowMs: number, checkpointMs: nu
   }
   return { digest: null, atMs: nowMs - (hash % Math.max(1, checkpointMs)) };
 }
+
+/**
+ * Where a worker holding `held` of `shards` watch shards should hand one back, `others` being each other live
+ * worker of the deployment: to the one holding least, when this worker holds more than its share (the shards
+ * over the live workers, rounded up) and that one less than its share; otherwise nowhere (null). The shard's
+ * next watch is sent to that worker's own queue. Pure.
+ */
+export function handBackTarget<T extends { held: number }>(
+  held: number,
+  others: readonly T[],
+  shards: number,
+): T | null {
+  const share = Math.ceil(shards / (others.length + 1));
+  const least = others.reduce<T | null>((a, b) => (a === null || b.held < a.held ? b : a), null);
+  return held > share && least !== null && least.held < share ? least : null;
+}

@@ -4,6 +4,7 @@ import { createEventRepo } from './repo/events';
 import { createFleetRepo } from './repo/fleets';
 import { createOperationRepo } from './repo/operations';
 import { createSlotRepo } from './repo/slots';
+import { createWatchWorkerRepo } from './repo/watch-workers';
 
 export type { CommitRoutingInput, CommitRoutingResult } from './repo/routing';
 export type { CreateOperationInput, CreateOperationResult } from './repo/operations';
@@ -17,6 +18,7 @@ export interface Store {
   slots: ReturnType<typeof createSlotRepo>;
   operations: ReturnType<typeof createOperationRepo>;
   events: ReturnType<typeof createEventRepo>;
+  watchWorkers: ReturnType<typeof createWatchWorkerRepo>;
 }
 
 /**
@@ -31,6 +33,7 @@ export function createStore(database: HaruDatabase, now: () => Date = () => new 
     slots: createSlotRepo(deps),
     operations: createOperationRepo(deps),
     events: createEventRepo(deps),
+    watchWorkers: createWatchWorkerRepo(deps),
   };
   databases.set(store, { database, now });
   return store;

@@ -77,6 +77,11 @@ export function createWorkerMetrics(opts: { withDefaults?: boolean } = {}): Work
     labelNames: ['fleet', 'domain', 'gpu'],
     registers,
   });
+  const shardsHeld = new Gauge({
+    name: 'haru_worker_watch_shards',
+    help: 'Watch shards this worker holds now (each worker hands shards back above its share)',
+    registers,
+  });
   const lastPoll = new Gauge({
     name: 'haru_domain_last_poll_timestamp_seconds',
     help: "When the monitor last polled the domain's supervisor successfully (Unix seconds)",
@@ -102,6 +107,7 @@ export function createWorkerMetrics(opts: { withDefaults?: boolean } = {}): Work
   return {
     registry,
     domainPolled: (labels) => pollsOf(labels).inc(),
+    watchShardsHeld: (held) => shardsHeld.set(held),
     routingCommit: (labels) => commits.inc(labels),
     operationFinished(labels, seconds) {
       operations.inc(labels);

@@ -12,10 +12,14 @@ import type { ActivityDeps } from '../activities/deps';
 import type { SupervisorCertificateIssuer } from '../activities/provisioning-certificate';
 import { createSupervisorAccess } from '../activities/supervisor-access';
 import { createSupervisorClient } from '../activities/supervisor-client';
+import { createWatchPeers } from '../activities/watch-peers';
+import { DEFAULT_WATCH_SHARDS } from '../core/watch-shard';
+import { randomUUID } from 'node:crypto';
+import os from 'node:os';
 import type { Store } from '../db/store';
 import type { SkyCli } from '../drivers/sky';
 import { Client } from '@temporalio/client';
-import { monitorTaskQueue, type WorkerQueues } from '../core/task-queues';
+import { monitorTaskQueue, type WorkerQueues, workerOwnQueue } from '../core/task-queues';
 import { monitorWorkflowId, OBSERVED_SIGNAL } from '../core/workflow-ids';
 import { DEFAULT_MAX_CONCURRENT_ACTIVITIES, DEFAULT_MAX_MONITORS } from './limits';
 import { stepBudgetInterceptor } from '../activities/step-budget';
@@ -74,7 +78,10 @@ export interface HaruWorkerOptions {
  * never stand in line before an operation's (docs/architecture.md §4.1).
  */
 export interface HaruWorker {
-  /** The SDK workers it runs: operations first, then monitors (either may be left out by `queues`). */
+  /**
+   * The SDK workers it runs: operations first, then monitors (either may be left out by `queues`), then, with
+   * the monitors, the activity worker of this process's own queue (`workerOwnQueue`).
+   */
   workers: readonly Worker[];
   /** The task queues they poll, in the same order. */
   taskQueues: readonly string[];
@@ -117,17 +124,37 @@ export async function createHaruWorker(opts: HaruWorkerOptions): Promise<HaruWor
     observeFleet: (fleetId, observation) =>
       client.workflow.getHandle(monitorWorkflowId(fleetId)).signal(OBSERVED_SIGNAL, observation),
   };
+  const queues = opts.queues ?? 'all';
+  // The workers holding watch shards know of each other through the store, so that each holds its share; a
+  // shard handed on to this worker comes on a queue only it polls.
+  const workerId = `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  const ownQueue = queues === 'operations' ? null : workerOwnQueue(opts.taskQueue, workerId);
+  const peers =
+    ownQueue === null
+      ? null
+      : createWatchPeers({
+          store: opts.store,
+          id: workerId,
+          ownQueue,
+          taskQueue: opts.taskQueue,
+          shards: opts.watchShards ?? DEFAULT_WATCH_SHARDS,
+          onError: (err) =>
+            opts.warn?.('watch peers: the store did not take this worker’s beat', {
+              error: err instanceof Error ? err.message : String(err),
+            }),
+        });
+  if (peers) deps.watchPeers = peers;
   const activities = createActivities(deps);
   // Bundled once for both SDK workers (each would bundle workflows/ again: seconds of CPU at every start).
   const workflowBundle =
     opts.workflowBundle ??
     (await bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger: Runtime.instance().logger }));
-  const create = (taskQueue: string, maxActivities: number) =>
+  const create = (taskQueue: string, maxActivities: number, withWorkflows = true) =>
     Worker.create({
       connection: opts.connection,
       namespace: opts.namespace,
       taskQueue,
-      workflowBundle,
+      ...(withWorkflows ? { workflowBundle } : {}),
       activities,
       maxHeartbeatThrottleInterval: '1s',
       maxConcurrentActivityTaskExecutions: maxActivities,
@@ -142,7 +169,6 @@ export async function createHaruWorker(opts: HaruWorkerOptions): Promise<HaruWor
       },
       ...opts.workerOptions,
     });
-  const queues = opts.queues ?? 'all';
   const tiers: { taskQueue: string; slots: number }[] = [];
   if (queues !== 'monitors')
     tiers.push({ taskQueue: opts.taskQueue, slots: opts.maxConcurrentActivities ?? DEFAULT_MAX_CONCURRENT_ACTIVITIES });
@@ -151,10 +177,13 @@ export async function createHaruWorker(opts: HaruWorkerOptions): Promise<HaruWor
     tiers.push({ taskQueue: monitorTaskQueue(opts.taskQueue), slots: opts.maxMonitors ?? DEFAULT_MAX_MONITORS });
   const workers: Worker[] = [];
   for (const tier of tiers) workers.push(await create(tier.taskQueue, tier.slots));
-  return composeWorkers(workers);
+  // Activities only: the watches of shards handed on to this worker.
+  if (ownQueue !== null) workers.push(await create(ownQueue, opts.maxMonitors ?? DEFAULT_MAX_MONITORS, false));
+  return composeWorkers(workers, peers);
 }
 
-function composeWorkers(all: readonly Worker[]): HaruWorker {
+/** The SDK workers as one; `peers` beat while they run. */
+function composeWorkers(all: readonly Worker[], peers: { start(): void; stop(): Promise<void> } | null): HaruWorker {
   const shutdown = () => {
     for (const w of all) if (w.getState() === 'RUNNING') w.shutdown();
   };
@@ -162,6 +191,7 @@ function composeWorkers(all: readonly Worker[]): HaruWorker {
     workers: all,
     taskQueues: all.map((w) => w.options.taskQueue),
     async run() {
+      peers?.start();
       const runs = all.map((w) =>
         w.run().catch((err: unknown) => {
           shutdown();
@@ -169,6 +199,7 @@ function composeWorkers(all: readonly Worker[]): HaruWorker {
         }),
       );
       const settled = await Promise.allSettled(runs);
+      await peers?.stop();
       const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
       if (failed) throw failed.reason;
     },

@@ -133,11 +133,21 @@ export function lookActivities(policy: FleetPolicy | null): Activities {
 export const WATCH_SHARD_HEARTBEAT_TIMEOUT_MS = 5_000;
 
 /**
+ * How long a watch sent to one worker's own queue may wait to be taken up before it fails and the shard's
+ * next watch goes to the deployment's queue: a worker that died holding the shard leaves it unwatched for its
+ * heartbeat timeout, a retry's 200 ms and this.
+ */
+export const HAND_ON_START_TIMEOUT_MS = 2_000;
+
+/**
  * `watch`: a shard's long-running watch (`watchShard`). Lives until its checkpoint, heartbeats (a few times
  * per heartbeat timeout, core/poll-record.ts), is retried without limit, and is waited for when cancelled.
  */
-export function watchShardActivities(checkpointMs: number): Activities {
+export function watchShardActivities(checkpointMs: number, handedTo?: string): Activities {
   return proxyActivities<Activities>({
+    // A watch handed to a worker goes to its own queue, and fails (for the deployment's queue) unless that
+    // worker takes it up within HAND_ON_START_TIMEOUT_MS: a worker that died meanwhile never holds it.
+    ...(handedTo !== undefined ? { taskQueue: handedTo, scheduleToStartTimeout: ms(HAND_ON_START_TIMEOUT_MS) } : {}),
     startToCloseTimeout: ms(checkpointMs + 60_000),
     heartbeatTimeout: ms(WATCH_SHARD_HEARTBEAT_TIMEOUT_MS),
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,

@@ -5,3 +5,4 @@ export * from './domains';
 export * from './slots';
 export * from './operations';
 export * from './events';
+export * from './watch-workers';

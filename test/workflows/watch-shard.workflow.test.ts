@@ -3,11 +3,13 @@
  * deployment, its watches one after another across checkpoints, its retirement by a worker that deals the
  * fleets over another number of shards, and `keepMonitors` starting what ended.
  */
-import { DefaultLogger } from '@temporalio/worker';
+import { temporal } from '@temporalio/proto';
+import { DefaultLogger, Worker } from '@temporalio/worker';
 import { testLayout } from '../../db/fixtures';
 import { createTestDatabase, seedLayout, type TestDatabase } from '../../db/testing';
 import { monitorTaskQueue } from '../../core/task-queues';
-import type { WatchShardInput } from '../../activities/watch-shard';
+import type { WatchShardInput, WatchShardResult } from '../../activities/watch-shard';
+import { workflowBundle } from './support/bundle';
 import { ensureWatchShards, keepMonitors } from '../../workers/start';
 import { monitorWorkflowId, watchShardWorkflowId } from '../../workflows/definitions';
 import { watchShardStart } from '../../workflows/start-options';
@@ -115,4 +117,53 @@ it('keeps the shards and a monitor per fleet with one listing a round, and start
   });
   expect(again.monitor).not.toBe(first.monitor);
   expect(again.shard).not.toBe(first.shard);
+});
+
+it('sends the next watch to the worker a watch handed the shard to, and to the shared queue when nobody takes it up', async () => {
+  const taskQueue = uniqueTaskQueue('hand-on');
+  const gone = `${monitorTaskQueue(taskQueue)}/gone-worker`;
+  const calls: { queue: string; input: WatchShardInput }[] = [];
+  const result = (over: Partial<WatchShardResult> = {}): WatchShardResult => ({
+    retired: false,
+    fleets: 0,
+    rounds: 1,
+    signalled: 0,
+    observedAt: new Date().toISOString(),
+    ...over,
+  });
+  // The first watch hands the shard to a worker that never polls its queue; the next, back on the shared queue,
+  // returns at its checkpoint.
+  const worker = await Worker.create({
+    connection: server.connection,
+    taskQueue: monitorTaskQueue(taskQueue),
+    workflowBundle: workflowBundle(),
+    activities: {
+      async watchShard(input: WatchShardInput): Promise<WatchShardResult> {
+        calls.push({ queue: monitorTaskQueue(taskQueue), input });
+        return calls.length === 1 ? result({ handTo: gone }) : result();
+      },
+    },
+  });
+  const running = worker.run();
+  cleanups.push(async () => {
+    worker.shutdown();
+    await running;
+  });
+  const { workflowType, options } = watchShardStart(taskQueue, 0, 1);
+  const handle = await server.client.workflow.start(workflowType, {
+    ...options,
+    args: [{ ...options.args[0], checkpointMs: 200 }],
+    taskQueue: monitorTaskQueue(taskQueue),
+  });
+  terminateLater(handle.workflowId);
+  await eventually('a watch back on the shared queue', async () => calls.length >= 2, 30_000);
+  const history = await handle.fetchHistory();
+  const scheduled = history.events!.flatMap((e) =>
+    e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes.taskQueue!.name] : [],
+  );
+  expect(scheduled.slice(0, 3)).toEqual([monitorTaskQueue(taskQueue), gone, monitorTaskQueue(taskQueue)]);
+  const timedOut = history.events!.find((e) => e.activityTaskTimedOutEventAttributes);
+  expect(timedOut?.activityTaskTimedOutEventAttributes?.failure?.timeoutFailureInfo?.timeoutType).toBe(
+    temporal.api.enums.v1.TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_START,
+  );
 });
