@@ -114,6 +114,8 @@ interface ScaleFigures {
   };
   /** Routing commits each worker ran during the promotions (`haru_worker_routing_commits_total`). */
   commitsPerWorker: number[];
+  /** Activity attempts during the promotions, by type, all workers (the steps, and what the monitors ran). */
+  activitiesDuringPromotions: Record<string, number>;
   /** CPU time per promotion (everything else on the machine counts too: Postgres, trainers, other jobs). */
   cpuPerPromotionMs: { worker: number; temporalServer: number | null; simHostAndBench: number };
   monitors: boolean;
@@ -221,6 +223,7 @@ function idleOnly(
     failed: 0,
     failures: [],
     commitsPerWorker: [],
+    activitiesDuringPromotions: {},
     workerRssBeforeMiB: rssBefore,
     workerPeakRssMiB: worker.peakRssMiB(),
     workerIdleCpuPercent: idleCpuShare * 100,
@@ -391,7 +394,8 @@ async function oneScale(
 
     if (args['idle-only']) return idleOnly(count, idle, worker, idleCpuShare, rssBefore);
 
-    const commitsBefore = (await countersOf(workers)).of.map((c) => c.commits);
+    const countersBefore = await countersOf(workers);
+    const commitsBefore = countersBefore.of.map((c) => c.commits);
     const cpuBefore = {
       worker: workersCpuMs(),
       temporal: temporal.pid ? cpuMs(temporal.pid) : 0,
@@ -432,7 +436,9 @@ async function oneScale(
       }),
     );
     const wallMs = Math.max(...results.map((r) => r.doneAt)) - startedAt;
-    const commitsPerWorker = (await countersOf(workers)).of.map((c, i) => c.commits - commitsBefore[i]!);
+    const countersAfter = await countersOf(workers);
+    const commitsPerWorker = countersAfter.of.map((c, i) => c.commits - commitsBefore[i]!);
+    const activitiesDuringPromotions = activitiesSince(countersBefore.of, countersAfter.of);
     const hostCpu = process.cpuUsage(cpuBefore.host);
     const cpuPerPromotionMs = {
       worker: (workersCpuMs() - cpuBefore.worker) / count,
@@ -469,6 +475,7 @@ async function oneScale(
       workerIdleCpuPercent: idleCpuShare * 100,
       idle,
       commitsPerWorker,
+      activitiesDuringPromotions,
       cpuPerPromotionMs,
       monitors: !args['without-monitors'],
     };
@@ -488,7 +495,8 @@ async function main(): Promise<void> {
       process.stdout.write(
         `${count} fleets: wall ${f.wallMs} ms, ${fmt(f.promotionsPerSecond, 1)} promotions/s, ` +
           `commit p50 ${f.toCommitMs.p50} p99 ${f.toCommitMs.p99} ms, worker peak ${fmt(f.workerPeakRssMiB)} MiB, failed ${f.failed}, ` +
-          `idle polls per worker ${f.idle.pollsPerWorker.join(' / ')}, commits per worker ${f.commitsPerWorker.join(' / ')}\n`,
+          `idle polls per worker ${f.idle.pollsPerWorker.join(' / ')}, commits per worker ${f.commitsPerWorker.join(' / ')}, ` +
+          `activities during the promotions ${JSON.stringify(f.activitiesDuringPromotions)}\n`,
       );
       process.stdout.write(
         `${count} fleets idle: ${fmt(f.idle.pollsPerSecond)} polls/s (expected ${fmt(f.idle.expectedPollsPerSecond)}), ` +

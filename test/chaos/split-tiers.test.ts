@@ -32,7 +32,11 @@ it('a monitors-only and an operations-only worker fail a fleet over between them
   const { fleet } = rig;
   const monitors = await rig.startWorker({ HARU_WORKER_QUEUES: 'monitors' });
   const operations = await rig.startWorker({ HARU_WORKER_QUEUES: 'operations' });
-  expect(monitors.ready.polls).toEqual([monitorTaskQueue(taskQueue)]);
+  // The monitors' queue, and its own queue for watch shards handed on to it (workerOwnQueue).
+  expect(monitors.ready.polls).toEqual([
+    monitorTaskQueue(taskQueue),
+    expect.stringMatching(new RegExp(`^${monitorTaskQueue(taskQueue)}/`)),
+  ]);
   expect(operations.ready.polls).toEqual([taskQueue]);
 
   const monitor = server.client.workflow.getHandle(monitorWorkflowId(fleet.fleetId));
