@@ -30,6 +30,18 @@ beforeAll(async () => {
 const terminateLater = (workflowId: string) =>
   cleanups.push(() => server.client.workflow.getHandle(workflowId).terminate('test over'));
 
+/** Starts the watch of shard `shard` of `shards` on `taskQueue`'s monitors' queue (watches of `checkpointMs` when given). */
+async function startShard(taskQueue: string, shard: number, shards: number, checkpointMs?: number) {
+  const { workflowType, options } = watchShardStart(taskQueue, shard, shards);
+  const handle = await server.client.workflow.start(workflowType, {
+    ...options,
+    ...(checkpointMs !== undefined ? { args: [{ ...options.args[0], checkpointMs }] } : {}),
+    taskQueue: monitorTaskQueue(taskQueue),
+  });
+  terminateLater(handle.workflowId);
+  return handle;
+}
+
 it('starts every shard of a deployment once however often asked, each named by its queue, number and count', async () => {
   const taskQueue = uniqueTaskQueue('shards');
   await ensureWatchShards(server.client, taskQueue, 3);
@@ -49,11 +61,7 @@ it('ends a shard that a worker dealing the fleets over another number of shards 
   const taskQueue = uniqueTaskQueue('retire');
   const worker = await startTestWorker(server.connection, db.store, taskQueue, { watchShards: 3 });
   cleanups.push(() => worker.stop());
-  const { workflowType, options } = watchShardStart(taskQueue, 0, 2);
-  const handle = await server.client.workflow.start(workflowType, {
-    ...options,
-    taskQueue: monitorTaskQueue(taskQueue),
-  });
+  const handle = await startShard(taskQueue, 0, 2);
   await handle.result();
   const history = await handle.fetchHistory();
   const watches = history.events!.filter((e) => e.activityTaskScheduledEventAttributes);
@@ -64,13 +72,7 @@ it('hands back at each checkpoint and watches on, each watch following on from t
   const taskQueue = uniqueTaskQueue('checkpoints');
   const worker = await startTestWorker(server.connection, db.store, taskQueue, { watchShards: 1 });
   cleanups.push(() => worker.stop());
-  const { workflowType, options } = watchShardStart(taskQueue, 0, 1);
-  const handle = await server.client.workflow.start(workflowType, {
-    ...options,
-    args: [{ ...options.args[0], checkpointMs: 200 }],
-    taskQueue: monitorTaskQueue(taskQueue),
-  });
-  terminateLater(handle.workflowId);
+  const handle = await startShard(taskQueue, 0, 1, 200);
   const inputs = await eventually('three watches', async () => {
     const history = await handle.fetchHistory();
     const scheduled = history.events!.flatMap((e) => {
@@ -149,13 +151,7 @@ it('sends the next watch to the worker a watch handed the shard to, and to the s
     worker.shutdown();
     await running;
   });
-  const { workflowType, options } = watchShardStart(taskQueue, 0, 1);
-  const handle = await server.client.workflow.start(workflowType, {
-    ...options,
-    args: [{ ...options.args[0], checkpointMs: 200 }],
-    taskQueue: monitorTaskQueue(taskQueue),
-  });
-  terminateLater(handle.workflowId);
+  const handle = await startShard(taskQueue, 0, 1, 200);
   await eventually('a watch back on the shared queue', async () => calls.length >= 2, 30_000);
   const history = await handle.fetchHistory();
   const scheduled = history.events!.flatMap((e) =>
