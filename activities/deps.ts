@@ -66,7 +66,7 @@ export interface ActivityDeps {
   observeFleet?: (fleetId: string, observation: FleetObservation) => Promise<void>;
   /**
    * The other workers holding watch shards (activities/watch-peers.ts): with them, a worker holding more than
-   * its share hands shards back; without, it keeps every shard it is given.
+   * its share hands shards on; without, it keeps every shard it is given.
    */
   watchPeers?: WatchPeers;
 }

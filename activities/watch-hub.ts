@@ -7,7 +7,7 @@ import { MONITOR_CHECKPOINT_MS } from '../core/monitor-look';
 import {
   dueDigest,
   firstSignalBase,
-  handBackTarget,
+  handOnTarget,
   type LastSignal,
   signalHoldoffMs,
   signalReason,
@@ -23,10 +23,10 @@ const MAX_PAUSE_MS = 1_000;
 /** How long the polls of a round that are back wait for the rest of it, to be recorded in one statement. */
 const FLUSH_WINDOW_MS = 50;
 /**
- * How long a worker waits between two shards it hands back: one at a time, so the others' beats (every 2 s,
+ * How long a worker waits between two shards it hands on: one at a time, so the others' beats (every 2 s,
  * activities/watch-peers.ts) show where the last one went before the next leaves.
  */
-export const HAND_BACK_SPACING_MS = 2_000;
+export const HAND_ON_SPACING_MS = 2_000;
 
 /** A shard joining the hub: its number and count, the continuity its last watch left, and its attempt. */
 export interface ShardJoin extends WatchContinuity {
@@ -56,11 +56,11 @@ export interface ShardMembership {
   readonly failed: Promise<never>;
   /**
    * The own queue of the worker to hand this shard to, once, when this worker holds more shards than its share
-   * and another live worker fewer (`handBackTarget`), for one shard at a time (the highest-numbered, once the
+   * and another live worker fewer (`handOnTarget`), for one shard at a time (the highest-numbered, once the
    * hub has looked at its fleets here); otherwise null. The watch returns then, naming it, and the shard's
    * workflow sends its next watch there.
    */
-  handBackTo(): string | null;
+  handOnTo(): string | null;
   /** Leaves the hub: its fleets are no longer polled (polls under way are still recorded). */
   leave(): void;
 }
@@ -140,7 +140,7 @@ export function createWatchHub(deps: ActivityDeps, round: PollRound) {
   let lastReadAtMs = 0;
   /** Aborts the polls under way when the loop stops (no shard left, or it failed). */
   let stopPolls = new AbortController();
-  let lastHandBackAtMs = Number.NEGATIVE_INFINITY;
+  let lastHandOnAtMs = Number.NEGATIVE_INFINITY;
 
   /** Tells the peers and the metrics how many shards this worker holds. */
   const holdingChanged = () => {
@@ -388,14 +388,14 @@ export function createWatchHub(deps: ActivityDeps, round: PollRound) {
       ensureLoop();
       return {
         failed,
-        handBackTo() {
+        handOnTo() {
           const peers = deps.watchPeers;
           const nowMs = deps.now().getTime();
           if (!peers || shards.get(join.shard) !== shard || shard.lookedAtMs <= startedAtMs) return null;
-          if (nowMs - lastHandBackAtMs < HAND_BACK_SPACING_MS || join.shard !== Math.max(...shards.keys())) return null;
-          const target = handBackTarget(shards.size, peers.others(), join.shards);
+          if (nowMs - lastHandOnAtMs < HAND_ON_SPACING_MS || join.shard !== Math.max(...shards.keys())) return null;
+          const target = handOnTarget(shards.size, peers.others(), join.shards);
           if (!target) return null;
-          lastHandBackAtMs = nowMs;
+          lastHandOnAtMs = nowMs;
           return target.ownQueue;
         },
         stats() {

@@ -17,7 +17,7 @@ export interface WatchPeers {
 /**
  * This worker's place among the workers holding watch shards (`store.watchWorkers`): from `start` until
  * `stop` it beats every WATCH_PEERS_BEAT_MS, recording what it holds and reading what the others hold. A beat
- * that fails leaves it knowing no others (so it hands nothing back on stale news) until one succeeds.
+ * that fails leaves it knowing no others (so it hands nothing on from stale news) until one succeeds.
  */
 export function createWatchPeers(opts: {
   store: Store;

@@ -16,7 +16,7 @@ import { quietEnvironment, runIn } from '../test/support/activity-environment';
 import { eventually } from '../test/support/eventually';
 import { FakeHost, routedClient, unreachable } from '../test/support/fake-host';
 import { createFleetMonitorActivities, type WatchShardInput } from './fleet-monitor';
-import { HAND_BACK_SPACING_MS } from './watch-hub';
+import { HAND_ON_SPACING_MS } from './watch-hub';
 import type { WatchPeers } from './watch-peers';
 
 const POLICY = { heartbeatIntervalMs: 20, heartbeatStaleMs: 60_000, failureThreshold: 3 };
@@ -394,9 +394,9 @@ it('hands its highest shard on while it holds more than its share and another wo
   // Four held, share two of four: shard 3 goes first, then shard 2 (the highest left) a spacing later; then at
   // its share the worker keeps 0 and 1 until their checkpoint.
   expect(watched.map((r) => r.handTo)).toEqual([null, null, 'q/other', 'q/other']);
-  expect(watched[2]!.atMs - watched[3]!.atMs).toBeGreaterThanOrEqual(HAND_BACK_SPACING_MS - 50);
+  expect(watched[2]!.atMs - watched[3]!.atMs).toBeGreaterThanOrEqual(HAND_ON_SPACING_MS - 50);
   expect(held.slice(0, 6)).toEqual([1, 2, 3, 4, 3, 2]);
-  // Every fleet was polled here: a shard is handed back only once the hub has looked at its fleets.
+  // Every fleet was polled here: a shard is handed on only once the hub has looked at its fleets.
   expect(w.polls.size).toBe(4);
 });
 

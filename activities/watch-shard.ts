@@ -79,7 +79,7 @@ export function createWatchShard(deps: ActivityDeps, hub: WatchHub) {
       for (;;) {
         const nowMs = deps.now().getTime();
         const stats = membership.stats();
-        const handedOn = membership.handBackTo();
+        const handedOn = membership.handOnTo();
         if (handedOn !== null || nowMs - startedAtMs >= input.checkpointMs) {
           if (handedOn !== null)
             log.info('watch shard handed on: this worker holds more than its share', {

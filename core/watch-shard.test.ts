@@ -1,5 +1,5 @@
 import { ago, domain, fleet, ID, NOW, operation, policy } from './fleet-fixtures';
-import { dueDigest, firstSignalBase, handBackTarget, signalHoldoffMs, signalReason } from './watch-shard';
+import { dueDigest, firstSignalBase, handOnTarget, signalHoldoffMs, signalReason } from './watch-shard';
 
 const p = policy({ heartbeatIntervalMs: 500, heartbeatStaleMs: 5_000, failureThreshold: 3, degradedGraceMs: 30_000 });
 const deadActive = domain({ consecutiveFailures: 3, lastSeenAt: ago(2_000) });
@@ -93,19 +93,19 @@ describe('firstSignalBase', () => {
   });
 });
 
-describe('handBackTarget', () => {
+describe('handOnTarget', () => {
   const at = (...held: number[]) => held.map((n, i) => ({ held: n, ownQueue: `w${i}` }));
 
-  it('hands back above the share, to the worker holding least while it is below its share', () => {
-    expect(handBackTarget(8, at(0), 8)).toEqual({ held: 0, ownQueue: 'w0' }); // share 4 of 8 between two
-    expect(handBackTarget(5, at(3), 8)?.ownQueue).toBe('w0');
-    expect(handBackTarget(4, at(3, 1), 8)?.ownQueue).toBe('w1'); // share 3 among three
+  it('hands a shard on above the share, to the worker holding least while it is below its share', () => {
+    expect(handOnTarget(8, at(0), 8)).toEqual({ held: 0, ownQueue: 'w0' }); // share 4 of 8 between two
+    expect(handOnTarget(5, at(3), 8)?.ownQueue).toBe('w0');
+    expect(handOnTarget(4, at(3, 1), 8)?.ownQueue).toBe('w1'); // share 3 among three
   });
 
   it('keeps its shards at its share, or where no other worker could take one', () => {
-    expect(handBackTarget(4, at(4), 8)).toBeNull();
-    expect(handBackTarget(3, at(3, 2), 8)).toBeNull(); // 3 + 3 + 2: everyone at or under ceil(8 / 3)
-    expect(handBackTarget(8, at(), 8)).toBeNull(); // alone
-    expect(handBackTarget(6, at(4), 8)).toBeNull(); // the other at its share (a shard in between workers)
+    expect(handOnTarget(4, at(4), 8)).toBeNull();
+    expect(handOnTarget(3, at(3, 2), 8)).toBeNull(); // 3 + 3 + 2: everyone at or under ceil(8 / 3)
+    expect(handOnTarget(8, at(), 8)).toBeNull(); // alone
+    expect(handOnTarget(6, at(4), 8)).toBeNull(); // the other at its share (a shard in between workers)
   });
 });

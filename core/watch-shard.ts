@@ -95,12 +95,12 @@ export function firstSignalBase(fleetId: string, nowMs: number, checkpointMs: nu
 }
 
 /**
- * Where a worker holding `held` of `shards` watch shards should hand one back, `others` being each other live
+ * Where a worker holding `held` of `shards` watch shards should hand one on, `others` being each other live
  * worker of the deployment: to the one holding least, when this worker holds more than its share (the shards
  * over the live workers, rounded up) and that one less than its share; otherwise nowhere (null). The shard's
  * next watch is sent to that worker's own queue. Pure.
  */
-export function handBackTarget<T extends { held: number }>(
+export function handOnTarget<T extends { held: number }>(
   held: number,
   others: readonly T[],
   shards: number,

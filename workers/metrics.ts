@@ -79,7 +79,7 @@ export function createWorkerMetrics(opts: { withDefaults?: boolean } = {}): Work
   });
   const shardsHeld = new Gauge({
     name: 'haru_worker_watch_shards',
-    help: 'Watch shards this worker holds now (each worker hands shards back above its share)',
+    help: 'Watch shards this worker holds now (each worker hands shards on above its share)',
     registers,
   });
   const lastPoll = new Gauge({
