@@ -100,11 +100,7 @@ export function firstSignalBase(fleetId: string, nowMs: number, checkpointMs: nu
  * over the live workers, rounded up) and that one less than its share; otherwise nowhere (null). The shard's
  * next watch is sent to that worker's own queue. Pure.
  */
-export function handOnTarget<T extends { held: number }>(
-  held: number,
-  others: readonly T[],
-  shards: number,
-): T | null {
+export function handOnTarget<T extends { held: number }>(held: number, others: readonly T[], shards: number): T | null {
   const share = Math.ceil(shards / (others.length + 1));
   const least = others.reduce<T | null>((a, b) => (a === null || b.held < a.held ? b : a), null);
   return held > share && least !== null && least.held < share ? least : null;
