@@ -115,12 +115,17 @@ export function certificateRejectionHint(code: string | undefined, target: Super
   return `; the certificate was checked against ${ca} under the name ${name}`;
 }
 
+/** The longest a connect to a supervisor may stay pending (undici's own default is 10 s). */
+const CONNECT_TIMEOUT_MS = 5_000;
+
 /** Builds the resolver the supervisor client and the provisioning activities share. */
 export function createSupervisorAccess(options: SupervisorAccessOptions = {}): SupervisorAccessResolver {
   const env = options.env ?? {};
   const readFile = options.readFile ?? ((file: string) => readFileSync(file));
+  // Each call ends at its own deadline whatever phase it is in (lib/deadline.ts `bound`); the connect timeout
+  // bounds how long a connect abandoned by such a call (a host that drops packets) keeps a socket.
   const agentWith = (tls: (SupervisorClientTls & { servername?: string }) | undefined) =>
-    new Agent({ keepAliveTimeout: 30_000, connect: { ...tls } });
+    new Agent({ keepAliveTimeout: 30_000, connect: { timeout: CONNECT_TIMEOUT_MS, ...tls } });
   const fleetAgent = agentWith(options.tls);
   const agents = new Map<string, Agent>();
   const warned = new Set<string>();

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { FailureType } from '../schemas/failures';
 import type { SupervisorAccess } from '../schemas/layout';
+import { startSilentHost } from '../test/support/local-server';
 import { freePort } from '../test/support/ports';
 import { createSupervisorAccess, type SupervisorTarget } from './supervisor-access';
 import { createSupervisorClient, retryAfterMs } from './supervisor-client';
@@ -114,6 +115,22 @@ describe('supervisor client', () => {
     const f = await failure(client(undefined, 100).status(host));
     expect(f).toMatchObject({ type: FailureType.SupervisorUnreachable });
     expect(f.message).toContain('timed out after 100 ms');
+  });
+
+  it('ends at its timeout against a host that drops packets, while the connect is still pending', async () => {
+    const silent = await startSilentHost();
+    try {
+      const started = performance.now();
+      const f = await failure(client(undefined, 300).status({ slug: 'east', supervisorUrl: silent.url }));
+      const tookMs = performance.now() - started;
+      expect(f).toMatchObject({ type: FailureType.SupervisorUnreachable, nonRetryable: false });
+      expect(f.message).toContain('timed out after 300 ms');
+      // What is under test is that the message is true: the call's own deadline ended it, not the dispatcher's
+      // connect timeout (5 s) long after the message's 300 ms.
+      expect(tookMs).toBeLessThan(5_000);
+    } finally {
+      await silent.close();
+    }
   });
 
   it('throws the cancellation reason when the activity is cancelled mid-request', async () => {

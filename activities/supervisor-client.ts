@@ -113,6 +113,9 @@ export function retryAfterMs(header: string | null, now: Date = new Date()): num
   return Number.isNaN(at) ? undefined : Math.max(0, at - now.getTime());
 }
 
+/** A response that came after its call's deadline: its body is read off so the connection can be reused. */
+const releaseLate = (late: Dispatcher.ResponseData) => void late.body.dump().catch(() => undefined);
+
 const joinUrl = (baseUrl: string, path: string): string =>
   new URL(path, baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`).toString();
 
@@ -158,13 +161,16 @@ export function createSupervisorClient(options: SupervisorClientOptions = {}): S
     let response: Dispatcher.ResponseData;
     let text: string;
     try {
-      response = await request(url, {
-        method,
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: deadline.signal,
-        dispatcher: connection.dispatcher,
-      });
+      response = await deadline.bound(
+        request(url, {
+          method,
+          headers,
+          body: body === undefined ? undefined : JSON.stringify(body),
+          signal: deadline.signal,
+          dispatcher: connection.dispatcher,
+        }),
+        releaseLate,
+      );
       text = await response.body.text();
     } catch (err) {
       if (opts.signal?.aborted) throw opts.signal.reason ?? err;

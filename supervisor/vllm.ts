@@ -52,8 +52,9 @@ export function createVllmClient(opts: VllmClientOptions) {
   // One keep-alive pool for every server of this host. undici's `request`, not `fetch`, with a deadline it
   // clears (lib/deadline.ts): a status read asks every model for /is_sleeping, /metrics and /health, and
   // fetch's WHATWG Request/Response/stream objects plus an `AbortSignal.timeout` per call cost the
-  // supervisor several times the CPU of the calls themselves.
-  const dispatcher = opts.dispatcher ?? new Agent({ keepAliveTimeout: 10_000 });
+  // supervisor several times the CPU of the calls themselves. Each call ends at its own deadline whatever phase
+  // it is in (`bound`); the connect timeout bounds how long a connect it abandoned keeps a socket.
+  const dispatcher = opts.dispatcher ?? new Agent({ keepAliveTimeout: 10_000, connect: { timeout: 5_000 } });
 
   async function call(
     port: number,
@@ -73,13 +74,16 @@ export function createVllmClient(opts: VllmClientOptions) {
     if (body !== undefined) headers['content-type'] = 'application/json';
     if (key) headers.authorization = `Bearer ${key}`;
     try {
-      const res = await request(url, {
-        method,
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: deadline.signal,
-        dispatcher,
-      });
+      const res = await deadline.bound(
+        request(url, {
+          method,
+          headers,
+          body: body === undefined ? undefined : JSON.stringify(body),
+          signal: deadline.signal,
+          dispatcher,
+        }),
+        (late) => void late.body.dump().catch(() => undefined),
+      );
       return { status: res.statusCode, text: await res.body.text() };
     } catch (err) {
       if (deadline.isTimedOut())
