@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // The `haru` command. dist/haru.js (built by `postinstall`, scripts/build-cli.js) while every source it was
 // built from is unchanged, else the TypeScript sources through tsx: an edited tree never runs stale code.
+// This file runs the command itself, so it works under any name it is started by: `node bin/haru.js`, or the
+// bin link `haru` that `npm link`, `npm i -g` and `npx` create.
 'use strict';
 const fs = require('node:fs');
 const path = require('node:path');
@@ -21,9 +23,10 @@ function compiledIsCurrent() {
   }
 }
 
-if (compiledIsCurrent()) {
-  require('../dist/haru.js');
-} else {
+function loadCli() {
+  if (compiledIsCurrent()) return require('../dist/haru.js');
   require('tsx/cjs');
-  require('../cli/main.ts');
+  return require('../cli/main.ts');
 }
+
+void loadCli().main(process.argv);

@@ -87,7 +87,11 @@ function ignoreClosedOutput(): void {
   }
 }
 
-async function main(argv: string[]): Promise<void> {
+/**
+ * Runs the command line `argv` (`process.argv`: node, script, arguments...). `bin/haru.js` calls it, whatever
+ * name the command was started by (`npm link`'s and `npx`'s bin link is `haru`, not `haru.js`).
+ */
+export async function main(argv: string[]): Promise<void> {
   ignoreClosedOutput();
   const program = programFor(argv);
   try {
@@ -106,4 +110,5 @@ async function main(argv: string[]): Promise<void> {
   }
 }
 
-if (require.main === module || process.argv[1]?.endsWith('haru.js')) void main(process.argv);
+// Started as the program itself (`node dist/haru.js`, `tsx cli/main.ts`); bin/haru.js and tests only load it.
+if (require.main === module) void main(process.argv);
