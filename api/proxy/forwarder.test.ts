@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { closedPort, listenLocal, type LocalServer } from '../../test/support/local-server';
+import { closedPort, listenLocal, type LocalServer, startSilentHost } from '../../test/support/local-server';
 import { largeBodyUpstream, withDeadline, writesStall } from '../../test/support/stall';
 import { createForwarder, type ForwardOutcome, type ForwardRequest, isConnectionFailure } from './forwarder';
 
@@ -123,6 +123,34 @@ describe('createForwarder', () => {
     expect(outcome).toEqual({ kind: 'timeout', phase: 'first_byte' });
     expect(seen).toEqual([200]);
     await closed;
+  });
+
+  it('times out at the headers bound while the connect to a host that drops packets is still pending', async () => {
+    const silent = await startSilentHost();
+    try {
+      const started = performance.now();
+      const outcome = await forwarder.send(request(silent.url, { headersTimeoutMs: 200 }));
+      const tookMs = performance.now() - started;
+      expect(outcome).toEqual({ kind: 'timeout', phase: 'headers' });
+      // The bound under test: the request's own, not the dispatcher's connect timeout (2 s here).
+      expect(tookMs).toBeLessThan(2_000);
+    } finally {
+      await silent.close();
+    }
+  });
+
+  it('answers `aborted` at once when the client leaves while the connect is still pending', async () => {
+    const silent = await startSilentHost();
+    try {
+      const ctrl = new AbortController();
+      const pending = forwarder.send(request(silent.url, { signal: ctrl.signal }));
+      setTimeout(() => ctrl.abort(), 50);
+      const started = performance.now();
+      expect(await pending).toEqual({ kind: 'aborted' });
+      expect(performance.now() - started).toBeLessThan(2_000);
+    } finally {
+      await silent.close();
+    }
   });
 
   it('reports a refused connection as retryable `refused`', async () => {

@@ -130,7 +130,10 @@ class Exchange implements Dispatcher.DispatchHandler {
   private abort(reason: Error): void {
     if (this.reason) return;
     this.reason = reason;
-    this.abortUpstream?.(reason);
+    if (this.abortUpstream) return this.abortUpstream(reason);
+    // Not connected yet: undici calls onConnect only once its connect completes, and against a host that drops
+    // packets that is the dispatcher's connect timeout, not this bound. Settle now; onConnect aborts the rest.
+    this.onError(reason);
   }
 
   private cleanup(): void {
