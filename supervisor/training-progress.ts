@@ -1,7 +1,8 @@
-import { closeSync, constants, fstatSync, openSync, readSync, rmSync } from 'node:fs';
+import { closeSync, fstatSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import type { TrainerProgress } from '../schemas/supervisor';
+import { openInTrainerDir, readUpTo } from './trainer-dir';
 
 /**
  * The progress protocol: the supervisor passes `HARU_TRAINING_PROGRESS_FILE` (this file in the slot's checkpoint
@@ -33,12 +34,13 @@ export function clearProgress(checkpointDir: string): void {
 /**
  * What the trainer last reported, with its age; null when it has reported nothing. A file the supervisor cannot
  * use is reported as `error`, never thrown. The trainer owns the directory (a `runAs` user may be anyone), so the
- * file is opened without following a symlink and without blocking on a FIFO, and only a small regular file is read.
+ * file is opened without following a symlink and without blocking on a FIFO (supervisor/trainer-dir.ts), and only
+ * a small regular file is read.
  */
 export function readProgress(checkpointDir: string, now: Date): TrainerProgress | null {
   let fd: number;
   try {
-    fd = openSync(progressFile(checkpointDir), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    fd = openInTrainerDir(progressFile(checkpointDir));
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
     return failed(`cannot open ${PROGRESS_FILE}: ${(err as Error).message}`, null, now);
@@ -48,8 +50,7 @@ export function readProgress(checkpointDir: string, now: Date): TrainerProgress 
     const at = stat.mtime;
     if (!stat.isFile()) return failed(`${PROGRESS_FILE} is not a regular file`, at, now);
     if (stat.size > MAX_BYTES) return failed(`${PROGRESS_FILE} is over ${MAX_BYTES} bytes`, at, now);
-    const buf = Buffer.alloc(MAX_BYTES);
-    const text = buf.toString('utf8', 0, readSync(fd, buf, 0, MAX_BYTES, 0));
+    const text = readUpTo(fd, MAX_BYTES);
     let json: unknown;
     try {
       json = JSON.parse(text);

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { chownSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chownSync, closeSync, fstatSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type {
@@ -23,6 +23,7 @@ import { type RunAsUser, runAsCommand } from './run-as';
 import { DEFAULT_RESTART_POLICY, nextRestart, type RestartPolicy } from './restart-backoff';
 import { createKeyedSerializer } from './serial';
 import { clearProgress, PROGRESS_ENV, progressFile, readProgress } from './training-progress';
+import { openInTrainerDir, readUpTo, replaceInTrainerDir } from './trainer-dir';
 
 type TrainingSlot = SupervisorConfig['training'][number];
 
@@ -35,8 +36,14 @@ export const SUPERVISOR_SECRET_ENV = [
   'HARU_SUPERVISOR_CONFIG',
 ] as const;
 
-/** Written in the checkpoint dir while a run is alive, so a restarted supervisor adopts the run. */
+/**
+ * Written in the checkpoint dir while a run is alive, so a restarted supervisor adopts the run. A `runAs` trainer
+ * owns that dir, so the file is replaced by rename and read without following a symlink (supervisor/trainer-dir.ts).
+ */
 export const RUN_FILE = '.haru-training-run.json';
+
+/** Larger than any run file the supervisor writes. */
+const MAX_RUN_FILE_BYTES = 4096;
 
 /**
  * The environment of a training process: the supervisor's own minus its secrets, plus the slot's `env`, plus
@@ -178,7 +185,13 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
         ? { stopDeadline: new Date(run.deadlineAt).toISOString() }
         : {}),
     };
-    writeFileSync(runFile(run.slot), `${JSON.stringify(record)}\n`);
+    try {
+      // Never writeFileSync: it would follow a symlink the trainer put under that name, as root.
+      replaceInTrainerDir(runFile(run.slot), `${JSON.stringify(record)}\n`);
+    } catch (err) {
+      // Only adoption needs the file: a trainer that blocks the name (a directory there) must not fail a stop.
+      logger.warn('training run file not written', { gpuIndex: run.slot.gpuIndex, error: errorMessage(err) });
+    }
   };
   /** Slots asked to train (start without a stop since): a crash there is restarted. */
   const wanted = new Set<number>();
@@ -411,20 +424,39 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
       : { kind: 'cgroup', detail: tracking.parent };
   }
 
+  /**
+   * The slot's run file, or null. A trainer running as another user owns its checkpoint dir: a run file not
+   * written by us there is not adopted (it could name any process group for us to signal), nor a symlink or a
+   * hard link to some other file of ours.
+   */
+  function readRunFile(slot: TrainingSlot): RunFile | null {
+    let fd: number;
+    try {
+      fd = openInTrainerDir(runFile(slot));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
+        logger.warn('training run file ignored', { gpuIndex: slot.gpuIndex, error: errorMessage(err) });
+      }
+      return null;
+    }
+    try {
+      const stat = fstatSync(fd);
+      if (!stat.isFile() || stat.nlink !== 1 || (process.getuid && stat.uid !== process.getuid())) {
+        logger.warn('training run file not written by the supervisor ignored', { gpuIndex: slot.gpuIndex });
+        return null;
+      }
+      return JSON.parse(readUpTo(fd, MAX_RUN_FILE_BYTES)) as RunFile;
+    } catch {
+      return null;
+    } finally {
+      closeSync(fd);
+    }
+  }
+
   /** Adopts a run left by a previous supervisor process when its group is still alive. */
   function adopt(slot: TrainingSlot): void {
-    let record: RunFile;
-    try {
-      // A trainer running as another user owns its checkpoint dir: a run file not written by us is not adopted
-      // (it could name any process group for us to signal).
-      if (process.getuid && statSync(runFile(slot)).uid !== process.getuid()) {
-        logger.warn('training run file not written by the supervisor ignored', { gpuIndex: slot.gpuIndex });
-        return;
-      }
-      record = JSON.parse(readFileSync(runFile(slot), 'utf8')) as RunFile;
-    } catch {
-      return;
-    }
+    const record = readRunFile(slot);
+    if (!record) return;
     if (record.hostname !== undefined && record.hostname !== host.hostname) {
       // Shared checkpoint storage: that host's run, not ours to adopt or remove.
       logger.warn('training run file of another host left alone', { gpuIndex: slot.gpuIndex, host: record.hostname });

@@ -3,7 +3,19 @@
  * group, SIGTERM then SIGKILL, checkpoints on disk.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  lchownSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { SupervisorConfig } from '../../schemas/supervisor';
@@ -595,5 +607,69 @@ if (runAsUnavailable) console.warn(`skipping runAs tests: ${runAsUnavailable}`);
     manager.stop({ gpuIndex, graceMs: 5_000 });
     await manager.idle(gpuIndex);
     expect(manager.status()[0]!.lastExit).toMatchObject({ signal: 'SIGTERM' });
+  });
+
+  /** A root-owned 0600 file outside the trainer's reach, with known contents. */
+  const rootOnlyFile = (text: string) => {
+    const file = path.join(dirs.make(), 'root-only');
+    writeFileSync(file, text, { mode: 0o600 });
+    return file;
+  };
+
+  it('never writes through a symlink the trainer put in place of its run file', async () => {
+    const target = rootOnlyFile('root secret\n');
+    // The trainer waits for the supervisor's run file, then swaps it for a symlink to the root-owned file.
+    const script =
+      `f="$HARU_CHECKPOINT_DIR/${RUN_FILE}"; while [ ! -e "$f" ]; do sleep 0.02; done;` +
+      ' ln -sf "$TARGET" "$f" && touch "$HARU_CHECKPOINT_DIR/planted"; exec sleep 60';
+    const { manager, checkpointDir, gpuIndex } = setup(
+      { command: ['/bin/sh', '-c', script], runAs: 'nobody', env: { TARGET: target } },
+      { runAs: new Map([[1, nobody!]]), tracking: cgroups.kind === 'cgroup' ? cgroups : undefined },
+    );
+    chmodSync(path.dirname(checkpointDir), 0o755);
+    await manager.start({ gpuIndex });
+    await waitFor('the symlink planted', () => existsSync(path.join(checkpointDir, 'planted')));
+    const file = path.join(checkpointDir, RUN_FILE);
+    expect(lstatSync(file)).toMatchObject({ uid: nobody!.uid });
+    expect(lstatSync(file).isSymbolicLink()).toBe(true);
+
+    manager.stop({ gpuIndex, graceMs: 5_000 }); // records the stop deadline in the run file
+    expect(readFileSync(target, 'utf8')).toBe('root secret\n');
+    expect(statSync(target)).toMatchObject({ uid: 0, mode: 0o100600 });
+    expect(lstatSync(file).isFile()).toBe(true); // the symlink itself was replaced
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ stopDeadline: manager.status()[0]!.stopDeadline });
+    await manager.idle(gpuIndex);
+    expect(readFileSync(target, 'utf8')).toBe('root secret\n');
+  });
+
+  it('adopts no run through a symlink the trainer put in place of its run file', async () => {
+    // A file of root's elsewhere that reads as a run file: it names a live process group that is not the trainer's.
+    const victim = spawn('sleep', ['60'], { detached: true, stdio: 'ignore' });
+    try {
+      const pgid = victim.pid!;
+      const record = { pgid, startTime: createProcessTable().startTime(pgid), startedAt: new Date().toISOString() };
+      const target = rootOnlyFile(JSON.stringify({ ...record, ...currentHost() }));
+      const checkpointDir = path.join(dirs.make(), 'ckpt');
+      mkdirSync(checkpointDir);
+      chownSync(checkpointDir, nobody!.uid, nobody!.gid);
+      symlinkSync(target, path.join(checkpointDir, RUN_FILE));
+      lchownSync(path.join(checkpointDir, RUN_FILE), nobody!.uid, nobody!.gid); // planted by the trainer
+      const restarted = createTrainingManager({
+        slots: [{ gpuIndex: 1, checkpointDir, command: trainer(), runAs: 'nobody' }],
+        baseEnv: process.env,
+        cwd: path.dirname(checkpointDir),
+        processTable: createProcessTable(),
+        now: () => new Date(),
+        logger: silentLogger,
+        orphanGraceMs: 1_000,
+        pollMs: 20,
+        runAs: new Map([[1, nobody!]]),
+      });
+      managers.push(restarted);
+      expect(restarted.status()[0]).toMatchObject({ state: 'idle', pids: [] });
+      expect(isAlive(pgid)).toBe(true);
+    } finally {
+      victim.kill('SIGKILL');
+    }
   });
 });
