@@ -172,14 +172,20 @@ describe('lookAtFleet', () => {
     expect(await domain(east.id)).toMatchObject({ consecutiveFailures: 1 });
   });
 
-  it('hears the proxy’s announced proofs of life over Postgres NOTIFY', async () => {
+  it('hears the proxy’s announced proofs of life over Postgres NOTIFY, dated by its own clock when heard', async () => {
     const { east } = await setup();
-    const proof = createProofOfLife(tdb.store);
+    // The worker's clock: the proxy's `at` is 30 s behind or ahead of it (another host's clock), and must not count.
+    let workerNowMs = 1_000_000;
+    const proof = createProofOfLife(tdb.store, undefined, () => workerNowMs);
     expect(proof.lastServedAtMs(east.id)).toBeNull(); // starts listening
-    const at = new Date();
     await eventually('the announcement heard', async () => {
-      await tdb.store.domains.announceServed(east.id, at);
-      return proof.lastServedAtMs(east.id) === at.getTime();
+      await tdb.store.domains.announceServed(east.id, new Date(Date.now() - 30_000));
+      return proof.lastServedAtMs(east.id) === 1_000_000;
+    });
+    workerNowMs = 2_000_000;
+    await eventually('the next announcement heard', async () => {
+      await tdb.store.domains.announceServed(east.id, new Date(Date.now() + 30_000));
+      return proof.lastServedAtMs(east.id) === 2_000_000;
     });
   });
 

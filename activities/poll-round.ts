@@ -68,7 +68,7 @@ export interface PollRound {
  */
 export function createPollRound(deps: ActivityDeps): PollRound {
   const { store, supervisor } = deps;
-  const proofOfLife = deps.proofOfLife ?? createProofOfLife(store);
+  const proofOfLife = deps.proofOfLife ?? createProofOfLife(store, undefined, () => deps.now().getTime());
   const healthySince = new Map<string, number>();
   const lastOkAt = new Map<string, string>();
 

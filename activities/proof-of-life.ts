@@ -3,7 +3,10 @@ import { SERVED_CHANNEL, servedPushSchema } from '../schemas/proof-of-life';
 
 /** The latest proof of life the proxies announced per domain, as this worker heard it. */
 export interface ProofOfLife {
-  /** When the proxy last relayed a successful answer from the domain (ms); null when not heard of. */
+  /**
+   * When this worker last heard that the proxy relayed a successful answer from the domain (ms, this worker's
+   * clock); null when not heard of.
+   */
   lastServedAtMs(domainId: string): number | null;
 }
 
@@ -12,7 +15,11 @@ export interface ProofOfLife {
  * open (its close ends the listen). A store that is not a real database (a test fake) hears nothing. A
  * listen that fails is retried on a later call: without it the monitor judges on polls alone, as before.
  */
-export function createProofOfLife(store: Store, onError: (err: unknown) => void = () => {}): ProofOfLife {
+export function createProofOfLife(
+  store: Store,
+  onError: (err: unknown) => void = () => {},
+  now: () => number = Date.now,
+): ProofOfLife {
   const servedAt = new Map<string, number>();
   let listening: Promise<unknown> | null = null;
   function listen() {
@@ -27,9 +34,11 @@ export function createProofOfLife(store: Store, onError: (err: unknown) => void 
           return; // not JSON: not ours
         }
         if (!parsed.success) return;
-        const at = Date.parse(parsed.data.at);
-        if (Number.isFinite(at) && at > (servedAt.get(parsed.data.domainId) ?? 0))
-          servedAt.set(parsed.data.domainId, at);
+        // Dated when this worker heard it, never by the proxy's `at`: the monitor judges it against its own
+        // poll times, and two hosts' clocks are never compared (docs/architecture.md §9.2). NOTIFY reaches a
+        // listener within milliseconds of the relayed answer, well inside the one-poll-timeout window it is
+        // judged in.
+        servedAt.set(parsed.data.domainId, now());
       })
       .catch((err: unknown) => {
         listening = null;

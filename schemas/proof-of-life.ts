@@ -6,6 +6,9 @@ import { z } from 'zod';
  */
 export const SERVED_CHANNEL = 'haru_served';
 
-/** One proof of life: the domain that answered and when (ISO). Lenient: a listener needs only these fields. */
+/**
+ * One proof of life: the domain that answered and when by the proxy's clock (ISO, for whoever reads the channel).
+ * The monitor dates it by its own clock when it hears it, never by `at`. Lenient: a listener needs only these.
+ */
 export const servedPushSchema = z.object({ domainId: z.string(), at: z.string() });
 export type ServedPush = z.infer<typeof servedPushSchema>;
