@@ -172,6 +172,29 @@ describe('lookAtFleet', () => {
     expect(await domain(east.id)).toMatchObject({ consecutiveFailures: 1 });
   });
 
+  it('holds a poll that timed out while the watcher itself stalled against nobody, and counts one that did not', async () => {
+    const { a, east, look, domain } = await setup();
+    const lastSeenAt = (await domain(east.id)).lastSeenAt;
+    const timedOut = () =>
+      ApplicationFailure.retryable(
+        `supervisor GET ${east.supervisorUrl}v1/status: timed out after 1000 ms`,
+        FailureType.SupervisorUnreachable,
+      );
+    a.onStatus = () => {
+      // This worker's event loop held for 400 ms of the poll's 1,000 ms wait (a starved or paused watcher).
+      const until = performance.now() + 400;
+      while (performance.now() < until);
+      throw timedOut();
+    };
+    await look();
+    expect(await domain(east.id)).toMatchObject({ consecutiveFailures: 0, state: 'ready', lastSeenAt });
+    a.onStatus = () => {
+      throw timedOut();
+    };
+    await look();
+    expect(await domain(east.id)).toMatchObject({ consecutiveFailures: 1 });
+  });
+
   it('hears the proxy’s announced proofs of life over Postgres NOTIFY, dated by its own clock when heard', async () => {
     const { east } = await setup();
     // The worker's clock: the proxy's `at` is 30 s behind or ahead of it (another host's clock), and must not count.

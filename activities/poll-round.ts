@@ -10,6 +10,7 @@ import { lastSeenRefreshMs, needsPollWrite } from '../core/poll-record';
 import { judgePoll, type PollOutcome, pollTimeoutMs } from '../core/poll-verdict';
 import type { ActivityDeps } from './deps';
 import { createProofOfLife } from './proof-of-life';
+import { processEventLoopLag } from '../lib/event-loop-lag';
 
 /**
  * One supervisor poll of a round as `judgePoll` read it: the status it answered, the error of a poll that
@@ -69,14 +70,20 @@ export interface PollRound {
 export function createPollRound(deps: ActivityDeps): PollRound {
   const { store, supervisor } = deps;
   const proofOfLife = deps.proofOfLife ?? createProofOfLife(store, undefined, () => deps.now().getTime());
+  const lag = deps.eventLoopLag ?? processEventLoopLag();
   const healthySince = new Map<string, number>();
   const lastOkAt = new Map<string, string>();
 
-  /** Asks one domain's supervisor for its status and judges the poll (`judgePoll`); not yet recorded. */
-  async function probe(fleet: FleetSnapshot, domain: DomainSnapshot, signal: AbortSignal): Promise<Probe> {
+  /**
+   * Asks one domain's supervisor for its status and judges the poll (`judgePoll`); not yet recorded. Null for a
+   * poll that timed out while this worker's own event loop stalled (`watcher_lag`): it is not recorded at all.
+   * A poll is dated when its answer (or its failure) came, not when it was sent.
+   */
+  async function probe(fleet: FleetSnapshot, domain: DomainSnapshot, signal: AbortSignal): Promise<Probe | null> {
     const policy = fleet.policy;
     const timeoutMs = pollTimeoutMs(policy);
-    const at = deps.now();
+    const sentAt = deps.now();
+    const sentAtLoop = performance.now();
     let outcome: PollOutcome;
     try {
       const status = await supervisor.status(domain, { signal, timeoutMs });
@@ -86,15 +93,26 @@ export function createPollRound(deps: ActivityDeps): PollRound {
       const error = err instanceof Error ? err.message : String(err);
       outcome = { kind: /timed out after \d+ ms$/.test(error) ? 'timeout' : 'unreachable', error };
     }
+    const at = deps.now();
     const verdict = judgePoll(
       {
         outcome,
         models: domain.slots.flatMap((slot) => (slot.kind === 'inference' ? slot.models.map((m) => m.name) : [])),
         lastServedAtMs: proofOfLife.lastServedAtMs(domain.id),
-        polledAtMs: at.getTime(),
+        polledAtMs: sentAt.getTime(),
+        watcherLagMs: outcome.kind === 'timeout' ? lag.maxSince(sentAtLoop) : 0,
       },
       policy,
     );
+    if (verdict.evidence === 'watcher_lag') {
+      log.warn('supervisor poll not counted: this worker lagged while it waited', {
+        fleet: fleet.slug,
+        domain: domain.slug,
+        watcherLagMs: Math.round(lag.maxSince(sentAtLoop)),
+        timeoutMs,
+      });
+      return null;
+    }
     deps.metrics?.domainPolled({ fleet: fleet.slug, domain: domain.slug, outcome: verdict.isFailed ? 'error' : 'ok' });
     if (verdict.isFailed) return { fleet, domain, at, error: verdict.message ?? verdict.evidence };
     if (outcome.kind === 'answered') {
@@ -226,7 +244,9 @@ export function createPollRound(deps: ActivityDeps): PollRound {
   const probeFleet = async (fleet: FleetSnapshot, signal: AbortSignal, isFirstRound: boolean) => ({
     fleet,
     isFirstRound,
-    probes: await Promise.all(fleet.domains.filter((d) => d.state !== 'stopped').map((d) => probe(fleet, d, signal))),
+    probes: (
+      await Promise.all(fleet.domains.filter((d) => d.state !== 'stopped').map((d) => probe(fleet, d, signal)))
+    ).filter((p): p is Probe => p !== null),
   });
 
   return {

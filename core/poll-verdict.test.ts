@@ -1,6 +1,6 @@
 import type { ModelStatus, SupervisorStatus } from '../schemas/supervisor';
 import { policy } from './fleet-fixtures';
-import { judgePoll, type PollEvidence, pollTimeoutMs } from './poll-verdict';
+import { judgePoll, type PollEvidence, pollTimeoutMs, WATCHER_LAG_SHARE } from './poll-verdict';
 
 const P = policy({ heartbeatIntervalMs: 500, heartbeatStaleMs: 5_000 });
 const POLLED_AT = 1_000_000;
@@ -106,6 +106,28 @@ describe('judgePoll', () => {
       message: null,
     });
     expect(judgePoll(evidence(timeout, POLLED_AT - window - 1), P).isFailed).toBe(true);
+  });
+
+  it('holds a timeout against nobody when the watcher stalled for a quarter of the wait, and only then', () => {
+    const timeout = { kind: 'timeout' as const, error: 'timed out after 1000 ms' };
+    const window = pollTimeoutMs(P);
+    const lagged = (watcherLagMs: number) => judgePoll({ ...evidence(timeout), watcherLagMs }, P);
+    expect(lagged(window * WATCHER_LAG_SHARE)).toEqual({
+      isFailed: false,
+      evidence: 'watcher_lag',
+      busyModels: [],
+      message: null,
+    });
+    expect(lagged(3_000).evidence).toBe('watcher_lag');
+    expect(lagged(window * WATCHER_LAG_SHARE - 1)).toMatchObject({ isFailed: true, evidence: 'supervisor_timeout' });
+  });
+
+  it('fails a refused connection whatever the watcher lag: refusal is the host speaking', () => {
+    const refused = { kind: 'unreachable' as const, error: 'connect ECONNREFUSED 127.0.0.2:8081' };
+    expect(judgePoll({ ...evidence(refused), watcherLagMs: 3_000 }, P)).toMatchObject({
+      isFailed: true,
+      evidence: 'supervisor_unreachable',
+    });
   });
 
   it('reads an older supervisor (no condition) as before: an answer is a success', () => {

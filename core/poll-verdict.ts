@@ -16,14 +16,25 @@ export interface PollEvidence {
   lastServedAtMs: number | null;
   /** When the poll started (ms). */
   polledAtMs: number;
+  /** The longest stall of the watcher's own event loop while the poll was under way (ms; 0 when none). */
+  watcherLagMs?: number;
 }
 
 /** What decided a verdict. */
 export type PollEvidenceKind =
-  'status' | 'proof_of_life' | 'process_gone' | 'frozen' | 'supervisor_timeout' | 'supervisor_unreachable';
+  | 'status'
+  | 'proof_of_life'
+  | 'watcher_lag'
+  | 'process_gone'
+  | 'frozen'
+  | 'supervisor_timeout'
+  | 'supervisor_unreachable';
 
 export interface PollVerdict {
-  /** Counts as a failed poll (towards `failureThreshold`; it does not renew the heartbeat). */
+  /**
+   * Counts as a failed poll (towards `failureThreshold`; it does not renew the heartbeat). A `watcher_lag`
+   * verdict is neither failed nor a sighting: the poll is not recorded at all.
+   */
   isFailed: boolean;
   evidence: PollEvidenceKind;
   /** Models whose admin endpoints are slow: alive, their state as last confirmed. */
@@ -31,6 +42,13 @@ export interface PollVerdict {
   /** One line for the domain's `lastError` and events; null when the poll did not fail. */
   message: string | null;
 }
+
+/**
+ * How much of a poll's wait the watcher's own event loop may have stalled before a timeout says nothing about
+ * the host: a quarter. Past it, the answer may have sat unread in the socket while the deadline's timer, which
+ * libuv runs first after a stall, fired.
+ */
+export const WATCHER_LAG_SHARE = 0.25;
 
 /**
  * How long the monitor waits for a supervisor status: twice the poll interval, at least 1 s, at most the
@@ -46,6 +64,9 @@ export const pollTimeoutMs = (policy: Pick<FleetPolicy, 'heartbeatIntervalMs' | 
  *   it is stopped (`frozen`, SIGSTOP) or none is left and its port refuses (`gone`). A model whose admin
  *   endpoints are slow or timed out is `busy`: alive, never a failed poll, traffic or not. A supervisor that
  *   sends no `condition` (older than the status view) is read as before: an answer is a success.
+ * - The supervisor timed out while the watcher's own event loop stalled for a quarter of the wait or more
+ *   (`watcher_lag`): the watcher could not see, so the poll counts neither way. A refused or reset connection
+ *   is the host's answer, whatever the watcher's lag.
  * - The supervisor did not answer (refused, reset, timed out): the poll fails unless the proxy relayed a
  *   successful answer from the domain within one poll timeout before the poll started: users are being
  *   served, so the host is alive and only its supervisor or the path to it is slow.
@@ -74,6 +95,9 @@ export function judgePoll(
     return { isFailed: false, evidence: 'status', busyModels, message: null };
   }
   const windowMs = pollTimeoutMs(policy);
+  if (outcome.kind === 'timeout' && (evidence.watcherLagMs ?? 0) >= windowMs * WATCHER_LAG_SHARE) {
+    return { isFailed: false, evidence: 'watcher_lag', busyModels: [], message: null };
+  }
   if (evidence.lastServedAtMs !== null && evidence.lastServedAtMs >= evidence.polledAtMs - windowMs) {
     return { isFailed: false, evidence: 'proof_of_life', busyModels: [], message: null };
   }
