@@ -99,7 +99,11 @@ export function createApp(deps: ApiDeps): ApiApp {
     storeTimeoutMs: config.HARU_STORE_TIMEOUT_MS,
     now,
     logger,
-    onRevision: (s) => metrics.routeRevision.set({ fleet: s.slug }, s.routeRevision),
+    onRevision: (s) => {
+      metrics.routeRevision.set({ fleet: s.slug }, s.routeRevision);
+      // Stale answers only come for a fleet loaded before: its counter is at 0 by then (HaruRouteStale's rate).
+      metrics.staleRouting.inc({ fleet: s.slug }, 0);
+    },
   });
   const shutdown = new AbortController();
   // Once per registry: a test may build several apps on one.

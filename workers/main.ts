@@ -123,6 +123,7 @@ export async function startWorker(env: NodeJS.ProcessEnv = process.env): Promise
       intervalMs: config.HARU_MONITOR_KEEP_INTERVAL_MS,
       logger,
       shards: config.HARU_MONITOR_SHARDS,
+      onFleets: (all) => metrics.knowFleets(all),
     });
     cleanups.push(() => keeper.stop());
     logger.info('worker running', {

@@ -1,3 +1,8 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { createActivities } from '../activities';
+import { OPERATION_KINDS } from '../schemas/enums';
 import type { SupervisorStatus } from '../schemas/supervisor';
 import { parsePrometheusText, sumSamples } from '../supervisor/prometheus-text';
 import { createWorkerMetrics } from './metrics';
@@ -51,5 +56,89 @@ describe('the monitor’s series', () => {
     expect(value('haru_training_step', { ...west, gpu: '0' })).toBe(12);
     expect(value('haru_domain_last_poll_timestamp_seconds', east)).toBe(Date.parse('2026-01-01T00:00:01.000Z') / 1000);
     expect(value('haru_domain_last_poll_timestamp_seconds', west)).toBe(Date.parse('2026-01-01T00:00:03.000Z') / 1000);
+  });
+});
+
+/**
+ * The counters an alert rule or a dashboard panel reads with `increase()` or `rate()`, with the label values
+ * they select: `[name, {label: value}]` for each `name{label="value", …}` in deploy/ (a `=~` matcher selects
+ * nothing fixed, so it adds no label).
+ */
+function countersReadByRulesAndPanels(): [string, Record<string, string>][] {
+  const deploy = path.resolve(__dirname, '../deploy');
+  const rules = parseYaml(readFileSync(path.join(deploy, 'prometheus/haru.rules.yml'), 'utf8')) as {
+    groups: { rules: { expr: string }[] }[];
+  };
+  const dashboard = JSON.parse(readFileSync(path.join(deploy, 'grafana/haru.json'), 'utf8')) as {
+    panels: { targets: { expr: string }[] }[];
+  };
+  const exprs = [
+    ...rules.groups.flatMap((g) => g.rules.map((r) => r.expr)),
+    ...dashboard.panels.flatMap((p) => p.targets.map((t) => t.expr)),
+  ];
+  return exprs.flatMap((expr) =>
+    [...expr.matchAll(/\b(?:increase|rate)\((haru_[a-z0-9_]+_total)(?:\{([^}]*)\})?/g)].map(
+      ([, name, matchers]): [string, Record<string, string>] => [
+        name!,
+        Object.fromEntries([...(matchers ?? '').matchAll(/(\w+)\s*=\s*"([^"]*)"/g)].map(([, k, v]) => [k!, v!])),
+      ],
+    ),
+  );
+}
+
+describe('counters before their first event', () => {
+  const fleet = { slug: 'prod', domains: [{ slug: 'east' }, { slug: 'west' }] };
+  /** As the worker sets them up: its activity types and the fleets in the store known (workers/worker.ts). */
+  const freshWorkerMetrics = () => {
+    const metrics = createWorkerMetrics();
+    metrics.knowActivityTypes(
+      Object.keys(createActivities({ store: {}, supervisor: {}, now: () => new Date() } as never)),
+    );
+    metrics.knowFleets([fleet]);
+    return metrics;
+  };
+
+  it('writes every series an alert or panel counts at 0, so the first failure is an increase', async () => {
+    const metrics = freshWorkerMetrics();
+    const text = await metrics.registry.metrics();
+    // The alerts' own series, as the text exposition writes them.
+    expect(text).toContain('haru_operations_total{fleet="prod",kind="promote",outcome="failed"} 0\n');
+    expect(text).toContain('haru_worker_activity_executions_total{activity="verifyGpuReleased",outcome="failed"} 0\n');
+    const samples = parsePrometheusText(text);
+    const zeroAt = (name: string, labels: Record<string, string>) => sumSamples(samples, name, labels);
+    for (const kind of OPERATION_KINDS)
+      for (const outcome of ['succeeded', 'failed', 'cancelled'])
+        expect([kind, outcome, zeroAt('haru_operations_total', { fleet: 'prod', kind, outcome })]).toEqual([
+          kind,
+          outcome,
+          0,
+        ]);
+    for (const outcome of ['committed', 'already_committed', 'conflict'])
+      expect([outcome, zeroAt('haru_worker_routing_commits_total', { fleet: 'prod', outcome })]).toEqual([outcome, 0]);
+    for (const domain of ['east', 'west'])
+      for (const outcome of ['ok', 'error'])
+        expect([domain, outcome, zeroAt('haru_worker_domain_polls_total', { fleet: 'prod', domain, outcome })]).toEqual(
+          [domain, outcome, 0],
+        );
+    // Every counter deploy/ reads that the worker exports, with the labels it selects.
+    const read = countersReadByRulesAndPanels().filter(([name]) => metrics.registry.getSingleMetric(name));
+    expect(read.map(([name]) => name)).toEqual(
+      expect.arrayContaining([
+        'haru_operations_total',
+        'haru_worker_activity_executions_total',
+        'haru_worker_routing_commits_total',
+        'haru_worker_domain_polls_total',
+      ]),
+    );
+    for (const [name, labels] of read) expect([name, labels, zeroAt(name, labels)]).toEqual([name, labels, 0]);
+  });
+
+  it('knows a fleet again without touching what it counted', async () => {
+    const metrics = freshWorkerMetrics();
+    const failed = { fleet: 'prod', kind: 'promote', outcome: 'failed' };
+    metrics.operationFinished(failed, 3);
+    metrics.knowFleets([fleet]);
+    const samples = parsePrometheusText(await metrics.registry.metrics());
+    expect(sumSamples(samples, 'haru_operations_total', failed)).toBe(1);
   });
 });

@@ -1,12 +1,39 @@
 import type { ActivityInterceptorsFactory } from '@temporalio/worker';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { ActivityMetrics } from '../activities/deps';
+import { OPERATION_KINDS, type OperationState } from '../schemas/enums';
+
+/** A fleet as its series name it: `fleet` is the slug, `domain` each domain's slug. */
+export interface FleetLabels {
+  slug: string;
+  domains: readonly { slug: string }[];
+}
+
+// The label values each counter can take, written at 0 before the first event (`knowFleets`).
+type Outcome<K extends 'routingCommit' | 'domainPolled'> = Parameters<ActivityMetrics[K]>[0]['outcome'];
+const OPERATION_OUTCOMES = ['succeeded', 'failed', 'cancelled'] as const satisfies readonly OperationState[];
+const COMMIT_OUTCOMES = [
+  'committed',
+  'already_committed',
+  'conflict',
+] as const satisfies readonly Outcome<'routingCommit'>[];
+const POLL_OUTCOMES = ['ok', 'error'] as const satisfies readonly Outcome<'domainPolled'>[];
+const EXECUTION_OUTCOMES = ['ok', 'failed', 'cancelled'] as const;
 
 /** The worker's Prometheus metrics, on a registry of their own. */
 export interface WorkerMetrics extends ActivityMetrics {
   registry: Registry;
   /** Activity interceptor counting executions and timing them by activity type and outcome. */
   activityInterceptor: ActivityInterceptorsFactory;
+  /**
+   * Writes every counter series of these fleets at 0 (operations by kind and outcome, routing commits by outcome,
+   * polls by domain and outcome) unless it exists: `increase()` and `rate()` see no increase in a series whose
+   * first sample is already 1, so the first failed promotion would raise no alert. Called with the store's
+   * fleets when the worker starts and at each keeper round (a fleet created since).
+   */
+  knowFleets(fleets: readonly FleetLabels[]): void;
+  /** Writes the execution counters of these activity types at 0 for each outcome (the worker registers them). */
+  knowActivityTypes(types: readonly string[]): void;
 }
 
 /** Creates the metrics; `withDefaults` adds the process metrics (main.ts only, to keep tests light). */
@@ -114,6 +141,18 @@ export function createWorkerMetrics(opts: { withDefaults?: boolean } = {}): Work
       operationDuration.observe(labels, seconds);
     },
     stepSucceeded: (labels, seconds) => stepDuration.observe(labels, seconds),
+    knowFleets(fleets) {
+      for (const { slug: fleet, domains } of fleets) {
+        for (const kind of OPERATION_KINDS)
+          for (const outcome of OPERATION_OUTCOMES) operations.inc({ fleet, kind, outcome }, 0);
+        for (const outcome of COMMIT_OUTCOMES) commits.inc({ fleet, outcome }, 0);
+        for (const { slug: domain } of domains)
+          for (const outcome of POLL_OUTCOMES) pollsOf({ fleet, domain, outcome }).inc(0);
+      }
+    },
+    knowActivityTypes(types) {
+      for (const activity of types) for (const outcome of EXECUTION_OUTCOMES) executions.inc({ activity, outcome }, 0);
+    },
     hostObserved(labels, status) {
       lastPollOf(labels).set(Date.parse(status.at) / 1000);
       for (const m of status.models)

@@ -2,7 +2,7 @@ import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import type { Logger } from '@temporalio/common';
 import type { Store } from '../db/store';
 import { endOrphanedOperation } from '../db/orphaned-operation';
-import type { Operation } from '../schemas/entities';
+import type { FleetSnapshot, Operation } from '../schemas/entities';
 import { monitorTaskQueue } from '../core/task-queues';
 import { monitorWorkflowId } from '../core/workflow-ids';
 import { DEFAULT_WATCH_SHARDS } from '../core/watch-shard';
@@ -101,7 +101,8 @@ export interface MonitorKeeper {
  * in the store that Temporal does not list running (a fleet seeded after the worker started, or one whose
  * monitor or shard failed, was terminated or timed out, gets one within a round or two), and every in-flight
  * operation whose workflow has closed is ended (`endIfOrphaned`). A failed round (store or Temporal down) is
- * logged and tried again at the next one.
+ * logged and tried again at the next one. `onFleets` sees each round's fleets (the worker's metrics write a new
+ * fleet's counters at 0).
  */
 export function keepMonitors(opts: {
   client: Client;
@@ -110,6 +111,7 @@ export function keepMonitors(opts: {
   intervalMs: number;
   logger: Logger;
   shards?: number;
+  onFleets?: (fleets: readonly FleetSnapshot[]) => void;
 }): MonitorKeeper {
   const { client, store, taskQueue, logger } = opts;
   let timer: NodeJS.Timeout | undefined;
@@ -128,7 +130,9 @@ export function keepMonitors(opts: {
       }
       return null;
     });
-    for (const fleet of await store.fleets.list()) {
+    const fleets = await store.fleets.list();
+    opts.onFleets?.(fleets);
+    for (const fleet of fleets) {
       try {
         if (!running?.has(monitorWorkflowId(fleet.id))) await startMonitor(client, fleet.id, taskQueue, fleet.slug);
         const op = fleet.inFlightOperation;

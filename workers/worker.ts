@@ -145,6 +145,7 @@ export async function createHaruWorker(opts: HaruWorkerOptions): Promise<HaruWor
         });
   if (peers) deps.watchPeers = peers;
   const activities = createActivities(deps);
+  if (opts.metrics) await knowSeries(opts.metrics, opts.store, Object.keys(activities), opts.warn);
   // Bundled once for both SDK workers (each would bundle workflows/ again: seconds of CPU at every start).
   const workflowBundle =
     opts.workflowBundle ??
@@ -180,6 +181,27 @@ export async function createHaruWorker(opts: HaruWorkerOptions): Promise<HaruWor
   // Activities only: the watches of shards handed on to this worker.
   if (ownQueue !== null) workers.push(await create(ownQueue, opts.maxMonitors ?? DEFAULT_MAX_MONITORS, false));
   return composeWorkers(workers, peers);
+}
+
+/**
+ * Writes the counters an alert or a dashboard panel reads at 0 before anything counts (workers/metrics.ts): for
+ * each activity type, and for each fleet in the store now. The keeper loop adds the fleets created later. A
+ * store that does not answer leaves the fleets to the keeper's first round.
+ */
+async function knowSeries(
+  metrics: WorkerMetrics,
+  store: Store,
+  activityTypes: readonly string[],
+  warn: HaruWorkerOptions['warn'],
+): Promise<void> {
+  metrics.knowActivityTypes(activityTypes);
+  try {
+    metrics.knowFleets(await store.fleets.list());
+  } catch (err) {
+    warn?.('metrics: the fleets were not read; their counters start at the keeper’s first round', {
+      error: err instanceof Error ? err.message : String(err),
+    });
+  }
 }
 
 /** The SDK workers as one; `peers` beat while they run. */

@@ -102,6 +102,7 @@ export async function startDevWorker(opts: DevWorkerOptions): Promise<DevWorker>
     intervalMs: config.HARU_MONITOR_KEEP_INTERVAL_MS,
     logger,
     shards: config.HARU_MONITOR_SHARDS,
+    onFleets: (all) => metrics.knowFleets(all),
   });
   closers.push({ what: 'the monitor keeper', fn: () => keeper.stop() });
   // A pause signalled in an earlier run survives in the monitor's state: the dev stack starts with it on.

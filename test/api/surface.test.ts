@@ -115,5 +115,7 @@ describe('API surface: auth, OpenAPI and metrics', () => {
     expect(text).toMatch(/haru_proxy_request_duration_seconds_count\{endpoint="chat\/completions",outcome="ok"\} \d+/);
     expect(text).toMatch(new RegExp(`haru_route_revision\\{fleet="${fleetSlug}"\\} \\d+`));
     expect(text).toContain('haru_proxy_held_requests');
+    // HaruRouteStale reads its rate: at 0 from the fleet's first routing load, before any stale answer.
+    expect(text).toContain(`haru_proxy_stale_routing_total{fleet="${fleetSlug}"} 0\n`);
   });
 });

@@ -1,4 +1,7 @@
-/** The worker's start-up helpers against the real dev server: search attributes and monitors. */
+/**
+ * The worker's start-up helpers against the real dev server: search attributes, monitors, and the counters its
+ * metrics write at 0 before anything counts.
+ */
 import { randomUUID } from 'node:crypto';
 import { msToTs } from '@temporalio/common/lib/time';
 import { createTestDatabase, seedLayout, type TestDatabase } from '../../db/testing';
@@ -6,6 +9,9 @@ import { testLayout } from '../../db/fixtures';
 import { HARU_SEARCH_ATTRIBUTES } from '../../cli/temporal-dev-server';
 import { ensureSearchAttributes } from '../../workers/search-attributes';
 import { ensureMonitor, ensureMonitors } from '../../workers/start';
+import { createWorkerMetrics } from '../../workers/metrics';
+import { parsePrometheusText, sumSamples } from '../../supervisor/prometheus-text';
+import { startTestWorker } from './support/worker';
 import { monitorWorkflowId } from '../../workflows/definitions';
 import { eventually, uniqueTaskQueue, useTestServer } from './support/temporal';
 
@@ -61,4 +67,20 @@ it('starts one monitor per fleet however often it is asked', async () => {
     HaruFleet: report.fleetId,
     HaruFleetSlug: 'ensure-a',
   });
+});
+
+it('writes the counters the alerts read at 0 for every fleet in the store, before anything counts', async () => {
+  await seedLayout(db.store, testLayout({ fleet: 'counted', domains: ['north', 'south'] }));
+  const metrics = createWorkerMetrics();
+  const worker = await startTestWorker(server.connection, db.store, uniqueTaskQueue('metrics'), { metrics });
+  await worker.stop();
+  const text = await metrics.registry.metrics();
+  // HaruFailoverFailed and HaruGpuMemoryNotReleased: a first failure must be an increase from 0.
+  expect(text).toContain('haru_operations_total{fleet="counted",kind="promote",outcome="failed"} 0\n');
+  expect(text).toContain('haru_worker_activity_executions_total{activity="verifyGpuReleased",outcome="failed"} 0\n');
+  const samples = parsePrometheusText(text);
+  expect(sumSamples(samples, 'haru_worker_routing_commits_total', { fleet: 'counted', outcome: 'committed' })).toBe(0);
+  expect(
+    sumSamples(samples, 'haru_worker_domain_polls_total', { fleet: 'counted', domain: 'south', outcome: 'error' }),
+  ).toBe(0);
 });
