@@ -43,6 +43,7 @@ export async function closedPort(): Promise<number> {
  * A host whose packets vanish, as a dead region looks from another one: a listener that never accepts, its
  * accept queue filled, so the kernel drops every further SYN (no RST). Connects to `port` stay pending until
  * the client gives up. The listener is a Python process (Node accepts every connection it can); `close` ends it.
+ * `port` 0 takes a free one; a given port takes the place of a listener that just closed there.
  */
 export interface SilentHost {
   url: string;
@@ -50,13 +51,14 @@ export interface SilentHost {
   close(): Promise<void>;
 }
 
-export async function startSilentHost(): Promise<SilentHost> {
+export async function startSilentHost(atPort = 0): Promise<SilentHost> {
   const listener = spawn(
     'python3',
     [
       '-c',
       'import socket, sys\n' +
-        's = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(0)\n' +
+        's = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n' +
+        `s.bind(("127.0.0.1", ${atPort})); s.listen(0)\n` +
         'print(s.getsockname()[1], flush=True)\n' +
         'sys.stdin.read()', // until the test closes stdin: never accepts
     ],

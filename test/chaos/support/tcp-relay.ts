@@ -1,15 +1,21 @@
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { type SilentHost, startSilentHost } from '../../support/local-server';
 
 /**
  * A TCP relay on a fixed local port in front of a real server. `cut()` closes the listener and every open
  * connection (new connections are refused, like a host whose network is down); `restore()` listens again
- * on the same port.
+ * on the same port; `goDark()` makes the port drop packets.
  */
 export interface TcpRelay {
   port: number;
   url: string;
   cut(): Promise<void>;
+  /**
+   * Like `cut`, but the port drops packets instead of refusing them (a region gone dark): a listener that never
+   * accepts takes the port, its accept queue full. `restore` brings the relay back.
+   */
+  goDark(): Promise<void>;
   restore(): Promise<void>;
   close(): Promise<void>;
 }
@@ -44,6 +50,7 @@ export async function startTcpRelay(target: { host: string; port: number }): Pro
   };
 
   let server: net.Server | null = createServer();
+  let dark: SilentHost | null = null;
   await listen(server, 0);
   const port = (server.address() as AddressInfo).port;
   return {
@@ -53,12 +60,21 @@ export async function startTcpRelay(target: { host: string; port: number }): Pro
       await shut(server);
       server = null;
     },
+    async goDark() {
+      await shut(server);
+      server = null;
+      dark ??= await startSilentHost(port);
+    },
     async restore() {
+      await dark?.close();
+      dark = null;
       if (server) return;
       server = createServer();
       await listen(server, port);
     },
     async close() {
+      await dark?.close();
+      dark = null;
       await shut(server);
       server = null;
     },

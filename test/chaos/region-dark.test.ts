@@ -1,0 +1,70 @@
+/**
+ * Chaos: the active's region goes dark. Its supervisor's packets vanish (SYNs dropped, no RST: a listener whose
+ * accept queue is full takes its port), which is how a dead region looks from another one. Every poll of it must
+ * end at its own deadline, the standby's polls must not wait on it, and the monitor must fail over by its failed
+ * polls while the region stays dark; then the fleet fails over again.
+ */
+import { seedLayout } from '../../db/testing';
+import { monitorWorkflowId } from '../../workflows/definitions';
+import { pollTimeoutMs } from '../../core/poll-verdict';
+import { eventually, uniqueTaskQueue, useTestServer } from '../workflows/support/temporal';
+import { killAndFailOver, reviveAsStandby, untilViableStandby } from './support/failover-again';
+import { type ChaosRig, startChaosRig } from './support/rig';
+import { startTcpRelay, type TcpRelay } from './support/tcp-relay';
+
+jest.setTimeout(420_000);
+
+let rig: ChaosRig | undefined;
+let relay: TcpRelay | undefined;
+const cleanups: (() => Promise<void>)[] = [];
+const server = useTestServer(async () => {
+  for (const fn of cleanups) await fn().catch(() => undefined);
+  await relay?.close();
+  await rig?.close();
+});
+
+it('fails over from an active whose region went dark while it stays dark, and fails over again', async () => {
+  // The default poll policy: a poll every 500 ms, 1 s to answer, 3 failed polls, stale after 5 s.
+  const policy = { autoFailover: true, heartbeatIntervalMs: 500, heartbeatStaleMs: 5_000, failureThreshold: 3 };
+  rig = await startChaosRig({
+    temporal: server,
+    temporalAddress: process.env.TEMPORAL_TEST_ADDRESS!,
+    taskQueue: uniqueTaskQueue('chaos-dark'),
+    policy,
+  });
+  const { fleet } = rig;
+  // Haru reaches east's supervisor only through a relay the test can turn dark.
+  relay = await startTcpRelay({ host: '127.0.0.1', port: Number(new URL(fleet.east.supervisorUrl).port) });
+  await seedLayout(fleet.db.store, {
+    ...fleet.layout,
+    domains: fleet.layout.domains.map((d) => (d.slug === 'east' ? { ...d, supervisorUrl: relay!.url } : d)),
+  });
+  await rig.startWorker();
+  const monitor = server.client.workflow.getHandle(monitorWorkflowId(fleet.fleetId));
+  await untilViableStandby(monitor, fleet.west);
+
+  await relay.goDark();
+  const darkAt = Date.now();
+  await eventually(
+    'routing to move to west while east stays dark',
+    async () => (await rig!.routing()).activeDomainId === fleet.west.id,
+    120_000,
+    50,
+  );
+  const movedAt = Date.now();
+  const [operation] = await fleet.db.store.operations.list(fleet.fleetId);
+  expect(operation).toMatchObject({ kind: 'promote', targetDomainId: fleet.west.id, requestedBy: 'monitor' });
+  // Decided on failed polls that each ended at their own deadline, not on a heartbeat gone stale behind polls
+  // that hung in their connect for the dispatcher's connect timeout.
+  expect(operation!.reason).toMatch(new RegExp(`consecutive polls \\(threshold ${policy.failureThreshold}\\)`));
+  expect((await fleet.db.store.domains.get(fleet.east.id))?.lastError).toContain(
+    `timed out after ${pollTimeoutMs(policy)} ms`,
+  );
+  console.log(`region dark: packets dropped -> routing moved in ${movedAt - darkAt} ms; reason: ${operation!.reason}`);
+
+  // The fleet can fail over again: east's region comes back with a fresh host as a standby, then west dies.
+  await relay.restore();
+  cleanups.push(await reviveAsStandby(fleet, fleet.east));
+  await untilViableStandby(monitor, fleet.east, 180_000);
+  await killAndFailOver(fleet, fleet.west, fleet.east);
+});
