@@ -11,7 +11,8 @@ import { createTestDatabase, seedLayout, type TestDatabase } from '../db/testing
 import type { Store } from '../db/store';
 import { FailureType } from '../schemas/failures';
 import { quietEnvironment, runIn } from '../test/support/activity-environment';
-import { FakeHost, routedClient, unreachable } from '../test/support/fake-host';
+import { FakeHost, refused, routedClient, unreachable } from '../test/support/fake-host';
+import { listenLocal } from '../test/support/local-server';
 import { eventually } from '../test/support/eventually';
 import { detectActiveFailure } from '../core/failover-detection';
 import { createFleetMonitorActivities, type LookAtFleetInput } from './fleet-monitor';
@@ -58,8 +59,13 @@ describe('lookAtFleet', () => {
   let fleets = 0;
 
   /** A fresh fleet (east active and serving, west a sleeping standby, both ready) and a look at it. */
-  async function setup(proofOfLife?: ProofOfLife) {
-    const { fleetId } = await seedLayout(tdb.store, testLayout({ fleet: `watch-${++fleets}`, policy: POLICY }));
+  async function setup(proofOfLife?: ProofOfLife, opts: { eastServingUrl?: string } = {}) {
+    const layout = testLayout({ fleet: `watch-${++fleets}`, policy: POLICY });
+    if (opts.eastServingUrl) {
+      const slot = layout.domains[0]!.slots[0]!;
+      if (slot.kind === 'inference') slot.models[0]!.servingUrl = opts.eastServingUrl;
+    }
+    const { fleetId } = await seedLayout(tdb.store, layout);
     const snapshot = (await tdb.store.fleets.snapshot(fleetId))!;
     for (const d of snapshot.domains) await tdb.store.domains.transition(d.id, 'ready');
     const [east, west] = snapshot.domains as [(typeof snapshot.domains)[number], (typeof snapshot.domains)[number]];
@@ -170,6 +176,34 @@ describe('lookAtFleet', () => {
     servedAtMs = null;
     await look();
     expect(await domain(east.id)).toMatchObject({ consecutiveFailures: 1 });
+  });
+
+  it('counts a refusal confirmed by every model port as the whole threshold at once', async () => {
+    const { a, east, look, domain } = await setup();
+    a.onStatus = () => {
+      throw refused();
+    };
+    await look();
+    // east's model port (127.0.0.1:9) refuses too: the host is gone, no need to wait out two more intervals.
+    expect(await domain(east.id)).toMatchObject({
+      consecutiveFailures: POLICY.failureThreshold,
+      lastError: expect.stringContaining('confirmed: the supervisor and every model port refuse connections'),
+    });
+  });
+
+  it('counts a refused supervisor as one failed poll while its model port still accepts (a supervisor restart)', async () => {
+    const model = await listenLocal((_req, res) => res.end());
+    try {
+      const { a, east, look, domain } = await setup(undefined, { eastServingUrl: `${model.url}/v1` });
+      a.onStatus = () => {
+        throw refused();
+      };
+      await look();
+      expect(await domain(east.id)).toMatchObject({ consecutiveFailures: 1 });
+      expect((await domain(east.id)).lastError).not.toContain('confirmed');
+    } finally {
+      await model.close();
+    }
   });
 
   it('holds a poll that timed out while the watcher itself stalled against nobody, and counts one that did not', async () => {

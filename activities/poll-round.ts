@@ -11,6 +11,7 @@ import { judgePoll, type PollOutcome, pollTimeoutMs } from '../core/poll-verdict
 import type { ActivityDeps } from './deps';
 import { createProofOfLife } from './proof-of-life';
 import { processEventLoopLag } from '../lib/event-loop-lag';
+import { isPortRefused } from '../lib/port-refusal';
 
 /**
  * One supervisor poll of a round as `judgePoll` read it: the status it answered, the error of a poll that
@@ -18,8 +19,16 @@ import { processEventLoopLag } from '../lib/event-loop-lag';
  * unanswered while the proxy relays the domain's answers (a success without a status to read).
  */
 type Probe = { fleet: FleetSnapshot; domain: DomainSnapshot; at: Date } & (
-  { status: SupervisorStatus } | { error: string } | { proofOfLife: true }
+  | { status: SupervisorStatus }
+  /** `failures`: how many failed polls it counts as (a confirmed refusal counts as the policy's threshold). */
+  | { error: string; failures: number }
+  | { proofOfLife: true }
 );
+
+/** A supervisor that refused or reset the connection: nothing listens there, the host's kernel says so. */
+const REFUSAL = /\b(ECONNREFUSED|ECONNRESET)\b/;
+/** How long after a refused poll the refusal is asked again, with every port the domain serves models on. */
+const CONFIRM_AFTER_MS = 50;
 
 /** One fleet's polls, judged and not yet recorded (`PollRound.probe`). */
 export interface ProbedFleet {
@@ -114,12 +123,47 @@ export function createPollRound(deps: ActivityDeps): PollRound {
       return null;
     }
     deps.metrics?.domainPolled({ fleet: fleet.slug, domain: domain.slug, outcome: verdict.isFailed ? 'error' : 'ok' });
-    if (verdict.isFailed) return { fleet, domain, at, error: verdict.message ?? verdict.evidence };
+    if (verdict.isFailed) {
+      const error = verdict.message ?? verdict.evidence;
+      if (
+        outcome.kind === 'unreachable' &&
+        REFUSAL.test(outcome.error) &&
+        (await isRefusalConfirmed(domain, signal, timeoutMs))
+      ) {
+        const confirmed = `${error}; confirmed: the supervisor and every model port refuse connections`;
+        return { fleet, domain, at: deps.now(), error: confirmed, failures: policy.failureThreshold };
+      }
+      return { fleet, domain, at, error, failures: 1 };
+    }
     if (outcome.kind === 'answered') {
       deps.metrics?.hostObserved({ fleet: fleet.slug, domain: domain.slug }, outcome.status);
       return { fleet, domain, at, status: outcome.status };
     }
     return { fleet, domain, at, proofOfLife: true };
+  }
+
+  /**
+   * Whether a refused poll is the host's death and not a blip or a supervisor restarting: asked again after
+   * CONFIRM_AFTER_MS, the supervisor still refuses, and so does every port the domain serves its models on
+   * (their servingUrls, as the proxy reaches them). A domain serving no model, or a port that accepts or stays
+   * silent (a gateway in front, a frozen host), leaves the refusal one failed poll among the threshold's.
+   */
+  async function isRefusalConfirmed(domain: DomainSnapshot, signal: AbortSignal, timeoutMs: number): Promise<boolean> {
+    const urls = domain.slots.flatMap((slot) =>
+      slot.kind === 'inference' ? slot.models.map((m) => m.servingUrl) : [],
+    );
+    if (urls.length === 0) return false;
+    await new Promise((resolve) => setTimeout(resolve, CONFIRM_AFTER_MS));
+    if (signal.aborted) throw signal.reason;
+    const [supervisorRefuses, ...portsRefuse] = await Promise.all([
+      supervisor.status(domain, { signal, timeoutMs }).then(
+        () => false,
+        (err: unknown) => REFUSAL.test(err instanceof Error ? err.message : String(err)),
+      ),
+      ...urls.map((url) => isPortRefused(url, timeoutMs, signal)),
+    ]);
+    if (signal.aborted) throw signal.reason;
+    return supervisorRefuses && portsRefuse.every(Boolean);
   }
 
   /**
@@ -212,7 +256,7 @@ export function createPollRound(deps: ActivityDeps): PollRound {
     const recorded = await store.domains.recordPolls(
       written.map((p) =>
         'error' in p
-          ? { domainId: p.domain.id, ok: false, at: p.at, error: p.error }
+          ? { domainId: p.domain.id, ok: false, at: p.at, error: p.error, failures: p.failures }
           : { domainId: p.domain.id, ok: true, at: p.at },
       ),
     );

@@ -196,7 +196,7 @@ it('signals the monitor once when the active misses failureThreshold polls, with
   expect(observation).toMatchObject({ reason: 'decision_due', policy: expect.objectContaining(POLICY) });
   expect(observation!.polls).toBeGreaterThanOrEqual(5); // 2 good rounds, then 3 failed ones
   const east = observation!.fleet.domains.find((d) => d.id === failing.eastId)!;
-  expect(east).toMatchObject({ state: 'ready', lastError: expect.stringContaining('ECONNREFUSED') });
+  expect(east).toMatchObject({ state: 'ready', lastError: expect.stringContaining('EHOSTUNREACH') });
   expect(east.consecutiveFailures).toBeGreaterThanOrEqual(3);
   expect(w.signalsOf(healthy.fleetId)).toEqual([]);
   expect(result.signalled).toBe(1);

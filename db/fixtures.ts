@@ -11,7 +11,7 @@ export interface TestLayoutOptions {
 
 /**
  * A valid layout for tests: each domain has GPU 0 with an inference slot (one model `m-<domain>`) and a
- * training slot. URLs point at closed ports: nothing here is ever called.
+ * training slot. URLs point at closed loopback ports: a connect to them is refused.
  */
 export function testLayout(opts: TestLayoutOptions = {}): FleetLayoutInput {
   const domainSlugs = opts.domains ?? ['east', 'west'];

@@ -150,6 +150,14 @@ describe.each(backends)('store on %s', (_backend, open) => {
     expect(await t.store.domains.get(fleet.east)).toEqual(round[1]);
     const again = await t.store.domains.recordPolls([{ domainId: fleet.west, ok: false, at: tick() }]);
     expect(again[0]).toMatchObject({ consecutiveFailures: 2, lastError: 'poll failed' });
+    // A refusal confirmed at once counts as several failed polls.
+    const confirmed = await t.store.domains.recordPolls([
+      { domainId: fleet.west, ok: false, at: tick(), error: 'refused, confirmed', failures: 3 },
+    ]);
+    expect(confirmed[0]).toMatchObject({ consecutiveFailures: 5, lastError: 'refused, confirmed' });
+    expect(await t.store.domains.recordPoll(fleet.west, { ok: false, at: tick(), failures: 2 })).toMatchObject({
+      consecutiveFailures: 7,
+    });
     // Any state: the poll write never guards on it (the monitor moves states with `transition`).
     await t.store.domains.transition(fleet.east, 'failed', { lastError: 'host down' });
     const [failed] = await t.store.domains.recordPolls([{ domainId: fleet.east, ok: true, at: tick() }]);

@@ -12,6 +12,11 @@ export interface PollResult {
   ok: boolean;
   at: Date;
   error?: string;
+  /**
+   * How many failed polls a failed one counts as (default 1): more when the host's refusal was confirmed at once
+   * (every port it serves on refused), so the monitor need not wait out the threshold's intervals.
+   */
+  failures?: number;
 }
 
 export type DomainRepo = ReturnType<typeof createDomainRepo>;
@@ -84,14 +89,14 @@ export function createDomainRepo({ db, now }: RepoDeps) {
 
     /**
      * Records one supervisor poll. ok: `lastSeenAt = at`, failures reset, `lastError` cleared. Not ok:
-     * `consecutiveFailures + 1` and `lastError = error`. Does not change the state (the monitor decides
+     * `consecutiveFailures + failures` (default 1) and `lastError = error`. Does not change the state (the monitor decides
      * that with `transition`). Throws when the domain does not exist.
      */
     async recordPoll(domainId: string, poll: PollResult): Promise<Domain> {
       const set = poll.ok
         ? { lastSeenAt: poll.at, consecutiveFailures: 0, lastError: null }
         : {
-            consecutiveFailures: sql`${domains.consecutiveFailures} + 1`,
+            consecutiveFailures: sql`${domains.consecutiveFailures} + ${poll.failures ?? 1}::int`,
             lastError: poll.error ?? 'poll failed',
           };
       const [row] = isUuid(domainId)
@@ -131,7 +136,7 @@ export function createDomainRepo({ db, now }: RepoDeps) {
               .update(domains)
               .set({
                 lastSeenAt: sql`case when v.ok then v.at else ${domains.lastSeenAt} end`,
-                consecutiveFailures: sql`case when v.ok then 0 else ${domains.consecutiveFailures} + 1 end`,
+                consecutiveFailures: sql`case when v.ok then 0 else ${domains.consecutiveFailures} + v.failures end`,
                 lastError: sql`case when v.ok then null else v.error end`,
                 updatedAt: now(),
               })
@@ -139,10 +144,10 @@ export function createDomainRepo({ db, now }: RepoDeps) {
                 sql`(values ${sql.join(
                   valid.map(
                     (p) =>
-                      sql`(${p.domainId}::uuid, ${p.ok}::boolean, ${timestampParam(p.at)}, ${p.ok ? null : (p.error ?? 'poll failed')}::text)`,
+                      sql`(${p.domainId}::uuid, ${p.ok}::boolean, ${timestampParam(p.at)}, ${p.ok ? null : (p.error ?? 'poll failed')}::text, ${p.failures ?? 1}::int)`,
                   ),
                   sql`, `,
-                )}) as v(id, ok, at, error)`,
+                )}) as v(id, ok, at, error, failures)`,
               )
               .where(eq(domains.id, sql`v.id`))
               .returning(getTableColumns(domains));

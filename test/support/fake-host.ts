@@ -190,8 +190,16 @@ export class FakeHost {
 }
 
 /** The failure a supervisor client throws for a dead host. */
+/** A supervisor that cannot be reached (no route to it): one failed poll, never confirmed as the host's death. */
 export const unreachable = (): ApplicationFailure =>
-  ApplicationFailure.retryable('supervisor GET /v1/status: ECONNREFUSED', FailureType.SupervisorUnreachable);
+  ApplicationFailure.retryable('supervisor GET /v1/status: EHOSTUNREACH', FailureType.SupervisorUnreachable);
+
+/** A supervisor that refuses connections (nothing listens): confirmed as the host's death when its model ports refuse too. */
+export const refused = (): ApplicationFailure =>
+  ApplicationFailure.retryable(
+    'supervisor GET /v1/status: ECONNREFUSED connect ECONNREFUSED 127.0.0.1:9',
+    FailureType.SupervisorUnreachable,
+  );
 
 /** One SupervisorClient over several fake hosts, chosen by supervisor URL. */
 export function routedClient(hosts: Record<string, FakeHost>): SupervisorClient {

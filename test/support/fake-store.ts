@@ -69,14 +69,17 @@ export function fakeStore(opts: { policy?: Partial<FleetPolicy>; domains?: Domai
         if (o.lastError !== undefined) d.lastError = o.lastError;
         return structuredClone(strip(d));
       },
-      recordPoll: async (id: string, poll: { ok: boolean; at: Date; error?: string }) => {
+      recordPoll: async (id: string, poll: { ok: boolean; at: Date; error?: string; failures?: number }) => {
         const d = findDomain(id)!;
         if (poll.ok) Object.assign(d, { lastSeenAt: poll.at.toISOString(), consecutiveFailures: 0, lastError: null });
         else
-          Object.assign(d, { consecutiveFailures: d.consecutiveFailures + 1, lastError: poll.error ?? 'poll failed' });
+          Object.assign(d, {
+            consecutiveFailures: d.consecutiveFailures + (poll.failures ?? 1),
+            lastError: poll.error ?? 'poll failed',
+          });
         return structuredClone(strip(d));
       },
-      recordPolls: async (polls: { domainId: string; ok: boolean; at: Date; error?: string }[]) =>
+      recordPolls: async (polls: { domainId: string; ok: boolean; at: Date; error?: string; failures?: number }[]) =>
         Promise.all(polls.map(({ domainId, ...poll }) => store.domains.recordPoll(domainId, poll))),
     },
     slots: {
