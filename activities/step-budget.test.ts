@@ -12,21 +12,34 @@ import { waitUntil } from './support';
 
 describe('stepDeadlineMs', () => {
   const at = 1_000_000;
+  /** The server's timestamps: the step first scheduled at `at`, this attempt scheduled `spentMs` later. */
+  const info = (scheduleToCloseTimeoutMs: number, spentMs = 0) => ({
+    scheduledTimestampMs: at,
+    currentAttemptScheduledTimestampMs: at + spentMs,
+    scheduleToCloseTimeoutMs,
+  });
 
-  it("is the server's schedule-to-close deadline less a lead", () => {
-    expect(stepDeadlineMs({ scheduledTimestampMs: at, scheduleToCloseTimeoutMs: 60_000 }, at + 59_000)).toBe(
-      at + 60_000 - 500,
-    );
+  it("is the attempt's start plus what its budget had left, less a lead", () => {
+    expect(stepDeadlineMs(info(60_000), at)).toBe(at + 60_000 - 500);
+    // A retry scheduled 59 s into a 60 s budget has 1 s left from its own start.
+    expect(stepDeadlineMs(info(60_000, 59_000), at + 59_000)).toBe(at + 59_000 + 1_000 - 500);
+  });
+
+  it("never compares the worker's clock with the server's: a worker 30 s ahead or behind gets the same budget", () => {
+    for (const skewMs of [-30_000, 0, 30_000]) {
+      const startedMs = at + 10_000 + skewMs; // this attempt's start as the worker's clock reads it
+      expect(stepDeadlineMs(info(60_000, 10_000), startedMs)! - startedMs).toBe(50_000 - 500);
+    }
   });
 
   it('leads a short budget by a twentieth of it', () => {
     expect(stepDeadlineLeadMs(2_000)).toBe(100);
-    expect(stepDeadlineMs({ scheduledTimestampMs: at, scheduleToCloseTimeoutMs: 2_000 }, at)).toBe(at + 1_900);
+    expect(stepDeadlineMs(info(2_000), at)).toBe(at + 1_900);
   });
 
-  it('is null without a schedule-to-close, and when this clock already reads it past (skew: Temporal bounds alone)', () => {
-    expect(stepDeadlineMs({ scheduledTimestampMs: at, scheduleToCloseTimeoutMs: 0 }, at)).toBeNull();
-    expect(stepDeadlineMs({ scheduledTimestampMs: at, scheduleToCloseTimeoutMs: 1_000 }, at + 1_000)).toBeNull();
+  it('is null without a schedule-to-close, and when the budget was spent before this attempt was scheduled', () => {
+    expect(stepDeadlineMs(info(0), at)).toBeNull();
+    expect(stepDeadlineMs(info(1_000, 1_000), at + 1_000)).toBeNull();
   });
 });
 
@@ -84,7 +97,9 @@ describe('an attempt running into its step budget', () => {
     const left = await attempt(60_000).run(async () => stepBudgetLeftMs());
     expect(left).toBeGreaterThan(60_000 - 500 - 1_000);
     expect(left).toBeLessThanOrEqual(60_000 - 500);
-    expect(await new MockActivityEnvironment({}).run(async () => stepBudgetLeftMs())).toBeNull();
+    expect(
+      await new MockActivityEnvironment({ scheduleToCloseTimeoutMs: 0 }).run(async () => stepBudgetLeftMs()),
+    ).toBeNull();
   });
 
   it('leaves an attempt that succeeds within its budget alone', async () => {

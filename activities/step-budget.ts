@@ -9,19 +9,23 @@ import type { ActivityInterceptorsFactory } from '@temporalio/worker';
  * the workflow had seen the step time out and begun its compensation: a wake landing after compensation's
  * sleep leaves a standby awake (docs/architecture.md §4.2).
  *
- * Pure. Returns the epoch ms at which this attempt must stop touching the world, `leadMs` before the server's
- * deadline; null without a schedule-to-close, or when the deadline is already past as this clock reads it at the
- * attempt's start (the server would not have started an attempt past it: this clock is ahead, and Temporal's own
- * timers stay the only bound).
+ * Pure. Returns the epoch ms, on this worker's clock, at which this attempt must stop touching the world: the
+ * attempt's own start (`attemptStartedMs`, this clock) plus what its budget had left when the attempt was
+ * scheduled, less `leadMs`. What was left is a difference of two of the server's own timestamps (this attempt's
+ * scheduling less the first's), so no two hosts' clocks are ever compared: a worker clock ahead of or behind
+ * the server's moves nothing. The attempt's wait in the task queue (milliseconds, normally) is not counted; the
+ * lead covers it. Null without a schedule-to-close, or when the budget was spent before this attempt was
+ * scheduled (the server would not start it; Temporal's own timers stay the only bound).
  */
 export function stepDeadlineMs(
-  info: Pick<Info, 'scheduledTimestampMs' | 'scheduleToCloseTimeoutMs'>,
-  nowMs: number,
+  info: Pick<Info, 'scheduledTimestampMs' | 'scheduleToCloseTimeoutMs' | 'currentAttemptScheduledTimestampMs'>,
+  attemptStartedMs: number,
 ): number | null {
   if (!info.scheduleToCloseTimeoutMs || !info.scheduledTimestampMs) return null;
-  const serverDeadline = info.scheduledTimestampMs + info.scheduleToCloseTimeoutMs;
-  if (serverDeadline <= nowMs) return null;
-  return serverDeadline - stepDeadlineLeadMs(info.scheduleToCloseTimeoutMs);
+  const spentMs = Math.max(0, (info.currentAttemptScheduledTimestampMs || 0) - info.scheduledTimestampMs);
+  const leftMs = info.scheduleToCloseTimeoutMs - spentMs;
+  if (leftMs <= 0) return null;
+  return attemptStartedMs + leftMs - stepDeadlineLeadMs(info.scheduleToCloseTimeoutMs);
 }
 
 /** How early an attempt stops before its server deadline: room for a small clock skew, never a big slice of a short budget. */
@@ -44,12 +48,14 @@ interface StepSignal {
 }
 
 const signals = new WeakMap<Context, StepSignal>();
+/** When each attempt began, on this worker's clock (the interceptor notes it): its budget counts from there. */
+const attemptStarts = new WeakMap<Context, number>();
 
 function stepSignalOf(ctx: Context): StepSignal {
   const known = signals.get(ctx);
   if (known) return known;
   const budget = new AbortController();
-  const deadline = stepDeadlineMs(ctx.info, Date.now());
+  const deadline = stepDeadlineMs(ctx.info, attemptStarts.get(ctx) ?? Date.now());
   if (deadline !== null) {
     const timer = setTimeout(() => budget.abort(new StepBudgetSpent(deadline)), Math.max(0, deadline - Date.now()));
     timer.unref();
@@ -101,11 +107,12 @@ const SPENT_WAIT_CAP_MS = 60_000;
  * Temporal's timeout, with the last heartbeat's `waitingFor` (workflows/failure-info.ts). It waits, without
  * heartbeating over those details, for the cancellation the SDK's core then delivers (its local heartbeat or
  * start-to-close timer fires) and rethrows its own error, which the server ignores by then; after
- * SPENT_WAIT_CAP_MS without one (a clock far behind the server's) it rethrows at once.
+ * SPENT_WAIT_CAP_MS without one (the server's word lost) it rethrows at once.
  */
 export const stepBudgetInterceptor: ActivityInterceptorsFactory = (ctx) => ({
   inbound: {
     async execute(input, next) {
+      attemptStarts.set(ctx, Date.now());
       try {
         return await next(input);
       } catch (err) {
