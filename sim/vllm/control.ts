@@ -8,8 +8,13 @@ import { writeJsonAtomic } from '../gpu-state';
  * every 50 ms, so a written fault applies to the very next request.
  */
 export const vllmControlSchema = z.strictObject({
-  /** Inference endpoints (`/v1/*`) accept the request and never answer (a wedged engine). */
+  /**
+   * Inference endpoints (`/v1/*`) accept the request and never answer: a wedged engine core. The requests count
+   * as running, the generation counter and KV-cache gauge stand still, `/health` and `/metrics` still answer.
+   */
   hang: z.boolean().default(false),
+  /** Inference endpoints answer every request with a 500 in vLLM's error shape (an engine that errors). */
+  error: z.boolean().default(false),
   /** The listener is closed: connections are refused while the process lives on. */
   refuse: z.boolean().default(false),
   /** The process dies at once (SIGKILL on itself), as a crashed engine would. */

@@ -82,6 +82,12 @@ export function createEngine(opts: EngineOptions) {
   let generated = 0;
   let promptTokens = 0;
   let succeeded = 0;
+  /**
+   * `vllm:kv_cache_usage_perc`: set only when the engine steps (a token generated, a request finished), as vLLM
+   * sets it from each step's scheduler stats, so a wedged engine's stays where it was.
+   */
+  let kvCacheUsage = 0;
+  const setKvCacheUsage = (requests: number) => (kvCacheUsage = Math.min(1, Math.max(0, requests) / maxNumSeqs));
 
   /** The tokens the current weights prefer, in order: greedy decoding emits them, scoring favours them. */
   const preferredTokens = (): string[] => tokenize(garbageWeights || !weightsValid ? GARBAGE : SENTENCE);
@@ -211,9 +217,15 @@ export function createEngine(opts: EngineOptions) {
     recordPrompt(tokens: number) {
       promptTokens += tokens;
     },
-    recordSuccess(tokens: number) {
-      generated += tokens;
+    /** One engine step generated a token for a request (vLLM counts generated tokens per step). */
+    recordToken() {
+      generated += 1;
+      setKvCacheUsage(running);
+    },
+    /** A request finished (its tokens were counted as generated); its KV blocks are freed with it. */
+    recordSuccess() {
       succeeded += 1;
+      setKvCacheUsage(running - 1);
     },
     metrics: () =>
       metricsText(opts.model, {
@@ -223,6 +235,7 @@ export function createEngine(opts: EngineOptions) {
         generated,
         prompt: promptTokens,
         succeeded,
+        kvCacheUsage,
       }),
     snapshot: () => ({
       sleeping: schedulerPaused || sleepingTags.size > 0,

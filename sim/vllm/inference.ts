@@ -17,6 +17,8 @@ export interface InferenceContext {
   engine: Engine;
   /** The current `hang` fault. */
   isHanging: () => boolean;
+  /** The current `error` fault. */
+  isErroring: () => boolean;
   /** Delay between generated tokens, from the current token rate. */
   tokenDelayMs: () => number;
   /** The current `crashAfterTokens` fault. */
@@ -92,6 +94,11 @@ export async function handleInference(
   if (!body || !validate(kind, body, res, ctx)) return;
   // Answers name the model asked for: the base or one of its adapters (vLLM's `models.model_name(lora_request)`).
   if (typeof body.model === 'string') ctx = { ...ctx, model: body.model };
+  if (ctx.isErroring()) {
+    // vLLM's answer once its engine core failed (EngineDeadError / EngineGenerateError: a 500).
+    const message = 'EngineCore encountered an issue. See stack trace (above) for the root cause.';
+    return send(res, 500, p.errorBody(message, 'InternalServerError', 500));
+  }
   // A sleeping engine does not refuse: the request waits in the scheduler's queue until a wake (vLLM's
   // engine core keeps adding requests while its scheduler is paused: vllm/v1/engine/core.py).
   const admission = ctx.engine.admit();
@@ -134,7 +141,7 @@ export async function handleInference(
       if (cutAt !== undefined) return sendCut(res, answer, cutAt, ctx.crash);
       send(res, 200, answer);
     }
-    if (!admission.isAborted()) ctx.engine.recordSuccess(out.tokens.length);
+    if (!admission.isAborted()) ctx.engine.recordSuccess();
   } finally {
     release();
   }
@@ -152,6 +159,7 @@ async function generateUntilAborted(
   for (let i = 0; i < tokens.length; i += 1) {
     await delay(ctx.tokenDelayMs());
     if (admission.isAborted()) return tokens.slice(0, i);
+    ctx.engine.recordToken();
     if (diesAfter(ctx, i + 1)) return 'crashed';
   }
   return tokens;
@@ -195,6 +203,7 @@ async function streamed(
       emit(chunk('', 'abort', i));
       break;
     }
+    ctx.engine.recordToken();
     emit(chunk(out.tokens[i]!, i === out.tokens.length - 1 ? out.finish : null, i + 1));
     if (diesAfter(ctx, i + 1)) return void res.write('', () => ctx.crash()); // once the token left
   }
@@ -233,7 +242,7 @@ function embedding(body: Record<string, unknown>, prompt: number, res: http.Serv
     })),
     usage: { prompt_tokens: prompt, total_tokens: prompt, completion_tokens: 0, prompt_tokens_details: null },
   });
-  ctx.engine.recordSuccess(0);
+  ctx.engine.recordSuccess();
 }
 
 /**
@@ -261,7 +270,10 @@ async function scoredCompletion(
   const joins = promptText !== '' && !/\s$/.test(promptText);
   const tokens = out.tokens.map((t, i) => (i === 0 && joins && !/^\s/.test(t) ? ` ${t}` : t));
   const { finish } = out;
-  for (let i = 0; i < tokens.length; i += 1) await delay(ctx.tokenDelayMs());
+  for (let i = 0; i < tokens.length; i += 1) {
+    await delay(ctx.tokenDelayMs());
+    ctx.engine.recordToken();
+  }
   const preferred = ctx.engine.preferredTokens();
   const generated = logprobsOf(preferred, tokens, promptTokens.at(-1) ?? null, false, echo ? promptText.length : 0);
   const logprobs = echo ? joinLogprobs(logprobsOf(preferred, promptTokens, null, true), generated) : generated;
@@ -276,5 +288,5 @@ async function scoredCompletion(
     typeof body.logprobs === 'number' ? logprobs : null,
   );
   send(res, 200, completion);
-  ctx.engine.recordSuccess(tokens.length);
+  ctx.engine.recordSuccess();
 }

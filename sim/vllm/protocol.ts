@@ -172,6 +172,8 @@ export function metricsText(
     generated: number;
     prompt: number;
     succeeded: number;
+    /** `vllm:kv_cache_usage_perc` (0-1). */
+    kvCacheUsage: number;
   },
 ) {
   const labels = `engine="0",model_name="${model.replace(/["\\]/g, '\\$&')}"`;
@@ -188,6 +190,9 @@ export function metricsText(
     `vllm:engine_sleep_state{${labels},sleep_state="awake"} ${f(s.sleepGauge.asleep ? 0 : 1)}`,
     `vllm:engine_sleep_state{${labels},sleep_state="weights_offloaded"} ${f(s.sleepGauge.asleep && s.sleepGauge.level === 1 ? 1 : 0)}`,
     `vllm:engine_sleep_state{${labels},sleep_state="discard_all"} ${f(s.sleepGauge.asleep && s.sleepGauge.level === 2 ? 1 : 0)}`,
+    '# HELP vllm:kv_cache_usage_perc KV-cache usage. 1 means 100 percent usage.',
+    '# TYPE vllm:kv_cache_usage_perc gauge',
+    `vllm:kv_cache_usage_perc{${labels}} ${f(s.kvCacheUsage)}`,
     '# HELP vllm:prompt_tokens_total Number of prefill tokens processed.',
     '# TYPE vllm:prompt_tokens_total counter',
     `vllm:prompt_tokens_total{${labels}} ${f(s.prompt)}`,

@@ -191,6 +191,7 @@ export function createFakeVllm(opts: FakeVllmOptions) {
     adapters: (opts.loraModules ?? []).map((m) => m.name),
     engine,
     isHanging: () => faults.hang,
+    isErroring: () => faults.error,
     crashAfterTokens: () => faults.crashAfterTokens,
     crashAfterBodyBytes: () => faults.crashAfterBodyBytes,
     crash,
