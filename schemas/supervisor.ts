@@ -188,9 +188,12 @@ export type ModelAwakeState = z.infer<typeof modelAwakeStateSchema>;
  * How a model's server looks as a whole: `ready` (its admin endpoints answered within their timeout),
  * `busy` (its processes live but an admin endpoint is slow or timed out: vLLM's API server queues them
  * behind engine work), `gone` (no process serves its port and connections are refused), `frozen` (every
- * process serving it is stopped, SIGSTOP), `unknown` (nothing read yet).
+ * process serving it is stopped, SIGSTOP), `wedged` (awake, and requests sat in its engine while the
+ * engine's progress metrics did not move for the wedge window, or a synthetic completion went unanswered
+ * without progress), `erroring` (awake, and synthetic completions answer 5xx again and again), `unknown`
+ * (nothing read yet).
  */
-export const MODEL_CONDITIONS = ['ready', 'busy', 'gone', 'frozen', 'unknown'] as const;
+export const MODEL_CONDITIONS = ['ready', 'busy', 'gone', 'frozen', 'wedged', 'erroring', 'unknown'] as const;
 export const modelConditionSchema = z.enum(MODEL_CONDITIONS);
 export type ModelCondition = z.infer<typeof modelConditionSchema>;
 

@@ -4,6 +4,7 @@ import { secretFromEnv } from '../lib/secret-file';
 import { readSecretRef } from '../lib/secret-ref';
 import { blankable, ConfigError, formatZodError, portSchema, positiveMsSchema } from '../schemas/env';
 import { type SupervisorConfig, supervisorConfigSchema } from '../schemas/supervisor';
+import { DEFAULT_WEDGE_MS } from './engine-progress';
 import type { MigSlot } from './gpu';
 
 /** GPU vendors with a memory adapter (supervisor/gpu/). */
@@ -47,6 +48,11 @@ export const supervisorEnvSchema = z.object({
   HARU_STATUS_FRESH_WAIT_MS: blankable(z.coerce.number().int().min(0).max(10_000).default(200)),
   /** A vLLM read unanswered this long makes its model `busy` in the status (it is not abandoned). */
   HARU_VLLM_SLOW_MS: blankable(positiveMsSchema.default(1_000)),
+  /**
+   * Requests in an awake engine with no progress for this long make its model `wedged`; an idle one gets a
+   * synthetic completion every half of it, answered within the other half (supervisor/engine-progress.ts).
+   */
+  HARU_VLLM_WEDGE_MS: blankable(positiveMsSchema.default(DEFAULT_WEDGE_MS)),
   /** Timeout of each sleep, wake_up and weight reload call (a large model takes tens of seconds). */
   HARU_VLLM_WAKE_TIMEOUT_MS: blankable(positiveMsSchema.default(300_000)),
   /** On its own SIGTERM the supervisor stops every training run with this grace, then exits. */

@@ -48,6 +48,8 @@ export function createInferenceController(deps: {
   logger: Logger;
   /** Told each sleep state an action proved, so the status view does not lag behind it. */
   onProvedSleeping?: (model: string, sleeping: boolean) => void;
+  /** Told when a sleep or wake starts (true) and ends (false) on a GPU: its engines pause meanwhile. */
+  onGpuAction?: (gpuIndex: number, isRunning: boolean) => void;
 }) {
   const models = configuredModels(deps.config);
   const { vllm, logger } = deps;
@@ -74,6 +76,7 @@ export function createInferenceController(deps: {
     await Promise.all(
       gpus.map((gpu) =>
         serial(gpu, async () => {
+          deps.onGpuAction?.(gpu, true);
           for (const model of selected.filter((m) => m.gpuIndex === gpu)) {
             try {
               await action(model);
@@ -81,6 +84,7 @@ export function createInferenceController(deps: {
               errors.push({ target: model.name, message: errorMessage(err) });
             }
           }
+          deps.onGpuAction?.(gpu, false);
         }),
       ),
     );

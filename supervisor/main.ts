@@ -122,6 +122,7 @@ export async function startSupervisor(
     listeners,
     now,
     slowMs: settings.HARU_VLLM_SLOW_MS,
+    wedgeMs: settings.HARU_VLLM_WEDGE_MS,
   });
   statusView.start(settings.HARU_STATUS_REFRESH_MS);
   const metrics = createSupervisorMetrics({ trainingStatus: () => training.status(), defaults: true });

@@ -1,9 +1,22 @@
 import type { ModelCondition, ModelStatus } from '../schemas/supervisor';
 import type { Logger } from '../lib/logger';
 import type { SupervisorConfig } from '../schemas/supervisor';
+import {
+  DEFAULT_WEDGE_MS,
+  type EngineRecord,
+  type EngineVerdict,
+  isProbeDue,
+  judgeEngine,
+  newEngineRecord,
+  observeReading,
+  type ProbeOutcome,
+  probeEnded,
+  probeStarted,
+  readingOf,
+} from './engine-progress';
 import { type ConfiguredModel, createInferenceController } from './inference';
 import type { ListenerTable } from './listeners';
-import { sumSamples } from './prometheus-text';
+import { describeVllmStatus } from './probe';
 import { VllmError, type VllmClient, type VllmErrorKind } from './vllm';
 
 /** The last answer of one endpoint and when it came. */
@@ -32,6 +45,12 @@ interface ModelView {
   inFlightSinceMs: Partial<Record<Endpoint, number>>;
   /** Per endpoint: the latest outcome. */
   outcomes: Partial<Record<Endpoint, Outcome>>;
+  /** Whether the engine serves inference: its progress metrics and synthetic completions (engine-progress.ts). */
+  engine: EngineRecord;
+  /** Bumped by every sleep or wake on the model's GPU: a synthetic completion that spans one proves nothing. */
+  epoch: number;
+  /** The engine verdict last reported, for logging its changes. */
+  reported: EngineVerdict['condition'] | null;
 }
 
 export interface StatusViewDeps {
@@ -47,7 +66,17 @@ export interface StatusViewDeps {
    * to spare themselves three fake-vLLM requests per status read (bench/support/sim-host.ts).
    */
   minReadIntervalMs?: number;
+  /**
+   * Requests in an awake engine without progress for this long make its model `wedged`; an idle engine gets a
+   * synthetic completion every half of it (HARU_VLLM_WEDGE_MS; default DEFAULT_WEDGE_MS).
+   */
+  wedgeMs?: number;
+  /** Where changes of a model's engine verdict are logged. */
+  logger?: Logger;
 }
+
+/** The synthetic completion's prompt: one token to generate, next to nothing to prefill. */
+const PROBE_PROMPT = 'ping';
 
 const errorOf = (err: unknown): Pick<Outcome, 'kind' | 'message'> =>
   err instanceof VllmError
@@ -76,25 +105,37 @@ export function createStatusView(deps: StatusViewDeps) {
         stoppedPids: [],
         inFlightSinceMs: {},
         outcomes: {},
+        engine: newEngineRecord(),
+        epoch: 0,
+        reported: null,
       },
     ]),
   );
+  const wedgeMs = deps.wedgeMs ?? DEFAULT_WEDGE_MS;
+  /** Sleeps and wakes running per GPU. */
+  const actions = new Map<number, number>();
   const viewOf = (model: ConfiguredModel) => views.get(model.name)!;
 
   /** Per model and endpoint: the call in flight, which a later refresh joins instead of doubling. */
   const inFlight = new Map<string, Promise<void>>();
 
   /** Starts `call` for `endpoint` unless one is in flight; resolves when it (or the one in flight) settles. */
-  function read<T>(model: ConfiguredModel, endpoint: Endpoint, call: () => Promise<T>, keep: (value: T) => void) {
+  function read<T>(
+    model: ConfiguredModel,
+    endpoint: Endpoint,
+    call: () => Promise<T>,
+    keep: (value: T, startedAtMs: number) => void,
+  ) {
     const view = viewOf(model);
     const key = `${model.name}\n${endpoint}`;
     const running = inFlight.get(key);
     if (running) return running;
-    view.inFlightSinceMs[endpoint] = nowMs();
+    const startedAtMs = nowMs();
+    view.inFlightSinceMs[endpoint] = startedAtMs;
     const settled = call()
       .then(
         (value) => {
-          keep(value);
+          keep(value, startedAtMs);
           view.outcomes[endpoint] = { ok: true, kind: null, message: null, atMs: nowMs() };
         },
         (err: unknown) => {
@@ -141,14 +182,11 @@ export function createStatusView(deps: StatusViewDeps) {
         model,
         'metrics',
         () => vllm.metrics(model.port),
-        (samples) => {
-          view.requests = {
-            value: {
-              running: sumSamples(samples, 'vllm:num_requests_running') ?? 0,
-              waiting: sumSamples(samples, 'vllm:num_requests_waiting') ?? 0,
-            },
-            atMs: nowMs(),
-          };
+        (samples, startedAtMs) => {
+          const reading = readingOf(samples, startedAtMs);
+          view.requests = { value: { running: reading.running, waiting: reading.waiting }, atMs: nowMs() };
+          view.engine = observeReading(view.engine, reading);
+          if (isJudged(model) && isProbeDue(view.engine, nowMs(), wedgeMs)) probe(model);
         },
       ),
       read(
@@ -160,13 +198,44 @@ export function createStatusView(deps: StatusViewDeps) {
     ]);
   }
 
-  function conditionOf(view: ModelView, at: number): ModelCondition {
+  /** The engine is judged only while it is known awake and no sleep or wake runs on its GPU. */
+  const isJudged = (model: ConfiguredModel) =>
+    viewOf(model).sleeping?.value === false && !(actions.get(model.gpuIndex) ?? 0);
+
+  /** Sends one synthetic completion (max_tokens 1) bounded by half the wedge window, and records its end. */
+  function probe(model: ConfiguredModel) {
+    const view = viewOf(model);
+    const { epoch } = view;
+    view.engine = probeStarted(view.engine, nowMs());
+    const body = { model: model.name, prompt: PROBE_PROMPT, max_tokens: 1, temperature: 0 };
+    void vllm
+      .completion(model.port, body, wedgeMs / 2)
+      .then(
+        (res): ProbeOutcome => ({
+          kind: 'answered',
+          status: res.status,
+          detail: describeVllmStatus(res.status, res.body),
+          atMs: nowMs(),
+        }),
+        (err: unknown): ProbeOutcome =>
+          err instanceof VllmError && err.kind === 'timeout'
+            ? { kind: 'timeout', atMs: nowMs() }
+            : { kind: 'failed', atMs: nowMs() },
+      )
+      .then((outcome) => {
+        if (view.epoch === epoch) view.engine = probeEnded(view.engine, outcome);
+      });
+  }
+
+  function conditionOf(view: ModelView, at: number, engine: EngineVerdict | null): ModelCondition {
     const pids = view.pids?.value ?? null;
     if (pids && pids.length > 0 && view.stoppedPids.length === pids.length) return 'frozen';
     const outcomes = Object.values(view.outcomes);
     const latest = outcomes.reduce<Outcome | null>((a, b) => (a && a.atMs >= b.atMs ? a : b), null);
     // Refused with nothing listening: the server is gone (a server in another pid namespace still answers).
     if (latest && !latest.ok && latest.kind === 'refused' && !(pids && pids.length > 0)) return 'gone';
+    // Before busy: a stuck engine core also leaves /is_sleeping unanswered while /metrics still speaks.
+    if (engine) return engine.condition;
     const isSlow = Object.values(view.inFlightSinceMs).some((since) => at - since >= deps.slowMs);
     if (isSlow || outcomes.some((o) => !o.ok && o.kind === 'timeout')) return 'busy';
     if (outcomes.length === 0) return 'unknown';
@@ -175,7 +244,13 @@ export function createStatusView(deps: StatusViewDeps) {
 
   function statusOf(model: ConfiguredModel, at: number): ModelStatus {
     const view = viewOf(model);
-    const condition = conditionOf(view, at);
+    const engine = isJudged(model) ? judgeEngine(view.engine, wedgeMs) : null;
+    if ((engine?.condition ?? null) !== view.reported) {
+      view.reported = engine?.condition ?? null;
+      if (engine) deps.logger?.warn('model engine not serving', { model: model.name, error: engine.message });
+      else deps.logger?.info('model engine verdict cleared', { model: model.name });
+    }
+    const condition = conditionOf(view, at, engine);
     const age = (r: { atMs: number } | null) => (r ? Math.max(0, at - r.atMs) : null);
     const failed = view.outcomes.sleeping?.ok === false ? view.outcomes.sleeping : null;
     const slowSince = view.inFlightSinceMs.sleeping;
@@ -192,7 +267,7 @@ export function createStatusView(deps: StatusViewDeps) {
       // A gone server runs nothing; a busy one keeps its last counts, with their age.
       runningRequests: condition === 'gone' ? null : (view.requests?.value.running ?? null),
       waitingRequests: condition === 'gone' ? null : (view.requests?.value.waiting ?? null),
-      error: slow ?? failed?.message ?? null,
+      error: (condition === engine?.condition ? engine.message : null) ?? slow ?? failed?.message ?? null,
       stateAgeMs: age(view.sleeping),
       requestsAgeMs: age(view.requests),
       condition,
@@ -249,6 +324,18 @@ export function createStatusView(deps: StatusViewDeps) {
       const at = nowMs();
       return deps.models.map((m) => statusOf(m, at));
     },
+    /**
+     * A sleep or wake starts (`isRunning`) or ends on `gpuIndex`: its engines are not judged meanwhile, and each
+     * judgement starts afresh after it (what the engine did before a sleep says nothing of it after a wake).
+     */
+    onGpuAction(gpuIndex: number, isRunning: boolean) {
+      actions.set(gpuIndex, (actions.get(gpuIndex) ?? 0) + (isRunning ? 1 : -1));
+      for (const model of deps.models.filter((m) => m.gpuIndex === gpuIndex)) {
+        const view = viewOf(model);
+        view.engine = newEngineRecord();
+        view.epoch += 1;
+      }
+    },
     /** Records a sleep state an action just proved (sleep, wake), so the view does not lag behind it. */
     recordSleeping(name: string, sleeping: boolean) {
       const view = views.get(name);
@@ -267,6 +354,7 @@ export function createObservedInference(deps: {
   now: () => Date;
   slowMs: number;
   minReadIntervalMs?: number;
+  wedgeMs?: number;
 }) {
   const holder: { view?: StatusView } = {};
   const inference = createInferenceController({
@@ -274,6 +362,7 @@ export function createObservedInference(deps: {
     vllm: deps.vllm,
     logger: deps.logger,
     onProvedSleeping: (model, sleeping) => holder.view?.recordSleeping(model, sleeping),
+    onGpuAction: (gpuIndex, isRunning) => holder.view?.onGpuAction(gpuIndex, isRunning),
   });
   const statusView = createStatusView({ ...deps, models: inference.models });
   holder.view = statusView;
