@@ -84,6 +84,22 @@ describe('judgePoll', () => {
     });
   });
 
+  it('fails a poll whose model engine is wedged or erroring, even with a recent relayed answer', () => {
+    const wedged = model({ condition: 'wedged', error: 'engine wedged: 2 running, 0 waiting, unchanged for 10.0 s' });
+    expect(judgePoll(evidence(answered(wedged), POLLED_AT - 50), P)).toEqual({
+      isFailed: true,
+      evidence: 'engine_stuck',
+      busyModels: [],
+      message: 'model llama: engine wedged: 2 running, 0 waiting, unchanged for 10.0 s',
+    });
+    const erroring = model({ condition: 'erroring', error: null });
+    expect(judgePoll(evidence(answered(erroring)), P)).toMatchObject({
+      isFailed: true,
+      evidence: 'engine_stuck',
+      message: 'model llama: erroring',
+    });
+  });
+
   it('fails an unreachable host, and a frozen host whose supervisor times out, without traffic', () => {
     const refused = judgePoll(evidence({ kind: 'unreachable', error: 'connect ECONNREFUSED' }), P);
     expect(refused).toEqual({

@@ -27,6 +27,7 @@ export type PollEvidenceKind =
   | 'watcher_lag'
   | 'process_gone'
   | 'frozen'
+  | 'engine_stuck'
   | 'supervisor_timeout'
   | 'supervisor_unreachable';
 
@@ -89,6 +90,15 @@ export function judgePoll(
       return failed(
         'process_gone',
         `${names(gone)}: no process serves the port and it refuses connections`,
+        busyModels,
+      );
+    }
+    // Awake, and its engine does not serve inference (supervisor/engine-progress.ts): as certain as frozen.
+    const stuck = mine.filter((m) => m.condition === 'wedged' || m.condition === 'erroring');
+    if (stuck.length > 0) {
+      return failed(
+        'engine_stuck',
+        `${names(stuck)}: ${stuck.map((m) => m.error ?? m.condition).join('; ')}`,
         busyModels,
       );
     }
