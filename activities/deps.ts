@@ -25,6 +25,8 @@ export interface ActivityMetrics {
   hostObserved(labels: { fleet: string; domain: string }, status: SupervisorStatus): void;
   /** How many watch shards this worker holds now. */
   watchShardsHeld?(held: number): void;
+  /** Whether this worker's last round of a fleet saw none of its domains (core/poll-record.ts `isBlindRound`). */
+  watcherBlind?(labels: { fleet: string }, isBlind: boolean): void;
 }
 
 /** Everything activities touch, injected by the worker (or by a test). */

@@ -229,6 +229,27 @@ describe('lookAtFleet', () => {
     expect(await domain(east.id)).toMatchObject({ consecutiveFailures: 1 });
   });
 
+  it('holds a round that reaches no domain against none, with an event, until a domain is seen again', async () => {
+    const { a, b, east, west, look, domain, events } = await setup();
+    const silence = () => {
+      throw ApplicationFailure.retryable(
+        'supervisor GET /v1/status: timed out after 1000 ms',
+        FailureType.SupervisorUnreachable,
+      );
+    };
+    a.onStatus = silence;
+    b.onStatus = silence;
+    await look();
+    await look();
+    expect(await domain(east.id)).toMatchObject({ consecutiveFailures: 0, state: 'ready' });
+    expect(await domain(west.id)).toMatchObject({ consecutiveFailures: 0, state: 'ready' });
+    // The standby answers again: the active's silence now counts, as a dying region's would.
+    b.onStatus = () => undefined;
+    await look();
+    expect(await domain(east.id)).toMatchObject({ consecutiveFailures: 1 });
+    expect((await events()).map((e) => e.type)).toEqual(['watcher.blind', 'watcher.sight']);
+  });
+
   it('hears the proxy’s announced proofs of life over Postgres NOTIFY, dated by its own clock when heard', async () => {
     const { east } = await setup();
     // The worker's clock: the proxy's `at` is 30 s behind or ahead of it (another host's clock), and must not count.

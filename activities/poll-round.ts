@@ -6,7 +6,7 @@ import type { SupervisorStatus } from '../schemas/supervisor';
 import { assessDomain } from '../core/domain-health';
 import { nextDomainState, observeDomain, recoversFailedActive } from '../core/domain-observation';
 import { toFleetView } from '../core/fleet-view';
-import { lastSeenRefreshMs, needsPollWrite } from '../core/poll-record';
+import { isBlindRound, lastSeenRefreshMs, needsPollWrite, type PollSight } from '../core/poll-record';
 import { judgePoll, type PollOutcome, pollTimeoutMs } from '../core/poll-verdict';
 import type { ActivityDeps } from './deps';
 import { createProofOfLife } from './proof-of-life';
@@ -18,7 +18,7 @@ import { isPortRefused } from '../lib/port-refusal';
  * counts as failed (no answer, or an answer proving a model frozen or gone), or `proofOfLife` for a poll
  * unanswered while the proxy relays the domain's answers (a success without a status to read).
  */
-type Probe = { fleet: FleetSnapshot; domain: DomainSnapshot; at: Date } & (
+type Probe = { fleet: FleetSnapshot; domain: DomainSnapshot; at: Date; sight: PollSight } & (
   | { status: SupervisorStatus }
   /** `failures`: how many failed polls it counts as (a confirmed refusal counts as the policy's threshold). */
   | { error: string; failures: number }
@@ -81,6 +81,8 @@ export function createPollRound(deps: ActivityDeps): PollRound {
   const proofOfLife = deps.proofOfLife ?? createProofOfLife(store, undefined, () => deps.now().getTime());
   const lag = deps.eventLoopLag ?? processEventLoopLag();
   const healthySince = new Map<string, number>();
+  /** Fleets whose last round saw none of their domains (`isBlindRound`). */
+  const blindFleets = new Set<string>();
   const lastOkAt = new Map<string, string>();
 
   /**
@@ -123,23 +125,22 @@ export function createPollRound(deps: ActivityDeps): PollRound {
       return null;
     }
     deps.metrics?.domainPolled({ fleet: fleet.slug, domain: domain.slug, outcome: verdict.isFailed ? 'error' : 'ok' });
+    // Seen: it answered, or its host's kernel refused or reset the connection. Silence is not seeing it.
+    const isRefused = outcome.kind === 'unreachable' && REFUSAL.test(outcome.error);
+    const sight: PollSight = outcome.kind === 'answered' || isRefused ? 'seen' : 'unseen';
     if (verdict.isFailed) {
       const error = verdict.message ?? verdict.evidence;
-      if (
-        outcome.kind === 'unreachable' &&
-        REFUSAL.test(outcome.error) &&
-        (await isRefusalConfirmed(domain, signal, timeoutMs))
-      ) {
+      if (isRefused && (await isRefusalConfirmed(domain, signal, timeoutMs))) {
         const confirmed = `${error}; confirmed: the supervisor and every model port refuse connections`;
-        return { fleet, domain, at: deps.now(), error: confirmed, failures: policy.failureThreshold };
+        return { fleet, domain, at: deps.now(), sight, error: confirmed, failures: policy.failureThreshold };
       }
-      return { fleet, domain, at, error, failures: 1 };
+      return { fleet, domain, at, sight, error, failures: 1 };
     }
     if (outcome.kind === 'answered') {
       deps.metrics?.hostObserved({ fleet: fleet.slug, domain: domain.slug }, outcome.status);
-      return { fleet, domain, at, status: outcome.status };
+      return { fleet, domain, at, sight, status: outcome.status };
     }
-    return { fleet, domain, at, proofOfLife: true };
+    return { fleet, domain, at, sight, proofOfLife: true };
   }
 
   /**
@@ -285,13 +286,45 @@ export function createPollRound(deps: ActivityDeps): PollRound {
     return probed.map(({ fleet }) => ({ polled: withRows(fleet, polled), stored: withRows(fleet, stored) }));
   }
 
-  const probeFleet = async (fleet: FleetSnapshot, signal: AbortSignal, isFirstRound: boolean) => ({
-    fleet,
-    isFirstRound,
-    probes: (
+  /**
+   * Polls every non-stopped domain of `fleet`. A blind round (`isBlindRound`: no domain seen) is held against
+   * no host: its polls are not recorded, and the fleet's blindness is told once as it begins and once as it ends
+   * (an event, a log line and the `watcherBlind` gauge that HaruWatcherBlind alerts on).
+   */
+  async function probeFleet(fleet: FleetSnapshot, signal: AbortSignal, isFirstRound: boolean): Promise<ProbedFleet> {
+    const probes = (
       await Promise.all(fleet.domains.filter((d) => d.state !== 'stopped').map((d) => probe(fleet, d, signal)))
-    ).filter((p): p is Probe => p !== null),
-  });
+    ).filter((p): p is Probe => p !== null);
+    const isBlind = isBlindRound(probes.map((p) => p.sight));
+    if (isBlind !== blindFleets.has(fleet.id)) await sightChanged(fleet, isBlind, probes);
+    return { fleet, isFirstRound, probes: isBlind ? [] : probes };
+  }
+
+  /** Tells that this worker stopped seeing any domain of `fleet` (or sees one again). */
+  async function sightChanged(fleet: FleetSnapshot, isBlind: boolean, probes: readonly Probe[]) {
+    if (isBlind) blindFleets.add(fleet.id);
+    else blindFleets.delete(fleet.id);
+    deps.metrics?.watcherBlind?.({ fleet: fleet.slug }, isBlind);
+    const errors = probes.map((p) => ('error' in p ? p.error : null));
+    const message = isBlind
+      ? `this worker reaches none of fleet ${fleet.slug}'s ${probes.length} domains (every poll timed out or found ` +
+        'no route): it cannot tell dead hosts from its own cut-off path, so it holds their failures against none ' +
+        'until one is seen again'
+      : `this worker sees fleet ${fleet.slug}'s domains again: their polls count`;
+    if (isBlind) log.warn('watcher blind to a fleet', { fleet: fleet.slug, errors });
+    else log.info('watcher sees a fleet again', { fleet: fleet.slug });
+    await store.events
+      .append({
+        fleetId: fleet.id,
+        domainId: null,
+        type: isBlind ? 'watcher.blind' : 'watcher.sight',
+        message,
+        data: isBlind ? { errors } : {},
+      })
+      .catch((err: unknown) =>
+        log.warn('event not written', { error: err instanceof Error ? err.message : String(err) }),
+      );
+  }
 
   return {
     probe: probeFleet,

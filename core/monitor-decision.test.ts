@@ -23,6 +23,36 @@ describe('decideMonitorAction', () => {
     });
   });
 
+  it('holds when the active is failed by silence alone and every other domain is as silent: the watcher is blind', () => {
+    const silent = domain({ lastSeenAt: ago(6_000) });
+    const f = fleet({ domains: [silent, domain({ id: ID.b, slug: 'b', lastSeenAt: ago(6_000) })] });
+    expect(decideMonitorAction(f, p, NOW, running)).toEqual({
+      kind: 'none',
+      failure: expect.objectContaining({ reason: 'stale' }),
+      blockedBy: 'watcher_blind',
+    });
+    expect(dueDigest(f, p, NOW, false)).toBeNull();
+  });
+
+  it('fails over a silent active while another domain answers: a dying region, not a blind watcher', () => {
+    const f = fleet({ domains: [domain({ lastSeenAt: ago(6_000) }), domain({ id: ID.b, slug: 'b' })] });
+    expect(decideMonitorAction(f, p, NOW, running)).toMatchObject({
+      kind: 'failover',
+      shouldMarkActiveFailed: true,
+      promoteDomainId: ID.b,
+      failure: { reason: 'stale' },
+    });
+  });
+
+  it('never holds failed polls, the hosts own evidence, whatever the other domains show', () => {
+    const f = fleet({ domains: [deadActive, domain({ id: ID.b, slug: 'b', lastSeenAt: ago(6_000) })] });
+    expect(decideMonitorAction(f, p, NOW, running)).toMatchObject({
+      kind: 'failover',
+      shouldMarkActiveFailed: true,
+      failure: { reason: 'consecutive_failures' },
+    });
+  });
+
   it('promotes the freshest of several ready standbys', () => {
     const f = fleet({
       domains: [

@@ -1,11 +1,12 @@
 import type { FleetPolicy } from '../schemas/policy';
+import { isStale } from './domain-health';
 import { type ActiveFailure, detectActiveFailure } from './failover-detection';
 import { activeDomainOf, ageMs, type FleetView, type OperationView } from './fleet-view';
 import { rankStandbys } from './standby-ranking';
 
 /** Why a failed active is not being replaced right now. */
 export type FailoverBlock =
-  'auto_failover_off' | 'paused' | 'operation_in_flight' | 'no_viable_standby' | 'cooling_down';
+  'watcher_blind' | 'auto_failover_off' | 'paused' | 'operation_in_flight' | 'no_viable_standby' | 'cooling_down';
 
 /**
  * What the monitor should do after a round of polls.
@@ -62,6 +63,7 @@ export function decideMonitorAction(
   const ranked = viable.filter((d) => !options.coolingDownIds?.includes(d.id));
   const failure = detectActiveFailure(fleet.activeDomainId === null ? null : active, policy, now, viable.length > 0);
   if (!failure) return { kind: 'none', failure: null, blockedBy: null };
+  if (isWatcherBlind(fleet, failure, policy, now)) return { kind: 'none', failure, blockedBy: 'watcher_blind' };
   const blockedBy: FailoverBlock | null = !policy.autoFailover
     ? 'auto_failover_off'
     : options.isAutoFailoverPaused
@@ -100,6 +102,20 @@ export function decideMonitorAction(
     blockedBy,
     releaseOperationId,
   };
+}
+
+/**
+ * Whether the active's failure says more about the watcher than about the host: it is failed by silence alone
+ * (`stale`: no successful poll for `heartbeatStaleMs`) and every other domain of the fleet not stopped is as
+ * silent. A dying region leaves the domains elsewhere answering; a watcher cut off from every host hears none.
+ * Held, like a blind round of polls (core/poll-record.ts `isBlindRound`): the active is not marked failed and
+ * nothing is promoted until a domain answers. Refusals and failed polls are the hosts' own evidence, never
+ * held. Pure.
+ */
+export function isWatcherBlind(fleet: FleetView, failure: ActiveFailure, policy: FleetPolicy, now: Date): boolean {
+  if (failure.reason !== 'stale') return false;
+  const others = fleet.domains.filter((d) => d.id !== fleet.activeDomainId && d.state !== 'stopped');
+  return others.length > 0 && others.every((d) => isStale(d, policy, now));
 }
 
 /**

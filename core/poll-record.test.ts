@@ -1,5 +1,5 @@
 import { policy } from './fleet-fixtures';
-import { isHeartbeatDue, lastSeenRefreshMs, needsPollWrite, type StoredPollFields } from './poll-record';
+import { isBlindRound, isHeartbeatDue, lastSeenRefreshMs, needsPollWrite, type StoredPollFields } from './poll-record';
 
 const AT = Date.parse('2026-01-01T00:00:10.000Z');
 const REFRESH = 2_500;
@@ -58,5 +58,22 @@ describe('isHeartbeatDue', () => {
 
   it('heartbeats every round where no timeout is set', () => {
     expect(isHeartbeatDue(AT - 1, AT, undefined)).toBe(true);
+  });
+});
+
+describe('isBlindRound', () => {
+  it('is blind when two domains or more were polled and none was seen', () => {
+    expect(isBlindRound(['unseen', 'unseen'])).toBe(true);
+    expect(isBlindRound(['unseen', 'unseen', 'unseen'])).toBe(true);
+  });
+
+  it('sees a dying region: one domain answering (or refusing) is enough', () => {
+    expect(isBlindRound(['unseen', 'seen'])).toBe(false);
+    expect(isBlindRound(['seen', 'seen'])).toBe(false);
+  });
+
+  it('never calls a single domain, or no poll, blind', () => {
+    expect(isBlindRound(['unseen'])).toBe(false);
+    expect(isBlindRound([])).toBe(false);
   });
 });

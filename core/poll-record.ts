@@ -49,3 +49,20 @@ export function isHeartbeatDue(
   if (lastAtMs === null || !heartbeatTimeoutMs) return true;
   return nowMs - lastAtMs >= (heartbeatTimeoutMs * 2) / 5;
 }
+
+/**
+ * What one poll of a round showed of the watcher's sight: `seen` (the supervisor answered, or its host's kernel
+ * refused or reset the connection: the host speaks), or `unseen` (it timed out or found no route: silence, which
+ * a watcher cut off from every host produces as well as a dead one).
+ */
+export type PollSight = 'seen' | 'unseen';
+
+/**
+ * Whether a fleet's round says the watcher cannot see rather than that its hosts died: two domains or more
+ * polled, and not one of them seen. A dying region leaves the domains elsewhere answering; a watcher cut off
+ * from the network, or one whose path to every host broke, hears nothing from any. Such a round is held against
+ * no host (not recorded) until one is seen again. A real death of every domain of a fleet loses nothing by it:
+ * there is no standby to fail over to. Pure.
+ */
+export const isBlindRound = (sights: readonly PollSight[]): boolean =>
+  sights.length >= 2 && sights.every((s) => s === 'unseen');

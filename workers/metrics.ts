@@ -109,6 +109,12 @@ export function createWorkerMetrics(opts: { withDefaults?: boolean } = {}): Work
     help: 'Watch shards this worker holds now (each worker hands shards on above its share)',
     registers,
   });
+  const watcherBlind = new Gauge({
+    name: 'haru_worker_fleet_watcher_blind',
+    help: "1 while this worker's last round of a fleet saw none of its domains (its failures held against none)",
+    labelNames: ['fleet'],
+    registers,
+  });
   const lastPoll = new Gauge({
     name: 'haru_domain_last_poll_timestamp_seconds',
     help: "When the monitor last polled the domain's supervisor successfully (Unix seconds)",
@@ -135,6 +141,7 @@ export function createWorkerMetrics(opts: { withDefaults?: boolean } = {}): Work
     registry,
     domainPolled: (labels) => pollsOf(labels).inc(),
     watchShardsHeld: (held) => shardsHeld.set(held),
+    watcherBlind: (labels, isBlind) => watcherBlind.set(labels, isBlind ? 1 : 0),
     routingCommit: (labels) => commits.inc(labels),
     operationFinished(labels, seconds) {
       operations.inc(labels);
