@@ -63,6 +63,13 @@ export const fleetPolicySchema = z
       })
       .prefault({}),
     commitTimeoutMs: ms(10_000),
+    /**
+     * How long a promotion whose commit found the state store unreachable (its woken, probed target waiting)
+     * may go on committing: from the commit's first attempt to the store answering again. Within it the target
+     * is probed again and the commit made again; past it the promotion compensates and the monitor decides
+     * afresh. A lost CAS is never tried again.
+     */
+    commitOutageBudgetMs: ms(300_000),
     drainTimeoutMs: ms(30_000),
     sleepTimeoutMs: ms(60_000),
     startTrainingTimeoutMs: ms(30_000),

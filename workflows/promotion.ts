@@ -13,6 +13,7 @@ import type { FleetPolicy } from '../schemas/policy';
 import { controlActivities, probeRequestTimeoutMs, restoreWaitMs, stepActivities } from './activity-options';
 import type { demotionWorkflow } from './demotion';
 import { releaseAtCommitSignal, type PromotionInput, type PromotionResult } from './definitions';
+import { afterFailedCommit } from '../core/commit-retry';
 import { startedSteps } from '../core/operation-progress';
 import { stepMessages } from '../core/step-messages';
 import { compensationFor, planPromotion, type PromotionStep } from '../core/step-plan';
@@ -27,7 +28,8 @@ type Steps = ReturnType<typeof stepActivities>;
  * Promotes a standby domain to active (docs/architecture.md §4.3): stop training, verify VRAM released, wake every
  * model, probe every model, move the routing pointer with one CAS, then demote the old active as a
  * best-effort child. Any failure or abort before the commit puts the target back on standby, marks the
- * operation failed or cancelled with `{ step, code, message }` and fails this execution; routing stays.
+ * operation failed or cancelled with `{ step, code, message }` and fails this execution; routing stays. A
+ * commit the state store did not answer is made again once it does, within the policy's outage budget.
  */
 export async function promotionWorkflow(input: PromotionInput): Promise<PromotionResult> {
   const { fleetId, operationId, targetDomainId } = input;
@@ -62,23 +64,10 @@ export async function promotionWorkflow(input: PromotionInput): Promise<Promotio
   try {
     await prepareTarget(op, steps, policy, targetDomainId);
     op.closeAbortWindow();
-    commit = await op.step(
-      'commitRouting',
-      (journal) =>
-        steps.commitRouting({
-          fleetId,
-          operationId,
-          expectedActiveDomainId: begin.fromDomainId,
-          targetDomainId,
-          journal,
-        }),
-      stepMessages.commitRouting,
-    );
+    commit = await commitRouting(input, op, steps, policy, begin.fromDomainId);
   } catch (err) {
     if (!(err instanceof StepFailure)) throw err;
-    const committed = err.step === 'commitRouting' ? await committedAnyway(input, op, err) : null;
-    if (!committed) return await abandon(input, op, steps, policy, err);
-    commit = committed;
+    return await abandon(input, op, steps, policy, err);
   }
   log.info('routing committed', {
     fleetId,
@@ -130,6 +119,52 @@ async function committedAnyway(
   return { routeRevision: outcome.routeRevision };
 }
 
+/**
+ * Step 5: move routing with the CAS. A failed commit is checked against the operation row (its answer may
+ * have been lost). One that never got an answer (its budget spent on an unreachable store) does not undo the
+ * woken, probed target: once the store answers, within the policy's `commitOutageBudgetMs` of the first
+ * attempt, the target is probed again and the commit made again (`core/commit-retry.ts`). Throws the
+ * StepFailure to compensate for: a lost CAS, a failed probe, an outage past its budget.
+ */
+async function commitRouting(
+  input: PromotionInput,
+  op: OperationRuntime,
+  steps: Steps,
+  policy: FleetPolicy,
+  expectedActiveDomainId: string | null,
+): Promise<{ routeRevision: number }> {
+  const { fleetId, operationId, targetDomainId } = input;
+  const firstAttemptAt = Date.now();
+  for (let round = 1; ; round++) {
+    try {
+      // Every round after the first proves again that the target serves: it waited out the outage unrouted.
+      if (round > 1) await probeTarget(op, steps, policy, targetDomainId);
+      return await op.step(
+        'commitRouting',
+        (journal) => steps.commitRouting({ fleetId, operationId, expectedActiveDomainId, targetDomainId, journal }),
+        stepMessages.commitRouting,
+      );
+    } catch (err) {
+      if (!(err instanceof StepFailure)) throw err;
+      // The failure's record and this re-read both wait for the store: what follows is decided once it answers.
+      const committed = err.step === 'commitRouting' ? await committedAnyway(input, op, err) : null;
+      if (committed) return committed;
+      const next = afterFailedCommit({ step: err.step, ...err.info, waitedMs: Date.now() - firstAttemptAt }, policy);
+      if (next.action === 'compensate') {
+        if (next.reason === null) throw err;
+        throw new StepFailure(err.step, { ...err.info, message: `${err.info.message}; ${next.reason}` }, false);
+      }
+      log.warn('routing not committed: the state store did not answer; probing the target again to commit again', {
+        fleetId,
+        operationId,
+        round,
+        step: err.step,
+        error: err.info.message,
+      });
+    }
+  }
+}
+
 /** Steps 1-4: make the target able to serve, proving each effect before the next. */
 async function prepareTarget(op: OperationRuntime, steps: Steps, policy: FleetPolicy, domainId: string): Promise<void> {
   let trainerPids: number[] = [];
@@ -152,21 +187,24 @@ async function prepareTarget(op: OperationRuntime, steps: Steps, policy: FleetPo
   if (!op.isStepSkipped('wakeModels')) {
     await op.step('wakeModels', (journal) => steps.wakeModels({ domainId, journal }), stepMessages.wakeModels);
   }
-  if (!op.isStepSkipped('probeModels')) {
-    await op.step(
-      'probeModels',
-      (journal) =>
-        steps.probeModels({
-          domainId,
-          prompt: policy.probe.prompt,
-          maxTokens: policy.probe.maxTokens,
-          timeoutMs: probeRequestTimeoutMs(policy),
-          fingerprint: policy.probe.fingerprint,
-          journal,
-        }),
-      stepMessages.probeModels,
-    );
-  }
+  if (!op.isStepSkipped('probeModels')) await probeTarget(op, steps, policy, domainId);
+}
+
+/** Step 4: every model of the target answers a synthetic completion, as the proxy will reach it. */
+async function probeTarget(op: OperationRuntime, steps: Steps, policy: FleetPolicy, domainId: string): Promise<void> {
+  await op.step(
+    'probeModels',
+    (journal) =>
+      steps.probeModels({
+        domainId,
+        prompt: policy.probe.prompt,
+        maxTokens: policy.probe.maxTokens,
+        timeoutMs: probeRequestTimeoutMs(policy),
+        fingerprint: policy.probe.fingerprint,
+        journal,
+      }),
+    stepMessages.probeModels,
+  );
 }
 
 /**

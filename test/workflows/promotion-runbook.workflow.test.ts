@@ -294,6 +294,59 @@ describe('promotionWorkflow runbook', () => {
     expect(finished).toEqual([{ outcome: 'succeeded' }]);
   });
 
+  it('a commit the state store did not answer is made again once it answers, after probing the target again', async () => {
+    let isStoreDown = true;
+    const { activities, calls, finished } = stubActivities({
+      commitRouting: async () => {
+        if (isStoreDown) throw ApplicationFailure.retryable('state store: connect ECONNREFUSED', 'StateStoreError');
+        return { outcome: 'committed', routeRevision: 3 };
+      },
+      readRoutingOutcome: async () => {
+        isStoreDown = false; // the store answers again
+        return { isRoutingCommitted: false, routeRevision: null };
+      },
+    });
+    const { args, result, progress } = await promoteToEnd(activities);
+    expect(result).toEqual({
+      operationId: args.operationId,
+      state: 'succeeded',
+      routeRevision: 3,
+      demotion: 'succeeded',
+    });
+    const afterCommit = calls.slice(calls.indexOf('readRoutingOutcome')).filter((c) => !c.startsWith('step:'));
+    expect(afterCommit).toEqual([
+      'readRoutingOutcome',
+      'probeModels',
+      'commitRouting',
+      'inspectDomain',
+      'drainDomain',
+      'sleepModels',
+      'startTraining',
+      'finishOperation',
+    ]);
+    expect(calls).not.toContain('restoreStandby');
+    expect(calls.filter((c) => c === 'step:probeModels:succeeded')).toHaveLength(2);
+    expect(progress.steps.find((s) => s.step === 'commitRouting')).toMatchObject({ status: 'succeeded' });
+    expect(finished).toEqual([{ outcome: 'succeeded' }]);
+  });
+
+  it('a commit the state store answered only past commitOutageBudgetMs compensates, saying why', async () => {
+    const { activities, calls, finished } = stubActivities({
+      commitRouting: async () => {
+        throw ApplicationFailure.retryable('state store: connect ECONNREFUSED', 'StateStoreError');
+      },
+    });
+    // The commit's own budget (3 s) is already past this outage budget when the store answers.
+    const failure = await promotionFailure(activities, input(fastPolicy({ commitOutageBudgetMs: 1_000 })));
+    expect(failure.message).toMatch(/^promotion failed at commitRouting: .*past its outage budget/);
+    expect(calls.slice(calls.indexOf('readRoutingOutcome')).filter((c) => !c.startsWith('step:'))).toEqual([
+      'readRoutingOutcome',
+      'restoreStandby',
+      'finishOperation',
+    ]);
+    expect(finished[0]).toMatchObject({ outcome: 'failed', error: { step: 'commitRouting' } });
+  });
+
   it('a refused target fails the operation at begin without touching any host', async () => {
     const { activities, calls, finished } = stubActivities({
       beginOperation: async () => {

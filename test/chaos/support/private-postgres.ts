@@ -1,8 +1,9 @@
 import { execFile } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import postgres from 'postgres';
 import { freePort } from '../../support/ports';
 
 const run = promisify(execFile);
@@ -14,7 +15,15 @@ export interface PrivatePostgres {
   url(database?: string): string;
   /** Fast shutdown (`pg_ctl stop -m fast`): open connections are cut, like a crashed or restarted server. */
   stop(): Promise<void>;
-  start(): Promise<void>;
+  /**
+   * Starts the server. `tcp: 'refused'` admits only its local socket (`socketSession`) until `admitTcp`, so a
+   * test can prepare the store before the TCP clients (every Haru process) reach it again.
+   */
+  start(opts?: { tcp?: 'admitted' | 'refused' }): Promise<void>;
+  /** Admits TCP clients again (pg_hba.conf reloaded); sessions already open stay. */
+  admitTcp(): Promise<void>;
+  /** A postgres.js client through the server's local socket, which TCP refusal does not reach. */
+  socketSession(database?: string): postgres.Sql;
   /** Stops the server and removes its directory. */
   destroy(): Promise<void>;
 }
@@ -63,7 +72,15 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   await pg('initdb', ['-D', dataDir, '-U', 'postgres', '--auth=trust', '--no-sync']).catch((err) => {
     throw explain(err);
   });
-  const start = () =>
+  // The local socket is always trusted; TCP is trusted or rejected (an existing file keeps its owner).
+  const writeHba = (tcp: 'trust' | 'reject') =>
+    writeFileSync(
+      path.join(dataDir, 'pg_hba.conf'),
+      `local all all trust\nhost all all 127.0.0.1/32 ${tcp}\nhost all all ::1/128 ${tcp}\n`,
+    );
+  const socketSession = (database = 'postgres') =>
+    postgres({ host: dir, port, username: 'postgres', database, max: 1, onnotice: () => {} });
+  const launch = () =>
     pg('pg_ctl', [
       '-D',
       dataDir,
@@ -88,6 +105,10 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
         throw explain(err);
       },
     );
+  const start = async ({ tcp = 'admitted' }: { tcp?: 'admitted' | 'refused' } = {}) => {
+    writeHba(tcp === 'admitted' ? 'trust' : 'reject');
+    await launch();
+  };
   await start();
   let destroyed = false;
   return {
@@ -95,6 +116,16 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     url: (database = 'postgres') => `postgres://postgres@127.0.0.1:${port}/${database}`,
     stop,
     start,
+    async admitTcp() {
+      writeHba('trust');
+      const sql = socketSession();
+      try {
+        await sql`select pg_reload_conf()`;
+      } finally {
+        await sql.end({ timeout: 5 });
+      }
+    },
+    socketSession,
     async destroy() {
       if (destroyed) return;
       destroyed = true;
