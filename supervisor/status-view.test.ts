@@ -1,5 +1,6 @@
 import type { ConfiguredModel } from './inference';
 import type { ListenerTable } from './listeners';
+import { parsePrometheusText } from './prometheus-text';
 import { createStatusView } from './status-view';
 import type { VllmClient } from './vllm';
 
@@ -54,5 +55,62 @@ describe('the status view refreshing in the background', () => {
       await jest.advanceTimersByTimeAsync(500);
     }
     expect(sleepingReads()).toBe(3); // at 0, 2 and 4 s of the 5 s asked every 500 ms
+  });
+});
+
+/** The synthetic completion of an idle engine, on fake timers: sent only to an awake model nobody is acting on. */
+describe('the status view probing an idle engine', () => {
+  beforeEach(() => jest.useFakeTimers({ now: 1_000_000 }));
+  afterEach(() => jest.useRealTimers());
+
+  function view(sleeping: boolean, answer: () => Promise<{ status: number; body: unknown }>) {
+    const completions: number[] = [];
+    const vllm = {
+      isSleeping: async () => sleeping,
+      metrics: async () => parsePrometheusText('vllm:num_requests_running 0\nvllm:generation_tokens_total 7\n'),
+      health: async () => undefined,
+      completion: async () => (completions.push(Date.now()), answer()),
+    } as unknown as VllmClient;
+    const listeners: ListenerTable = { canSeeProcesses: false, servingPids: () => [], stoppedOf: () => [] };
+    const models: ConfiguredModel[] = [{ name: 'm', port: 8001, gpuIndex: 0, sleepLevel: 1 }];
+    const statusView = createStatusView({ models, vllm, listeners, now: () => new Date(), slowMs: 1_000 });
+    return { statusView, completions };
+  }
+  const ok = async () => ({ status: 200, body: {} });
+
+  it('sends an awake idle engine one completion every 5 s by default, and never a sleeping one', async () => {
+    const awake = view(false, ok);
+    const asleep = view(true, ok);
+    awake.statusView.start(1_000);
+    asleep.statusView.start(1_000);
+    await jest.advanceTimersByTimeAsync(30_000);
+    awake.statusView.stop();
+    asleep.statusView.stop();
+    expect(awake.completions.length).toBeGreaterThanOrEqual(5);
+    expect(awake.completions.length).toBeLessThanOrEqual(6);
+    expect(asleep.completions).toEqual([]);
+    expect((await asleep.statusView.snapshot(0))[0]!.condition).toBe('ready');
+  });
+
+  it('neither probes nor judges during a sleep or wake on the GPU, and drops a completion that spanned one', async () => {
+    // Every completion answers 500 after 3 s.
+    const error = () =>
+      new Promise<{ status: number; body: unknown }>((r) => setTimeout(() => r({ status: 500, body: {} }), 3_000));
+    const { statusView, completions } = view(false, error);
+    statusView.start(1_000);
+    await jest.advanceTimersByTimeAsync(5_500);
+    expect(completions).toHaveLength(1); // answered at 8 s
+    statusView.onGpuAction(0, true);
+    await jest.advanceTimersByTimeAsync(1_000);
+    statusView.onGpuAction(0, false);
+    await jest.advanceTimersByTimeAsync(6_000); // 12.5 s: its 500 dropped, the next one not answered yet
+    expect(completions).toHaveLength(2);
+    expect((await statusView.snapshot(0))[0]!.condition).toBe('ready');
+    await jest.advanceTimersByTimeAsync(10_000); // the next 500 and the one sent at once after it
+    expect((await statusView.snapshot(0))[0]).toMatchObject({
+      condition: 'erroring',
+      error: 'engine erroring: a synthetic completion answered HTTP 500 2 times in a row',
+    });
+    statusView.stop();
   });
 });
