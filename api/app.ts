@@ -13,6 +13,7 @@ import type { Orchestrator } from './orchestrator';
 import { createForwarder, type Forwarder } from './proxy/forwarder';
 import { createHealthSignal } from './proxy/health-signal';
 import { createHoldQueue } from './proxy/hold-queue';
+import { createInFlightRegistry } from './proxy/in-flight';
 import type { ProxyDeps } from './proxy/inference';
 import { leanInference } from './proxy/lean';
 import { createRoutingCache, type RoutingCache } from './proxy/routing-cache';
@@ -114,6 +115,7 @@ export function createApp(deps: ApiDeps): ApiApp {
     cache,
     forwarder,
     holdQueue: createHoldQueue(config.HARU_CHAT_HOLD_MAX, (n) => metrics.heldRequests.set(n)),
+    inFlight: createInFlightRegistry({ cache, logger }),
     healthSignal: createHealthSignal({
       checkNow: (fleetId) => deps.orchestrator.checkNow(fleetId),
       debounceMs: config.HARU_CHECK_NOW_DEBOUNCE_MS,
@@ -184,6 +186,7 @@ export function createApp(deps: ApiDeps): ApiApp {
       const stop = unlisten;
       unlisten = null;
       await stop?.();
+      proxy.inFlight.close();
       await forwarder.close();
     },
   };

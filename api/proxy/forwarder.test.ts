@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { closedPort, listenLocal, type LocalServer, startSilentHost } from '../../test/support/local-server';
 import { largeBodyUpstream, withDeadline, writesStall } from '../../test/support/stall';
+import { ClientGone } from './client-gone';
 import { createForwarder, type ForwardOutcome, type ForwardRequest, isConnectionFailure } from './forwarder';
 
 type Response = Extract<ForwardOutcome, { kind: 'response' }>;
@@ -187,6 +188,55 @@ describe('createForwarder', () => {
     await isArrived;
     ctrl.abort();
     expect(await pending).toEqual({ kind: 'aborted' });
+    await closed;
+  });
+
+  it('answers `cut` and closes the upstream request when cut while waiting for headers', async () => {
+    let arrived!: () => void;
+    const isArrived = new Promise<void>((resolve) => (arrived = resolve));
+    let upstreamClosed!: () => void;
+    const closed = new Promise<void>((resolve) => (upstreamClosed = resolve));
+    const url = await upstream((req) => {
+      req.socket.on('close', upstreamClosed);
+      arrived();
+    });
+    const cut = new ClientGone();
+    const pending = forwarder.send(request(url, { cut }));
+    await isArrived;
+    cut.abort();
+    expect(await pending).toEqual({ kind: 'cut' });
+    await closed;
+  });
+
+  it('answers `cut` at once while the connect to a host that drops packets is still pending, and for a cut already made', async () => {
+    const silent = await startSilentHost();
+    try {
+      const cut = new ClientGone();
+      const pending = forwarder.send(request(silent.url, { cut }));
+      setTimeout(() => cut.abort(), 50);
+      const started = performance.now();
+      expect(await pending).toEqual({ kind: 'cut' });
+      expect(performance.now() - started).toBeLessThan(2_000);
+      expect(await forwarder.send(request(silent.url, { cut }))).toEqual({ kind: 'cut' });
+    } finally {
+      await silent.close();
+    }
+  });
+
+  it('rejects the rest of a streaming body when cut after the first byte, and closes the upstream request', async () => {
+    let upstreamClosed!: () => void;
+    const closed = new Promise<void>((resolve) => (upstreamClosed = resolve));
+    const url = await upstream((req, res) => {
+      req.socket.on('close', upstreamClosed);
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('data: 1\n\n');
+    });
+    const cut = new ClientGone();
+    const outcome = expectResponse(await forwarder.send(request(url, { cut })));
+    expect(outcome.first?.toString()).toBe('data: 1\n\n');
+    const rest = outcome.rest.next();
+    cut.abort();
+    await expect(rest).rejects.toThrow(/routing moved/);
     await closed;
   });
 

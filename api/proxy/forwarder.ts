@@ -24,6 +24,8 @@ export type ForwardOutcome =
   | { kind: 'timeout'; phase: 'headers' | 'first_byte' }
   /** Connection refused or reset before any response byte: nothing reached the client, so it can be retried. */
   | { kind: 'refused'; error: Error }
+  /** `cut` fired before the first body byte (routing moved away from the upstream's domain); aborted upstream. */
+  | { kind: 'cut' }
   /** The client went away first. */
   | { kind: 'aborted' };
 
@@ -34,9 +36,15 @@ export interface ForwardRequest {
   body: Buffer | null;
   /** Aborts the upstream request (client disconnect): an `AbortSignal`, or the proxy's `ClientGone`. */
   signal: AbortLike;
+  /**
+   * Cuts the exchange in whatever phase it is (api/proxy/in-flight.ts: routing moved away from the upstream's
+   * domain): before the first body byte the outcome is `cut`; after it the rest of the body fails, as a broken
+   * upstream's does.
+   */
+  cut?: AbortLike;
   /** Bound on the time to the response headers. */
   headersTimeoutMs: number;
-  /** Bound on the time from the headers to the first body byte (unset: none); once a byte came, nothing is cut. */
+  /** Bound on the time from the headers to the first body byte (unset: none); once a byte came, no bound cuts it. */
   firstByteTimeoutMs?: number;
   /** Called when the response headers came, before the first body byte (the caller may ping its client). */
   onHeaders?: (statusCode: number, headers: IncomingHttpHeaders) => void;
@@ -69,6 +77,7 @@ export const isConnectionFailure = (err: unknown): boolean =>
 /** Why an upstream attempt was aborted by the forwarder itself. */
 class HeadersTimeout extends Error {}
 class FirstByteTimeout extends Error {}
+class RouteCut extends Error {}
 
 /** An upstream address split once per URL (undici's `request(url)` re-parses it every time). */
 const origins = new Map<string, { origin: string; path: string }>();
@@ -113,17 +122,19 @@ class Exchange implements Dispatcher.DispatchHandler {
   private readonly timer: NodeJS.Timeout;
   private firstByteTimer: NodeJS.Timeout | undefined;
   private readonly onClientAbort = () => this.abort(new Error('client closed the request'));
+  private readonly onCut = () => this.abort(new RouteCut('routing moved away from the upstream'));
 
   constructor(
     private readonly signal: AbortLike,
     headersTimeoutMs: number,
-    private readonly firstByte: Pick<ForwardRequest, 'firstByteTimeoutMs' | 'onHeaders'> = {},
+    private readonly opts: Pick<ForwardRequest, 'firstByteTimeoutMs' | 'onHeaders' | 'cut'> = {},
   ) {
     this.outcome = new Promise<ForwardOutcome>((resolve, reject) => {
       this.settle = resolve;
       this.fail = reject;
     });
     signal.addEventListener('abort', this.onClientAbort, { once: true });
+    opts.cut?.addEventListener('abort', this.onCut, { once: true });
     this.timer = setTimeout(() => this.abort(new HeadersTimeout()), headersTimeoutMs);
   }
 
@@ -140,6 +151,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     clearTimeout(this.timer);
     clearTimeout(this.firstByteTimer);
     this.signal.removeEventListener('abort', this.onClientAbort);
+    this.opts.cut?.removeEventListener('abort', this.onCut);
   }
 
   onConnect(abort: (err?: Error) => void): void {
@@ -156,15 +168,15 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.resumeUpstream = resume;
     // Armed after this read: a body that came in the same packet as the headers (vLLM's JSON answers) has
     // settled by then, and no timer is made only to be cleared.
-    if (this.firstByte.firstByteTimeoutMs !== undefined) process.nextTick(armFirstByteTimer, this);
-    this.firstByte.onHeaders?.(statusCode, this.headers);
+    if (this.opts.firstByteTimeoutMs !== undefined) process.nextTick(armFirstByteTimer, this);
+    this.opts.onHeaders?.(statusCode, this.headers);
     return true;
   }
 
   /** Starts the bound from the headers to the first body byte, unless that byte (or the end) already came. */
   armFirstByte(): void {
     if (this.settled || this.reason) return;
-    this.firstByteTimer = setTimeout(() => this.abort(new FirstByteTimeout()), this.firstByte.firstByteTimeoutMs);
+    this.firstByteTimer = setTimeout(() => this.abort(new FirstByteTimeout()), this.opts.firstByteTimeoutMs);
   }
 
   onData(chunk: Buffer): boolean {
@@ -203,6 +215,7 @@ class Exchange implements Dispatcher.DispatchHandler {
       if (this.signal.aborted) return this.settle({ kind: 'aborted' });
       if (this.reason instanceof HeadersTimeout) return this.settle({ kind: 'timeout', phase: 'headers' });
       if (this.reason instanceof FirstByteTimeout) return this.settle({ kind: 'timeout', phase: 'first_byte' });
+      if (this.reason instanceof RouteCut) return this.settle({ kind: 'cut' });
       if (isConnectionFailure(err)) return this.settle({ kind: 'refused', error: err });
       return this.fail(err);
     }
@@ -264,6 +277,7 @@ export function createForwarder(opts: { connectTimeoutMs?: number } = {}): Forwa
 
   function send(req: ForwardRequest): Promise<ForwardOutcome> {
     if (req.signal.aborted) return Promise.resolve({ kind: 'aborted' });
+    if (req.cut?.aborted) return Promise.resolve({ kind: 'cut' });
     const exchange = new Exchange(req.signal, req.headersTimeoutMs, req);
     const { origin, path } = splitUrl(req.url);
     agent.dispatch({ origin, path, method: req.method, headers: req.headers, body: req.body ?? undefined }, exchange);

@@ -11,6 +11,7 @@ import type { Forwarder, ForwardOutcome } from './forwarder';
 import { upstreamRequestHeaders } from './headers';
 import type { HealthSignal } from './health-signal';
 import { type HoldQueue, waitForRouteMove } from './hold-queue';
+import type { InFlightRegistry } from './in-flight';
 import { type InferenceBody, readInferenceBody } from './inference-body';
 import { expectedFailoverSeconds } from '../../core/route-eligibility';
 import { type Attempt, neverSent, proxyWithMigration } from './migration/migrate';
@@ -25,6 +26,8 @@ export interface ProxyDeps {
   cache: RoutingCache;
   forwarder: Forwarder;
   holdQueue: HoldQueue;
+  /** Exchanges in flight per domain: a route move away from a domain cuts them (api/proxy/in-flight.ts). */
+  inFlight: InFlightRegistry;
   healthSignal: HealthSignal;
   /** Asked before routing on a stale snapshot: a domain that reports asleep gets no request. */
   sleepCheck: SleepCheck;
@@ -193,52 +196,68 @@ async function proxyOnce(
         const upstreamHeaders = withUpstreamAuth(headers, target, body.model);
         // Only a stream is pinged while its first token is awaited: a non-streaming request makes no pinger.
         const pinger = body.stream ? pingUntilFirstByte(deps, res, routed) : undefined;
+        // Registered until its answer ends: a route move away from the domain cuts it (in-flight.ts).
+        const inFlight = deps.inFlight.enter(snapshot.id, target.domain.id, snapshot.routeRevision);
         let outcome: ForwardOutcome;
         try {
-          outcome = await deps.forwarder.send({
-            url: upstreamUrl(target.servingUrl, endpoint),
-            method: 'POST',
-            headers: upstreamHeaders,
-            body: raw,
-            signal,
-            headersTimeoutMs: deps.config.HARU_CHAT_HEADER_TIMEOUT_MS,
-            firstByteTimeoutMs: deps.config.HARU_CHAT_FIRST_BYTE_TIMEOUT_MS,
-            onHeaders: pinger?.onHeaders,
-          });
+          try {
+            outcome = await deps.forwarder.send({
+              url: upstreamUrl(target.servingUrl, endpoint),
+              method: 'POST',
+              headers: upstreamHeaders,
+              body: raw,
+              signal,
+              cut: inFlight,
+              headersTimeoutMs: deps.config.HARU_CHAT_HEADER_TIMEOUT_MS,
+              firstByteTimeoutMs: deps.config.HARU_CHAT_FIRST_BYTE_TIMEOUT_MS,
+              onHeaders: pinger?.onHeaders,
+            });
+          } finally {
+            pinger?.stop();
+          }
+          if (outcome.kind === 'aborted') return (holdOutcome = 'closed');
+          // Headers came and then the body stalled: the request reached the model server, so it is not sent again.
+          if (outcome.kind === 'timeout' && outcome.phase !== 'headers') {
+            throw new HaruError(
+              'upstream_timeout',
+              `domain ${target.domain.slug} sent headers but no body within ${deps.config.HARU_CHAT_FIRST_BYTE_TIMEOUT_MS} ms`,
+            );
+          }
+          if (outcome.kind === 'response') {
+            hold?.stopPings();
+            holdOutcome = 'moved';
+            // After this turn: the answer (a JSON body that came whole, or a stream's first chunk) is written first.
+            setImmediate(noteResponse, deps, endpoint, outcome.ttfbSeconds, outcome.statusCode, target.domain.id);
+            // Awaited here so that the exchange stays registered while its answer is relayed.
+            return await attempt.relay(res, outcome, routed);
+          }
         } finally {
-          pinger?.stop();
+          inFlight.leave();
         }
-        if (outcome.kind === 'aborted') return (holdOutcome = 'closed');
-        // Headers came and then the body stalled: the request reached the model server, so it is not sent again.
-        if (outcome.kind === 'timeout' && outcome.phase !== 'headers') {
-          throw new HaruError(
-            'upstream_timeout',
-            `domain ${target.domain.slug} sent headers but no body within ${deps.config.HARU_CHAT_FIRST_BYTE_TIMEOUT_MS} ms`,
-          );
-        }
-        if (outcome.kind === 'response') {
-          hold?.stopPings();
-          holdOutcome = 'moved';
-          // After this turn: the answer (a JSON body that came whole, or a stream's first chunk) is written first.
-          setImmediate(noteResponse, deps, endpoint, outcome.ttfbSeconds, outcome.statusCode, target.domain.id);
-          return attempt.relay(res, outcome, routed);
-        }
-        refused = true;
-        deps.healthSignal.report(snapshot.id);
-        if (outcome.kind === 'timeout') {
-          failure = new HaruError(
-            'upstream_timeout',
-            `domain ${target.domain.slug} sent no response headers within ${deps.config.HARU_CHAT_HEADER_TIMEOUT_MS} ms`,
-          );
-        } else {
+        if (outcome.kind === 'cut') {
+          // The route left the domain: the request reached it, so only migration may send it again.
           failure = new HaruError(
             'upstream_unreachable',
-            `domain ${target.domain.slug} refused the connection for model "${body.model}"`,
+            `domain ${target.domain.slug} was cut off for model "${body.model}": the route moved away from it`,
           );
+        } else {
+          refused = true;
+          deps.healthSignal.report(snapshot.id);
+          if (outcome.kind === 'timeout') {
+            failure = new HaruError(
+              'upstream_timeout',
+              `domain ${target.domain.slug} sent no response headers within ${deps.config.HARU_CHAT_HEADER_TIMEOUT_MS} ms`,
+            );
+          } else {
+            failure = new HaruError(
+              'upstream_unreachable',
+              `domain ${target.domain.slug} refused the connection for model "${body.model}"`,
+            );
+          }
         }
-        // A timeout or a reset after sending may have reached the upstream (a dead host that sends no reset
-        // times out): held and sent again only where migration allows it.
-        sent = outcome.kind === 'timeout' || !neverSent(outcome.error);
+        // A timeout, a cut or a reset after sending may have reached the upstream (a dead host that sends no
+        // reset times out): held and sent again only where migration allows it.
+        sent = outcome.kind !== 'refused' || !neverSent(outcome.error);
       } else {
         failure = target.error;
       }

@@ -13,6 +13,7 @@ import { createHealthSignal } from './health-signal';
 import { createHoldQueue } from './hold-queue';
 import type { ProxyDeps } from './inference';
 import { leanInference } from './lean';
+import { createInFlightRegistry } from './in-flight';
 import { createRoutingCache } from './routing-cache';
 import { createSleepCheck } from './sleep-check';
 
@@ -83,23 +84,25 @@ beforeAll(async () => {
   const snapshot = fleet(upstream.url);
   const config = defaultApiConfig();
   const now = () => new Date();
+  const cache = createRoutingCache({
+    store: {
+      fleets: {
+        list: async () => [snapshot],
+        snapshot: async (ref) => (ref === snapshot.slug || ref === snapshot.id ? snapshot : null),
+        routeRevision: async () => snapshot.routeRevision,
+      },
+    },
+    ttlMs: 60_000,
+    maxEntries: 10,
+    storeTimeoutMs: 1_000,
+    now,
+  });
   const deps: ProxyDeps = {
     sleepCheck: createSleepCheck({ ttlMs: 60_000, timeoutMs: 1_000 }),
-    cache: createRoutingCache({
-      store: {
-        fleets: {
-          list: async () => [snapshot],
-          snapshot: async (ref) => (ref === snapshot.slug || ref === snapshot.id ? snapshot : null),
-          routeRevision: async () => snapshot.routeRevision,
-        },
-      },
-      ttlMs: 60_000,
-      maxEntries: 10,
-      storeTimeoutMs: 1_000,
-      now,
-    }),
+    cache,
     forwarder,
     holdQueue: createHoldQueue(1),
+    inFlight: createInFlightRegistry({ cache, logger: silentLogger }),
     healthSignal: createHealthSignal({ checkNow: async () => {}, debounceMs: 1_000, now, logger: silentLogger }),
     metrics,
     logger: silentLogger,
