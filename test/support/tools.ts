@@ -1,7 +1,8 @@
 /**
- * Tests that run a real external tool (nginx, systemd-analyze, docker compose, hadolint) which the project's
- * own install step does not install: where the tool is missing, the tests are skipped under a name that says
- * which package provides it, and a warning says the same.
+ * Tests that run a real external tool (nginx, systemd-analyze, docker compose, hadolint) which `npm ci` does not
+ * install (each test tier installs the Debian ones first where it can: scripts/install-test-tools.js): where the
+ * tool is missing, the tests are skipped under a name that says which package provides it, and a warning says
+ * the same.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
