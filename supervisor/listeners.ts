@@ -37,7 +37,8 @@ function listeningInodes(): Map<number, Set<string>> {
 
 const numericDirs = () => readdirSync('/proc').filter((name) => /^\d+$/.test(name));
 
-function ownerOf(inodes: Set<string>): number | null {
+/** The process holding one of `inodes` (a listening socket), with the fd it holds it on and the fd's link. */
+function ownerOf(inodes: Set<string>): { pid: number; fd: string; link: string } | null {
   for (const pid of numericDirs()) {
     let fds: string[];
     try {
@@ -47,14 +48,23 @@ function ownerOf(inodes: Set<string>): number | null {
     }
     for (const fd of fds) {
       try {
-        const target = readlinkSync(`/proc/${pid}/fd/${fd}`);
-        if (target.startsWith('socket:[') && inodes.has(target.slice(8, -1))) return Number(pid);
+        const link = readlinkSync(`/proc/${pid}/fd/${fd}`);
+        if (link.startsWith('socket:[') && inodes.has(link.slice(8, -1))) return { pid: Number(pid), fd, link };
       } catch {
         // closed meanwhile
       }
     }
   }
   return null;
+}
+
+/** Whether `pid` still holds the socket `link` on `fd`: one readlink, where finding it again reads every fd. */
+function stillHolds(pid: number, fd: string, link: string): boolean {
+  try {
+    return readlinkSync(`/proc/${pid}/fd/${fd}`) === link;
+  } catch {
+    return false;
+  }
 }
 
 function childrenByParent(): Map<number, number[]> {
@@ -73,8 +83,22 @@ function childrenByParent(): Map<number, number[]> {
   return children;
 }
 
-/** The host's listeners from /proc (Linux); elsewhere every lookup is empty. */
-export function createListenerTable(): ListenerTable {
+/** How long a port's process tree is reused before its descendants are looked up again. */
+const TREE_REFRESH_MS = 5_000;
+
+const isAlive = (pid: number): boolean => existsSync(`/proc/${pid}`);
+
+/**
+ * The host's listeners from /proc (Linux); elsewhere every lookup is empty. Finding a socket's owner reads
+ * /proc/net/tcp (the kernel walks every socket for it) and every fd of every process, and a process tree every
+ * process's stat: tens of ms on a host of a hundred processes, far more in a container of thousands, and
+ * synchronous on the supervisor's event loop. So each port keeps the process and fd found holding its listening
+ * socket, and checks with one readlink that it still does (a listening socket never changes its port; a
+ * restarted server has a new socket and is looked up afresh). The tree's descendants are looked up again every
+ * TREE_REFRESH_MS (vLLM starts its engine and workers once, at launch), and the dead are dropped at every call.
+ */
+export function createListenerTable(now: () => number = Date.now): ListenerTable {
+  const ports = new Map<number, { fd: string; link: string; tree: number[]; treeAtMs: number }>();
   return {
     canSeeProcesses: existsSync('/proc/net/tcp'),
     stoppedOf(pids) {
@@ -89,13 +113,32 @@ export function createListenerTable(): ListenerTable {
       });
     },
     servingPids(port) {
+      const atMs = now();
+      const known = ports.get(port);
+      if (known && stillHolds(known.tree[0]!, known.fd, known.link)) {
+        if (atMs - known.treeAtMs >= TREE_REFRESH_MS) {
+          known.tree = treeOf(known.tree[0]!);
+          known.treeAtMs = atMs;
+        } else {
+          known.tree = known.tree.filter((pid, i) => i === 0 || isAlive(pid));
+        }
+        return [...known.tree];
+      }
+      ports.delete(port);
       const inodes = listeningInodes().get(port);
       const owner = inodes ? ownerOf(inodes) : null;
       if (owner === null) return [];
-      const children = childrenByParent();
-      const tree = [owner];
-      for (let i = 0; i < tree.length; i += 1) tree.push(...(children.get(tree[i]!) ?? []));
-      return tree;
+      const tree = treeOf(owner.pid);
+      ports.set(port, { fd: owner.fd, link: owner.link, tree, treeAtMs: atMs });
+      return [...tree];
     },
   };
+}
+
+/** `owner` and every descendant of it. */
+function treeOf(owner: number): number[] {
+  const children = childrenByParent();
+  const tree = [owner];
+  for (let i = 0; i < tree.length; i += 1) tree.push(...(children.get(tree[i]!) ?? []));
+  return tree;
 }
