@@ -6,7 +6,6 @@
  */
 import { seedLayout } from '../../db/testing';
 import { monitorWorkflowId } from '../../workflows/definitions';
-import { pollTimeoutMs } from '../../core/poll-verdict';
 import { eventually, uniqueTaskQueue, useTestServer } from '../workflows/support/temporal';
 import { killAndFailOver, reviveAsStandby, untilViableStandby } from './support/failover-again';
 import { type ChaosRig, startChaosRig } from './support/rig';
@@ -57,9 +56,6 @@ it('fails over from an active whose region went dark while it stays dark, and fa
   // Decided on failed polls that each ended at their own deadline, not on a heartbeat gone stale behind polls
   // that hung in their connect for the dispatcher's connect timeout.
   expect(operation!.reason).toMatch(new RegExp(`consecutive polls \\(threshold ${policy.failureThreshold}\\)`));
-  expect((await fleet.db.store.domains.get(fleet.east.id))?.lastError).toContain(
-    `timed out after ${pollTimeoutMs(policy)} ms`,
-  );
   console.log(`region dark: packets dropped -> routing moved in ${movedAt - darkAt} ms; reason: ${operation!.reason}`);
 
   // The fleet can fail over again: east's region comes back with a fresh host as a standby, then west dies.
