@@ -1,21 +1,24 @@
 /**
- * Chaos: both domains go down (their supervisors frozen), the active is marked failed with no standby to
- * promote; the active comes back and answers healthy for the recovery grace: it is `ready` again, with an
- * event. When the standby returns too, nothing fails over (the recovered active is not failed over for no
- * reason); a kill of the active afterwards is failed over.
+ * Chaos: both domains go down (the standby's host killed, the active's supervisor then frozen), the active is
+ * marked failed with no standby to promote; the active comes back and answers healthy for the recovery grace:
+ * it is `ready` again, with an event. When the standby returns too, nothing fails over (the recovered active is
+ * not failed over for no reason); a kill of the active afterwards is failed over. (The standby dies by a kill,
+ * whose refusals the watcher sees: two domains silent at once would be a blind round, held against neither.)
  */
 import { signalPid } from '../../sim/processes';
 import { monitorWorkflowId } from '../../workflows/definitions';
 import { eventually, uniqueTaskQueue, useTestServer } from '../workflows/support/temporal';
-import { activeOf, killAndFailOver, untilViableStandby } from './support/failover-again';
+import { activeOf, killAndFailOver, reviveAsStandby, untilViableStandby } from './support/failover-again';
 import { type ChaosRig, startChaosRig } from './support/rig';
 
 jest.setTimeout(300_000);
 
 let rig: ChaosRig | undefined;
 const frozen = new Set<number>();
+const cleanups: (() => Promise<void>)[] = [];
 const server = useTestServer(async () => {
   for (const pid of frozen) signalPid(pid, 'SIGCONT');
+  for (const fn of cleanups) await fn().catch(() => undefined);
   await rig?.close();
 });
 
@@ -36,9 +39,8 @@ it('a failed active that answers healthy for the grace is ready again and not fa
 
   const freeze = (pid: number) => (signalPid(pid, 'SIGSTOP'), frozen.add(pid));
   const thaw = (pid: number) => (signalPid(pid, 'SIGCONT'), frozen.delete(pid));
-  const westPid = fleet.west.sim.supervisorPid;
   const eastPid = fleet.east.sim.supervisorPid;
-  freeze(westPid);
+  await fleet.west.sim.kill();
   await eventually('west to fail', async () => (await stateOf(fleet.west.id)) === 'failed', 60_000, 50);
   freeze(eastPid);
   await eventually('east to be marked failed', async () => (await stateOf(fleet.east.id)) === 'failed', 60_000, 50);
@@ -52,7 +54,7 @@ it('a failed active that answers healthy for the grace is ready again and not fa
     data: { from: 'failed', to: 'ready' },
   });
 
-  thaw(westPid);
+  cleanups.push(await reviveAsStandby(fleet, fleet.west));
   await untilViableStandby(monitor, fleet.west);
   expect(await activeOf(fleet)).toBe(fleet.east.id);
   expect(await fleet.db.store.operations.list(fleet.fleetId)).toEqual([]);
