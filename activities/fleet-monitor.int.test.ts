@@ -191,6 +191,15 @@ describe('lookAtFleet', () => {
     });
   });
 
+  it('takes a confirmed refusal over a proof of life: answers relayed a moment ago do not keep a dead host alive', async () => {
+    const { a, east, look, domain } = await setup({ lastServedAtMs: () => Date.now() });
+    a.onStatus = () => {
+      throw refused();
+    };
+    await look();
+    expect(await domain(east.id)).toMatchObject({ consecutiveFailures: POLICY.failureThreshold });
+  });
+
   it('counts a refused supervisor as one failed poll while its model port still accepts (a supervisor restart)', async () => {
     const model = await listenLocal((_req, res) => res.end());
     try {

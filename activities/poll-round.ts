@@ -126,16 +126,17 @@ export function createPollRound(deps: ActivityDeps): PollRound {
     }
     deps.metrics?.domainPolled({ fleet: fleet.slug, domain: domain.slug, outcome: verdict.isFailed ? 'error' : 'ok' });
     // Seen: it answered, or its host's kernel refused or reset the connection. Silence is not seeing it.
-    const isRefused = outcome.kind === 'unreachable' && REFUSAL.test(outcome.error);
-    const sight: PollSight = outcome.kind === 'answered' || isRefused ? 'seen' : 'unseen';
-    if (verdict.isFailed) {
-      const error = verdict.message ?? verdict.evidence;
-      if (isRefused && (await isRefusalConfirmed(domain, signal, timeoutMs))) {
-        const confirmed = `${error}; confirmed: the supervisor and every model port refuse connections`;
+    const refusal = outcome.kind === 'unreachable' && REFUSAL.test(outcome.error) ? outcome.error : null;
+    const sight: PollSight = outcome.kind === 'answered' || refusal !== null ? 'seen' : 'unseen';
+    // A confirmed refusal outweighs a proof of life: answers relayed a moment ago do not keep a host alive whose
+    // every port refuses now (a killed active under traffic is decided at once, not one poll timeout later).
+    if (refusal !== null && (verdict.isFailed || verdict.evidence === 'proof_of_life')) {
+      if (await isRefusalConfirmed(domain, signal, timeoutMs)) {
+        const confirmed = `${refusal}; confirmed: the supervisor and every model port refuse connections`;
         return { fleet, domain, at: deps.now(), sight, error: confirmed, failures: policy.failureThreshold };
       }
-      return { fleet, domain, at, sight, error, failures: 1 };
     }
+    if (verdict.isFailed) return { fleet, domain, at, sight, error: verdict.message ?? verdict.evidence, failures: 1 };
     if (outcome.kind === 'answered') {
       deps.metrics?.hostObserved({ fleet: fleet.slug, domain: domain.slug }, outcome.status);
       return { fleet, domain, at, sight, status: outcome.status };
