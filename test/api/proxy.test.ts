@@ -18,7 +18,9 @@ describe('OpenAI-compatible proxy', () => {
     h = await startHarness({
       layouts: [twoDomainLayout({ eastUrl: east.url, westUrl: west.url, models: [model, 'other-model'] })],
       config: {
-        HARU_CHAT_HEADER_TIMEOUT_MS: 300,
+        // Short enough for the timeout tests, long enough that a cold first request on a loaded machine is
+        // answered in time (300 ms was not, once, in a full run).
+        HARU_CHAT_HEADER_TIMEOUT_MS: 1_000,
         HARU_CHAT_FIRST_BYTE_TIMEOUT_MS: 1_000,
         HARU_CHAT_HOLD_PING_MS: 100,
         HARU_CHAT_MAX_BODY_BYTES: 4_096,
