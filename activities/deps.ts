@@ -1,4 +1,3 @@
-import type { EventLoopLag } from '../lib/event-loop-lag';
 import type { fetch as undiciFetch } from 'undici';
 import type { SupervisorStatus } from '../schemas/supervisor';
 import type { Store } from '../db/store';
@@ -56,8 +55,6 @@ export interface ActivityDeps {
   supervisorCertificates?: SupervisorCertificateIssuer;
   /** The proxies' announced proofs of life (default: heard over the store's database). */
   proofOfLife?: ProofOfLife;
-  /** This worker's own event-loop stalls, which excuse a poll's timeout (default: the process's sampler). */
-  eventLoopLag?: Pick<EventLoopLag, 'maxSince'>;
   /** HTTP for the supervisor's open `/healthz` and the probe through servingUrl (default: undici's fetch; `/healthz` goes through the domain's connection). */
   fetch?: typeof undiciFetch;
   /** The tokens layouts' `upstreamAuth` name (default: this process's environment and files). */

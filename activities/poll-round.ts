@@ -79,7 +79,7 @@ export interface PollRound {
 export function createPollRound(deps: ActivityDeps): PollRound {
   const { store, supervisor } = deps;
   const proofOfLife = deps.proofOfLife ?? createProofOfLife(store, undefined, () => deps.now().getTime());
-  const lag = deps.eventLoopLag ?? processEventLoopLag();
+  const lag = processEventLoopLag();
   const healthySince = new Map<string, number>();
   /** Fleets whose last round saw none of their domains (`isBlindRound`). */
   const blindFleets = new Set<string>();
@@ -105,13 +105,14 @@ export function createPollRound(deps: ActivityDeps): PollRound {
       outcome = { kind: /timed out after \d+ ms$/.test(error) ? 'timeout' : 'unreachable', error };
     }
     const at = deps.now();
+    const watcherLagMs = outcome.kind === 'timeout' ? lag.maxSince(sentAtLoop) : 0;
     const verdict = judgePoll(
       {
         outcome,
         models: domain.slots.flatMap((slot) => (slot.kind === 'inference' ? slot.models.map((m) => m.name) : [])),
         lastServedAtMs: proofOfLife.lastServedAtMs(domain.id),
         polledAtMs: sentAt.getTime(),
-        watcherLagMs: outcome.kind === 'timeout' ? lag.maxSince(sentAtLoop) : 0,
+        watcherLagMs,
       },
       policy,
     );
@@ -119,7 +120,7 @@ export function createPollRound(deps: ActivityDeps): PollRound {
       log.warn('supervisor poll not counted: this worker lagged while it waited', {
         fleet: fleet.slug,
         domain: domain.slug,
-        watcherLagMs: Math.round(lag.maxSince(sentAtLoop)),
+        watcherLagMs: Math.round(watcherLagMs),
         timeoutMs,
       });
       return null;
