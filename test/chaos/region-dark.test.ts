@@ -58,6 +58,13 @@ it('fails over from an active whose region went dark while it stays dark, and fa
   expect(operation!.reason).toMatch(new RegExp(`consecutive polls \\(threshold ${policy.failureThreshold}\\)`));
   console.log(`region dark: packets dropped -> routing moved in ${movedAt - darkAt} ms; reason: ${operation!.reason}`);
 
+  // East stays dark past every bound it meets (the Agent's 5 s connect timeout, the 5 s stale limit, the old
+  // active's demotion budgets): routing stays on west and nothing else is started.
+  const darkUntil = darkAt + 12_000;
+  while (Date.now() < darkUntil) await new Promise((resolve) => setTimeout(resolve, 250));
+  expect((await rig.routing()).activeDomainId).toBe(fleet.west.id);
+  expect((await fleet.db.store.operations.list(fleet.fleetId)).filter((o) => o.kind === 'promote')).toHaveLength(1);
+
   // The fleet can fail over again: east's region comes back with a fresh host as a standby, then west dies.
   await relay.restore();
   cleanups.push(await reviveAsStandby(fleet, fleet.east));
