@@ -4,7 +4,7 @@ import type { Store } from '../db/store';
 import type { SkyCli } from '../drivers/sky';
 import type { SupervisorCertificateIssuer } from './provisioning-certificate';
 import type { SupervisorAccessResolver } from './supervisor-access';
-import type { ProofOfLife } from './proof-of-life';
+import type { ServedAnswers } from './served-answers';
 import type { SupervisorClient } from './supervisor-client';
 import type { UpstreamCredentials } from '../lib/secret-ref';
 import type { FleetObservation } from '../core/fleet-observation';
@@ -53,8 +53,8 @@ export interface ActivityDeps {
   supervisorAccess?: Pick<SupervisorAccessResolver, 'tokenFor' | 'connect'>;
   /** Issues the certificates of `supervisor.issueCertificate` domains (HARU_SUPERVISOR_CA_KEY_FILE). */
   supervisorCertificates?: SupervisorCertificateIssuer;
-  /** The proxies' announced proofs of life (default: heard over the store's database). */
-  proofOfLife?: ProofOfLife;
+  /** The proxies' announced served answers (default: heard over the store's database). */
+  servedAnswers?: ServedAnswers;
   /** HTTP for the supervisor's open `/healthz` and the probe through servingUrl (default: undici's fetch; `/healthz` goes through the domain's connection). */
   fetch?: typeof undiciFetch;
   /** The tokens layouts' `upstreamAuth` name (default: this process's environment and files). */

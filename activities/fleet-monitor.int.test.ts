@@ -16,7 +16,7 @@ import { listenLocal } from '../test/support/local-server';
 import { eventually } from '../test/support/eventually';
 import { detectActiveFailure } from '../core/failover-detection';
 import { createFleetMonitorActivities, type LookAtFleetInput } from './fleet-monitor';
-import { createProofOfLife, type ProofOfLife } from './proof-of-life';
+import { createServedAnswers, type ServedAnswers } from './served-answers';
 
 let tdb: TestDatabase;
 beforeAll(async () => {
@@ -59,7 +59,7 @@ describe('lookAtFleet', () => {
   let fleets = 0;
 
   /** A fresh fleet (east active and serving, west a sleeping standby, both ready) and a look at it. */
-  async function setup(proofOfLife?: ProofOfLife, opts: { eastServingUrl?: string } = {}) {
+  async function setup(servedAnswers?: ServedAnswers, opts: { eastServingUrl?: string } = {}) {
     const layout = testLayout({ fleet: `watch-${++fleets}`, policy: POLICY });
     if (opts.eastServingUrl) {
       const slot = layout.domains[0]!.slots[0]!;
@@ -81,7 +81,7 @@ describe('lookAtFleet', () => {
       store: tdb.store,
       supervisor: routedClient({ [east.supervisorUrl]: a, [west.supervisorUrl]: b }),
       now: () => new Date(),
-      proofOfLife,
+      servedAnswers,
       metrics: {
         domainPolled: (l) => polled.push(`${l.domain}:${l.outcome}`),
         routingCommit: () => undefined,
@@ -165,9 +165,9 @@ describe('lookAtFleet', () => {
     expect(await domain(east.id)).toMatchObject({ state: 'ready', consecutiveFailures: 0, lastError: null });
   });
 
-  it('takes a relayed answer as proof of life for an unreachable supervisor, and fails it once they stop', async () => {
+  it('takes a served answer as evidence of life for an unreachable supervisor, and fails it once they stop', async () => {
     let servedAtMs: number | null = Date.now() + 60_000;
-    const { a, east, look, domain } = await setup({ lastServedAtMs: () => servedAtMs });
+    const { a, east, look, domain } = await setup({ lastServedAnswerAtMs: () => servedAtMs });
     a.onStatus = () => {
       throw unreachable();
     };
@@ -191,8 +191,8 @@ describe('lookAtFleet', () => {
     });
   });
 
-  it('takes a confirmed refusal over a proof of life: answers relayed a moment ago do not keep a dead host alive', async () => {
-    const { a, east, look, domain } = await setup({ lastServedAtMs: () => Date.now() });
+  it('takes a confirmed refusal over a served answer: answers relayed a moment ago do not keep a dead host alive', async () => {
+    const { a, east, look, domain } = await setup({ lastServedAnswerAtMs: () => Date.now() });
     a.onStatus = () => {
       throw refused();
     };
@@ -259,20 +259,20 @@ describe('lookAtFleet', () => {
     expect((await events()).map((e) => e.type)).toEqual(['watcher.blind', 'watcher.sight']);
   });
 
-  it('hears the proxy’s announced proofs of life over Postgres NOTIFY, dated by its own clock when heard', async () => {
+  it('hears the proxy’s announced served answers over Postgres NOTIFY, dated by its own clock when heard', async () => {
     const { east } = await setup();
     // The worker's clock: the proxy's `at` is 30 s behind or ahead of it (another host's clock), and must not count.
     let workerNowMs = 1_000_000;
-    const proof = createProofOfLife(tdb.store, undefined, () => workerNowMs);
-    expect(proof.lastServedAtMs(east.id)).toBeNull(); // starts listening
+    const served = createServedAnswers(tdb.store, undefined, () => workerNowMs);
+    expect(served.lastServedAnswerAtMs(east.id)).toBeNull(); // starts listening
     await eventually('the announcement heard', async () => {
-      await tdb.store.domains.announceServed(east.id, new Date(Date.now() - 30_000));
-      return proof.lastServedAtMs(east.id) === 1_000_000;
+      await tdb.store.domains.announceServedAnswer(east.id, new Date(Date.now() - 30_000));
+      return served.lastServedAnswerAtMs(east.id) === 1_000_000;
     });
     workerNowMs = 2_000_000;
     await eventually('the next announcement heard', async () => {
-      await tdb.store.domains.announceServed(east.id, new Date(Date.now() + 30_000));
-      return proof.lastServedAtMs(east.id) === 2_000_000;
+      await tdb.store.domains.announceServedAnswer(east.id, new Date(Date.now() + 30_000));
+      return served.lastServedAnswerAtMs(east.id) === 2_000_000;
     });
   });
 

@@ -9,20 +9,20 @@ import { toFleetView } from '../core/fleet-view';
 import { isBlindRound, lastSeenRefreshMs, needsPollWrite, type PollSight } from '../core/poll-record';
 import { judgePoll, type PollOutcome, pollTimeoutMs } from '../core/poll-verdict';
 import type { ActivityDeps } from './deps';
-import { createProofOfLife } from './proof-of-life';
+import { createServedAnswers } from './served-answers';
 import { processEventLoopLag } from '../lib/event-loop-lag';
 import { isPortRefused } from '../lib/port-refusal';
 
 /**
  * One supervisor poll of a round as `judgePoll` read it: the status it answered, the error of a poll that
- * counts as failed (no answer, or an answer proving a model frozen or gone), or `proofOfLife` for a poll
+ * counts as failed (no answer, or an answer proving a model frozen or gone), or `servedAnswer` for a poll
  * unanswered while the proxy relays the domain's answers (a success without a status to read).
  */
 type Probe = { fleet: FleetSnapshot; domain: DomainSnapshot; at: Date; sight: PollSight } & (
   | { status: SupervisorStatus }
   /** `failures`: how many failed polls it counts as (a confirmed refusal counts as the policy's threshold). */
   | { error: string; failures: number }
-  | { proofOfLife: true }
+  | { servedAnswer: true }
 );
 
 /** A supervisor that refused or reset the connection: nothing listens there, the host's kernel says so. */
@@ -78,7 +78,7 @@ export interface PollRound {
  */
 export function createPollRound(deps: ActivityDeps): PollRound {
   const { store, supervisor } = deps;
-  const proofOfLife = deps.proofOfLife ?? createProofOfLife(store, undefined, () => deps.now().getTime());
+  const servedAnswers = deps.servedAnswers ?? createServedAnswers(store, undefined, () => deps.now().getTime());
   const lag = processEventLoopLag();
   const healthySince = new Map<string, number>();
   /** Fleets whose last round saw none of their domains (`isBlindRound`). */
@@ -110,7 +110,7 @@ export function createPollRound(deps: ActivityDeps): PollRound {
       {
         outcome,
         models: domain.slots.flatMap((slot) => (slot.kind === 'inference' ? slot.models.map((m) => m.name) : [])),
-        lastServedAtMs: proofOfLife.lastServedAtMs(domain.id),
+        lastServedAnswerAtMs: servedAnswers.lastServedAnswerAtMs(domain.id),
         polledAtMs: sentAt.getTime(),
         watcherLagMs,
       },
@@ -129,9 +129,9 @@ export function createPollRound(deps: ActivityDeps): PollRound {
     // Seen: it answered, or its host's kernel refused or reset the connection. Silence is not seeing it.
     const refusal = outcome.kind === 'unreachable' && REFUSAL.test(outcome.error) ? outcome.error : null;
     const sight: PollSight = outcome.kind === 'answered' || refusal !== null ? 'seen' : 'unseen';
-    // A confirmed refusal outweighs a proof of life: answers relayed a moment ago do not keep a host alive whose
+    // A confirmed refusal outweighs a served answer: answers relayed a moment ago do not keep a host alive whose
     // every port refuses now (a killed active under traffic is decided at once, not one poll timeout later).
-    if (refusal !== null && (verdict.isFailed || verdict.evidence === 'proof_of_life')) {
+    if (refusal !== null && (verdict.isFailed || verdict.evidence === 'served_answer')) {
       if (await isRefusalConfirmed(domain, signal, timeoutMs)) {
         const confirmed = `${refusal}; confirmed: the supervisor and every model port refuse connections`;
         return { fleet, domain, at: deps.now(), sight, error: confirmed, failures: policy.failureThreshold };
@@ -142,7 +142,7 @@ export function createPollRound(deps: ActivityDeps): PollRound {
       deps.metrics?.hostObserved({ fleet: fleet.slug, domain: domain.slug }, outcome.status);
       return { fleet, domain, at, sight, status: outcome.status };
     }
-    return { fleet, domain, at, sight, proofOfLife: true };
+    return { fleet, domain, at, sight, servedAnswer: true };
   }
 
   /**
@@ -181,7 +181,7 @@ export function createPollRound(deps: ActivityDeps): PollRound {
     const op = fleet.inFlightOperation;
     const isInOperation = op !== null && (op.targetDomainId === domain.id || op.fromDomainId === domain.id);
     if (!('status' in polled) || updated.state !== 'failed' || !isActive) healthySince.delete(domain.id);
-    if ('proofOfLife' in polled) return updated; // alive, but no status to read slots from
+    if ('servedAnswer' in polled) return updated; // alive, but no status to read slots from
     if (!('status' in polled)) {
       // The active's failure is the workflow's decision; a standby's is bookkeeping done here.
       if (isActive || updated.state === 'failed') return updated;

@@ -11,7 +11,7 @@ import { registerFleetMetrics } from './fleet-metrics';
 import { buildOpenApiDocument } from './openapi';
 import type { Orchestrator } from './orchestrator';
 import { createForwarder, type Forwarder } from './proxy/forwarder';
-import { createHealthSignal } from './proxy/health-signal';
+import { createMonitorSignals } from './proxy/monitor-signals';
 import { createHoldQueue } from './proxy/hold-queue';
 import { createInFlightRegistry } from './proxy/in-flight';
 import type { ProxyDeps } from './proxy/inference';
@@ -116,10 +116,11 @@ export function createApp(deps: ApiDeps): ApiApp {
     forwarder,
     holdQueue: createHoldQueue(config.HARU_CHAT_HOLD_MAX, (n) => metrics.heldRequests.set(n)),
     inFlight: createInFlightRegistry({ cache, logger }),
-    healthSignal: createHealthSignal({
+    monitorSignals: createMonitorSignals({
       checkNow: (fleetId) => deps.orchestrator.checkNow(fleetId),
       debounceMs: config.HARU_CHECK_NOW_DEBOUNCE_MS,
-      announceServed: deps.store.domains && ((domainId, at) => deps.store.domains!.announceServed(domainId, at)),
+      announceServedAnswer:
+        deps.store.domains && ((domainId, at) => deps.store.domains!.announceServedAnswer(domainId, at)),
       now,
       logger,
     }),

@@ -33,10 +33,10 @@ export interface ApiStore {
     succeed(id: string): Promise<Operation | null>;
     fail(id: string, error: { step: string; code: string; message: string }): Promise<Operation | null>;
   };
-  /** Absent in a store that cannot announce (then relayed answers are no proof of life for the monitor). */
+  /** Absent in a store that cannot announce (then the monitor hears of no served answers). */
   domains?: {
-    /** NOTIFY SERVED_CHANNEL: the domain answered a user successfully at `at`. */
-    announceServed(domainId: string, at: Date): Promise<void>;
+    /** NOTIFY SERVED_ANSWER_CHANNEL: the domain answered a user successfully at `at`. */
+    announceServedAnswer(domainId: string, at: Date): Promise<void>;
   };
   events: {
     append(input: {

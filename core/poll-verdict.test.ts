@@ -23,10 +23,10 @@ const answered = (...models: ModelStatus[]): PollEvidence['outcome'] => ({
   kind: 'answered',
   status: { models, training: [], at: new Date(POLLED_AT).toISOString() } satisfies SupervisorStatus,
 });
-const evidence = (outcome: PollEvidence['outcome'], lastServedAtMs: number | null = null): PollEvidence => ({
+const evidence = (outcome: PollEvidence['outcome'], lastServedAnswerAtMs: number | null = null): PollEvidence => ({
   outcome,
   models: ['llama'],
-  lastServedAtMs,
+  lastServedAnswerAtMs,
   polledAtMs: POLLED_AT,
 });
 /** Admin endpoints answering in 2-30 s: the status view holds the model busy with its last confirmed state. */
@@ -112,12 +112,12 @@ describe('judgePoll', () => {
     expect(frozenHost).toMatchObject({ isFailed: true, evidence: 'supervisor_timeout' });
   });
 
-  it('counts a relayed answer within one poll timeout before the poll as proof of life, an older one not', () => {
+  it('counts a relayed answer within one poll timeout before the poll as a served answer, an older one not', () => {
     const timeout = { kind: 'timeout' as const, error: 'timed out after 1000 ms' };
     const window = pollTimeoutMs(P);
     expect(judgePoll(evidence(timeout, POLLED_AT - window), P)).toEqual({
       isFailed: false,
-      evidence: 'proof_of_life',
+      evidence: 'served_answer',
       busyModels: [],
       message: null,
     });

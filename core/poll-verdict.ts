@@ -13,7 +13,7 @@ export interface PollEvidence {
   /** The models the layout places on this domain. */
   models: readonly string[];
   /** When the proxy last relayed a successful answer from this domain (ms); null when it has not. */
-  lastServedAtMs: number | null;
+  lastServedAnswerAtMs: number | null;
   /** When the poll started (ms). */
   polledAtMs: number;
   /** The longest stall of the watcher's own event loop while the poll was under way (ms; 0 when none). */
@@ -23,7 +23,7 @@ export interface PollEvidence {
 /** What decided a verdict. */
 export type PollEvidenceKind =
   | 'status'
-  | 'proof_of_life'
+  | 'served_answer'
   | 'watcher_lag'
   | 'process_gone'
   | 'frozen'
@@ -108,8 +108,8 @@ export function judgePoll(
   if (outcome.kind === 'timeout' && (evidence.watcherLagMs ?? 0) >= windowMs * WATCHER_LAG_SHARE) {
     return { isFailed: false, evidence: 'watcher_lag', busyModels: [], message: null };
   }
-  if (evidence.lastServedAtMs !== null && evidence.lastServedAtMs >= evidence.polledAtMs - windowMs) {
-    return { isFailed: false, evidence: 'proof_of_life', busyModels: [], message: null };
+  if (evidence.lastServedAnswerAtMs !== null && evidence.lastServedAnswerAtMs >= evidence.polledAtMs - windowMs) {
+    return { isFailed: false, evidence: 'served_answer', busyModels: [], message: null };
   }
   return outcome.kind === 'timeout'
     ? failed('supervisor_timeout', outcome.error, [])

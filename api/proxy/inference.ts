@@ -9,13 +9,14 @@ import type { ApiMetrics } from '../metrics';
 import { type AbortLike, ClientGone } from './client-gone';
 import type { Forwarder, ForwardOutcome } from './forwarder';
 import { upstreamRequestHeaders } from './headers';
-import type { HealthSignal } from './health-signal';
+import type { MonitorSignals } from './monitor-signals';
 import { type HoldQueue, waitForRouteMove } from './hold-queue';
 import type { InFlightRegistry } from './in-flight';
 import { type InferenceBody, readInferenceBody } from './inference-body';
 import { expectedFailoverSeconds } from '../../core/route-eligibility';
 import { type Attempt, neverSent, proxyWithMigration } from './migration/migrate';
-import { holdReason, type InferenceEndpoint, noFailoverReason, routeModel, upstreamUrl } from './route-table';
+import { type InferenceEndpoint, upstreamUrl } from '../../core/serving-url';
+import { holdReason, noFailoverReason, routeModel } from './route-table';
 import type { Routing, RoutingCache } from './routing-cache';
 import type { SleepCheck } from './sleep-check';
 import { endSseWithError, heldStreamTrailerHeader, startSse, writeSseComment } from './sse';
@@ -28,7 +29,8 @@ export interface ProxyDeps {
   holdQueue: HoldQueue;
   /** Exchanges in flight per domain: a route move away from a domain cuts them (api/proxy/in-flight.ts). */
   inFlight: InFlightRegistry;
-  healthSignal: HealthSignal;
+  /** Upstream failures and served answers, told to the fleet monitor (api/proxy/monitor-signals.ts). */
+  monitorSignals: MonitorSignals;
   /** Asked before routing on a stale snapshot: a domain that reports asleep gets no request. */
   sleepCheck: SleepCheck;
   metrics: ApiMetrics;
@@ -136,7 +138,7 @@ function pingUntilFirstByte(deps: ProxyDeps, res: ServerResponse, routing: Reado
 
 /**
  * What an upstream answer tells besides itself: its time to headers (`haru_proxy_upstream_ttfb_seconds`) and,
- * for a 2xx, the domain's proof of life (a store write at most every 250 ms per domain). Neither is what the
+ * for a 2xx, the domain's served answer (a store write at most every 250 ms per domain). Neither is what the
  * client waits for, so both run after the answer's first write.
  */
 function noteResponse(
@@ -147,7 +149,7 @@ function noteResponse(
   domainId: string,
 ): void {
   deps.metrics.proxyTtfb.observe({ endpoint }, ttfbSeconds);
-  if (statusCode >= 200 && statusCode < 300) deps.healthSignal.served(domainId);
+  if (statusCode >= 200 && statusCode < 300) deps.monitorSignals.servedAnswer(domainId);
 }
 
 /**
@@ -242,7 +244,7 @@ async function proxyOnce(
           );
         } else {
           refused = true;
-          deps.healthSignal.report(snapshot.id);
+          deps.monitorSignals.upstreamFailed(snapshot.id);
           if (outcome.kind === 'timeout') {
             failure = new HaruError(
               'upstream_timeout',

@@ -9,7 +9,7 @@ import { listenLocal, type LocalServer } from '../../test/support/local-server';
 import { defaultApiConfig } from '../config';
 import { createApiMetrics } from '../metrics';
 import { createForwarder } from './forwarder';
-import { createHealthSignal } from './health-signal';
+import { createMonitorSignals } from './monitor-signals';
 import { createHoldQueue } from './hold-queue';
 import type { ProxyDeps } from './inference';
 import { leanInference } from './lean';
@@ -103,7 +103,7 @@ beforeAll(async () => {
     forwarder,
     holdQueue: createHoldQueue(1),
     inFlight: createInFlightRegistry({ cache, logger: silentLogger }),
-    healthSignal: createHealthSignal({ checkNow: async () => {}, debounceMs: 1_000, now, logger: silentLogger }),
+    monitorSignals: createMonitorSignals({ checkNow: async () => {}, debounceMs: 1_000, now, logger: silentLogger }),
     metrics,
     logger: silentLogger,
     config,

@@ -1,7 +1,7 @@
 import { and, eq, getTableColumns, inArray, sql } from 'drizzle-orm';
 import type { Domain } from '../../schemas/entities';
 import type { DomainState } from '../../schemas/enums';
-import { SERVED_CHANNEL, type ServedPush } from '../../schemas/proof-of-life';
+import { SERVED_ANSWER_CHANNEL, type ServedAnswerPush } from '../../schemas/served-answer';
 import { DOMAIN_TRANSITIONS, InvalidTransitionError, predecessorsOf } from '../../schemas/transitions';
 import { domains } from '../schema';
 import { toDomain } from './mappers';
@@ -111,12 +111,13 @@ export function createDomainRepo({ db, now }: RepoDeps) {
     },
 
     /**
-     * Announces on SERVED_CHANNEL that `domainId` answered a user successfully at `at` (the proxy's proof of
-     * life for the monitor). Writes no row; a NOTIFY reaches only the listeners connected now.
+     * Announces on SERVED_ANSWER_CHANNEL that `domainId` answered a user successfully at `at` (a served
+     * answer: the monitor's evidence that the domain is alive). Writes no row; a NOTIFY reaches only the
+     * listeners connected now.
      */
-    async announceServed(domainId: string, at: Date): Promise<void> {
-      const payload: ServedPush = { domainId, at: at.toISOString() };
-      await db.execute(sql`select pg_notify(${SERVED_CHANNEL}, ${JSON.stringify(payload)})`);
+    async announceServedAnswer(domainId: string, at: Date): Promise<void> {
+      const payload: ServedAnswerPush = { domainId, at: at.toISOString() };
+      await db.execute(sql`select pg_notify(${SERVED_ANSWER_CHANNEL}, ${JSON.stringify(payload)})`);
     },
 
     /**

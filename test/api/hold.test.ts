@@ -277,7 +277,7 @@ describe('requests held during a failover', () => {
       headers: { 'x-haru-fleet': fleet.slug },
     });
     await waitUntil('the request to be held', async () => (await held()) > before);
-    // The passive health signal: the monitor workflow received checkNow (signal-with-start, no worker here).
+    // The upstream failure signal: the monitor workflow received checkNow (signal-with-start, no worker here).
     const handle = h.temporal.client.workflow.getHandle(`haru/${fleet.id}/monitor`);
     await waitUntil('a checkNow signal in the monitor history', async () => {
       const history = await handle.fetchHistory();

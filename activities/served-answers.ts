@@ -1,35 +1,35 @@
 import { storeInternals, type Store } from '../db/store';
-import { SERVED_CHANNEL, servedPushSchema } from '../schemas/proof-of-life';
+import { SERVED_ANSWER_CHANNEL, servedAnswerPushSchema } from '../schemas/served-answer';
 
-/** The latest proof of life the proxies announced per domain, as this worker heard it. */
-export interface ProofOfLife {
+/** The latest served answer the proxies announced per domain, as this worker heard it. */
+export interface ServedAnswers {
   /**
    * When this worker last heard that the proxy relayed a successful answer from the domain (ms, this worker's
    * clock); null when not heard of.
    */
-  lastServedAtMs(domainId: string): number | null;
+  lastServedAnswerAtMs(domainId: string): number | null;
 }
 
 /**
- * Listens on SERVED_CHANNEL over the store's database, once, on first use, for as long as the database is
+ * Listens on SERVED_ANSWER_CHANNEL over the store's database, once, on first use, for as long as the database is
  * open (its close ends the listen). A store that is not a real database (a test fake) hears nothing. A
  * listen that fails is retried on a later call: without it the monitor judges on polls alone, as before.
  */
-export function createProofOfLife(
+export function createServedAnswers(
   store: Store,
   onError: (err: unknown) => void = () => {},
   now: () => number = Date.now,
-): ProofOfLife {
+): ServedAnswers {
   const servedAt = new Map<string, number>();
   let listening: Promise<unknown> | null = null;
   function listen() {
     const database = storeInternals(store)?.database;
     if (!database || listening) return;
     listening = database
-      .listen(SERVED_CHANNEL, (payload) => {
+      .listen(SERVED_ANSWER_CHANNEL, (payload) => {
         let parsed;
         try {
-          parsed = servedPushSchema.safeParse(JSON.parse(payload));
+          parsed = servedAnswerPushSchema.safeParse(JSON.parse(payload));
         } catch {
           return; // not JSON: not ours
         }
@@ -46,7 +46,7 @@ export function createProofOfLife(
       });
   }
   return {
-    lastServedAtMs(domainId) {
+    lastServedAnswerAtMs(domainId) {
       listen();
       return servedAt.get(domainId) ?? null;
     },
