@@ -92,21 +92,11 @@ describe('lookAtFleet', () => {
     });
     const env = quietEnvironment({ attempt: 1 });
     const look = (over: Partial<LookAtFleetInput> = {}) => runIn(env, acts.lookAtFleet, { fleetId, ...over });
-    const watchFleet = () =>
-      runIn(env, acts.watchFleet, {
-        fleetId,
-        isAutoFailoverPaused: false,
-        isImmediate: false,
-        checkpointMs: 60_000,
-        pendingGraceMs: 10_000,
-        alreadyTriedIds: [],
-        coolingDownIds: [],
-      });
     const [last] = (await tdb.store.events.list(fleetId, { limit: 1_000 })).slice(-1);
     /** Events the looks wrote (after the setup's own). */
     const events = () => tdb.store.events.list(fleetId, { after: last?.id ?? 0 });
     const domain = async (id: string) => (await tdb.store.domains.get(id))!;
-    return { fleetId, east, west, a, b, env, look, watchFleet, polled, events, domain };
+    return { fleetId, east, west, a, b, env, look, polled, events, domain };
   }
 
   it('polls every domain once and writes each poll, so a look leaves a fresh sighting', async () => {
@@ -150,12 +140,6 @@ describe('lookAtFleet', () => {
     expect(detectActiveFailure(failing, third.policy, new Date(third.observedAt), true)).toMatchObject({
       reason: 'consecutive_failures',
     });
-  });
-
-  it('answers the watch of a run from before watch shards with one look', async () => {
-    const { watchFleet, polled } = await setup();
-    expect(await watchFleet()).toMatchObject({ reason: 'immediate', polls: 1 });
-    expect(polled.sort()).toEqual(['east:ok', 'west:ok']);
   });
 
   it('keeps a busy active ready: slow admin endpoints (state unknown, condition busy) are no failed poll', async () => {

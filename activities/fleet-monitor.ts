@@ -4,7 +4,7 @@ import type { FleetSnapshot } from '../schemas/entities';
 import { FailureType } from '../schemas/failures';
 import type { FleetObservation } from '../core/fleet-observation';
 import { toFleetView } from '../core/fleet-view';
-import { watchedFleet, type WatchContinuity } from '../core/watch-window';
+import { watchedFleet } from '../core/watch-window';
 import type { ActivityDeps } from './deps';
 import { createPollRound } from './poll-round';
 import { createWatchHub } from './watch-hub';
@@ -16,23 +16,6 @@ export type { WatchShardInput, WatchShardResult } from './watch-shard';
 /** What the monitor's own look needs: the fleet. */
 export interface LookAtFleetInput {
   fleetId: string;
-}
-
-/**
- * The input of the per-fleet watch that monitors ran before watch shards (still in the histories of runs
- * started before them). Such a run's watch is now answered by one look (`watchFleet`), after which the run
- * goes on with the shards (docs/architecture.md §4.9, `monitor-watched-by-shards`).
- */
-export interface WatchFleetInput extends WatchContinuity {
-  fleetId: string;
-  isAutoFailoverPaused: boolean;
-  isImmediate: boolean;
-  checkpointMs: number;
-  pendingGraceMs: number;
-  alreadyTriedIds: string[];
-  coolingDownIds: string[];
-  repairHeldIds?: string[];
-  releasedOperationIds?: string[];
 }
 
 /**
@@ -90,9 +73,6 @@ export function createFleetMonitorActivities(deps: ActivityDeps) {
 
     /** See `lookAtFleet` above. Throws non-retryable InvalidTarget when the fleet is gone. */
     lookAtFleet,
-
-    /** A run from before watch shards waits on this: it is answered by one look. */
-    watchFleet: (input: WatchFleetInput): Promise<FleetObservation> => lookAtFleet({ fleetId: input.fleetId }),
 
     /** Watches every fleet of one shard until its checkpoint (activities/watch-shard.ts). */
     watchShard: createWatchShard(deps, createWatchHub(deps, round)),

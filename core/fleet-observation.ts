@@ -10,7 +10,7 @@ export interface FleetObservation {
   fleet: FleetView;
   policy: FleetPolicy;
   /** The fleet's stored pause of automatic failover (null: not paused): the pause the monitor obeys. */
-  autoFailoverPause?: AutoFailoverPause | null;
+  autoFailoverPause: AutoFailoverPause | null;
   /** When the round that produced `fleet` ended (ISO); decisions use it as `now`. */
   observedAt: string;
   /**
@@ -21,6 +21,6 @@ export interface FleetObservation {
   reason: 'decision_due' | 'immediate' | 'checkpoint';
   /** Rounds of polls behind it: the look's one, or the shard's rounds of this fleet in its current watch. */
   polls: number;
-  /** Since when the monitor has been watching without a gap (ISO): the workflow passes it to the next watch. */
+  /** Since when the fleet has been watched without a gap (ISO): a look's own start, or the shard's window. */
   watchingSince?: string;
 }

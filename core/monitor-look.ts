@@ -3,8 +3,8 @@ import type { FleetPolicy } from '../schemas/policy';
 import type { MonitorLook, PolledDomain } from '../schemas/status';
 
 /**
- * How often the monitor's watch returns when nothing is due (its `health` is refreshed at least this
- * often while it runs): the default of `FleetMonitorInput.checkpointMs`.
+ * How often the fleet's watch shard signals its monitor when nothing is due (its `health` is refreshed at
+ * least this often while it runs): the default of `WatchShardWorkflowInput.fleetCheckpointMs`.
  */
 export const MONITOR_CHECKPOINT_MS = 60_000;
 

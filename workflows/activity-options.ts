@@ -99,21 +99,6 @@ export const fingerprintTaking = (policy: FleetPolicy): { maxTokens: number; tim
     : undefined;
 
 /**
- * `monitor`: the long-running watch of a run from before watch shards (its `watchFleet` is now one look).
- * Lives until its checkpoint, heartbeats, and is retried without limit.
- */
-export function monitorActivities(policy: FleetPolicy | null, checkpointMs: number): Activities {
-  const intervalMs = policy?.heartbeatIntervalMs ?? 500;
-  return proxyActivities<Activities>({
-    startToCloseTimeout: ms(checkpointMs + 60_000),
-    heartbeatTimeout: ms(Math.max(5_000, 4 * intervalMs)),
-    // A woken watch is waited for until it has stopped: two poll loops must never count one failure twice.
-    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-    retry: { ...retry, maximumInterval: '10s' },
-  });
-}
-
-/**
  * `look`: the monitor's own round of polls of its fleet (`lookAtFleet`): the supervisors' poll timeout plus
  * the control class's room for the store, retried for a minute more.
  */

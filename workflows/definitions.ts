@@ -103,15 +103,10 @@ export interface FleetMonitorInput {
   isAutoFailoverPaused?: boolean;
   /** Standbys promoted recently (carried across continue-as-new): `{ domainId, at }` with `at` ISO. */
   recentPromotions?: { domainId: string; at: string }[];
-  /** How often the watch activity returns when nothing is due (default 60 s). */
-  checkpointMs?: number;
   /** Failed standbys seen and replacements under way (`replaceFailedStandby`), carried across continue-as-new. */
   replacements?: ReplacementState;
   /** Host repairs made recently (carried across continue-as-new): `{ domainId, at }` with `at` ISO. */
   recentRepairs?: { domainId: string; at: string }[];
-  /** Since when the watches have followed one another, and when the last one looked (ISO; carried across continue-as-new). */
-  watchingSince?: string;
-  lookedUntil?: string;
 }
 
 /** The watch of one shard of the fleets (`haru/watch/<taskQueue>/<shard>-of-<shards>`), carried across continue-as-new. */

@@ -2,31 +2,22 @@ import {
   ActivityFailure,
   allHandlersFinished,
   ApplicationFailure,
-  CancellationScope,
   condition,
   continueAsNew,
   getExternalWorkflowHandle,
   isCancellation,
   log,
-  patched,
   setHandler,
   sleep,
   workflowInfo,
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
-import type { Activities } from '../activities';
 import type { OperationRef } from '../activities/fleet-store';
-import type { FleetObservation, WatchFleetInput } from '../activities/fleet-monitor';
+import type { FleetObservation } from '../activities/fleet-monitor';
 import { FailureType } from '../schemas/failures';
 import type { FleetHealth } from '../schemas/health';
 import type { FleetPolicy } from '../schemas/policy';
-import {
-  controlActivities,
-  lookActivities,
-  monitorActivities,
-  restoreWaitMs,
-  stepActivities,
-} from './activity-options';
+import { controlActivities, lookActivities, restoreWaitMs, stepActivities } from './activity-options';
 import {
   checkNowSignal,
   healthQuery,
@@ -38,7 +29,6 @@ import {
   type FleetMonitorInput,
 } from './definitions';
 import { summarizeHealth } from '../core/fleet-health';
-import { MONITOR_CHECKPOINT_MS } from '../core/monitor-look';
 import {
   coolingDownIds,
   decideMonitorAction,
@@ -56,31 +46,11 @@ import {
   type ReplacementAction,
   type ReplacementState,
 } from '../core/standby-replacement';
-import { continuityAfterWatch, type WatchContinuity } from '../core/watch-window';
 import { startAbandonedChild } from './start-child';
 import { operationStart, provisionStart, type StartSlugs, slugsOf, teardownStart } from './start-options';
 
-/** Patch id of the pause stored on the fleet (`setAutoFailoverPause`) rather than kept in workflow state. */
-export const DURABLE_PAUSE_PATCH = 'monitor-durable-pause';
-/** Patch id of the monitor surviving a decision whose activity failed (it used to fail the monitor). */
-export const SURVIVE_DECISION_FAILURE_PATCH = 'monitor-survives-decision-failure';
-/** Pause before the next round after a failed decision, so a fast-failing write does not spin. */
+/** Pause before the next round after a failed look or decision, so a fast-failing write does not spin. */
 const DECISION_RETRY_MS = 5_000;
-
-/** Patch id of host repairs: a standby not at rest is restored, training on the active is stopped. */
-export const REPAIR_HOSTS_PATCH = 'monitor-repairs-hosts';
-
-/** Patch id of the monitor asking a committed promotion to end when the fleet needs its next failover. */
-export const RELEASE_AT_COMMIT_PATCH = 'monitor-releases-committed-promotion';
-
-/** Patch id of `replaceFailedStandby`: the monitor starting teardowns and provisionings of failed standbys. */
-export const REPLACE_FAILED_STANDBY_PATCH = 'monitor-replace-failed-standby';
-
-/**
- * Patch id of watch shards: the monitor waits for its shard's `observed` signals and looks for itself only at
- * its start and when woken, instead of running a watch activity of its own (docs/architecture.md §4.5).
- */
-export const WATCHED_BY_SHARDS_PATCH = 'monitor-watched-by-shards';
 
 /**
  * Watches one fleet for as long as it exists (`haru/<fleetId>/monitor`). The fleet's watch shard polls every
@@ -93,11 +63,9 @@ export const WATCHED_BY_SHARDS_PATCH = 'monitor-watched-by-shards';
  * `resumeAutoFailover` (written to the fleet's stored pause, which every round reads: a pause outlives the
  * run), `observed`; query: `health`. A look or decision whose activity fails (the store locked or down) is
  * logged and made again after a pause; the worker's `keepMonitors` starts a new run whenever this one ends.
- * Runs from before the shards ran a watch activity of their own (the branch without the patch).
  */
 export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<void> {
   const { fleetId } = input;
-  const checkpointMs = input.checkpointMs ?? MONITOR_CHECKPOINT_MS;
   let isPaused = input.isAutoFailoverPaused ?? false;
   let recentPromotions = input.recentPromotions ?? [];
   let replacements: ReplacementState = input.replacements ?? emptyReplacementState();
@@ -117,7 +85,7 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
   setHandler(pauseAutoFailoverSignal, () => onPauseSignal(true));
   setHandler(resumeAutoFailoverSignal, () => onPauseSignal(false));
   setHandler(healthQuery, () => health);
-  // The newest observation a watch shard signalled that is newer than any decided on (watched-by-shards runs).
+  // The newest observation the watch shard signalled that is newer than any decided on.
   const inbox: { signalled: FleetObservation | null } = { signalled: null };
   let decidedUntilMs = 0;
   setHandler(observedSignal, (observed) => {
@@ -125,13 +93,9 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
     const held = inbox.signalled;
     if (at > decidedUntilMs && (held === null || at > Date.parse(held.observedAt))) inbox.signalled = observed;
   });
-  let isWatchedByShards = false;
-
-  // The watch decides whether it follows on from the last one (core/watch-window.ts).
-  let continuity: WatchContinuity = { watchingSince: input.watchingSince, lookedUntil: input.lookedUntil };
 
   /**
-   * The next observation to decide on (watched-by-shards runs): a look of its own when woken (the start,
+   * The next observation to decide on: a look of its own when woken (the start,
    * `checkNow`, a pause or resume), else the newest the shard signalled, waited for. Null when woken while
    * waiting (the loop stores a signalled pause first, then looks), or when the look failed: it looks again
    * after a pause. A look that finds the fleet gone throws (the monitor ends).
@@ -156,8 +120,8 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
   }
 
   while (!workflowInfo().continueAsNewSuggested) {
-    // The stored pause is the one every monitor run obeys; histories from before it kept the pause in memory only.
-    if (unstoredPause !== null && patched(DURABLE_PAUSE_PATCH)) {
+    // The stored pause is the one every monitor run obeys.
+    if (unstoredPause !== null) {
       const paused = unstoredPause;
       try {
         await controlActivities().setAutoFailoverPause({ fleetId, paused, by: 'signal', reason: null });
@@ -171,28 +135,9 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
     isWakeRequested = false;
     // Failed standbys are timed from what this watch sees, never from before it started looking.
     const watchStartedAt = new Date().toISOString();
-    // Histories from before host repairs never ask the watch for them.
-    const repairsHosts = patched(REPAIR_HOSTS_PATCH);
     let observation: FleetObservation | null;
-    isWatchedByShards = patched(WATCHED_BY_SHARDS_PATCH);
     try {
-      if (isWatchedByShards) {
-        observation = await nextObservation(isImmediate);
-      } else {
-        observation = await watchUntilWoken(monitorActivities(policy, checkpointMs), () => isWakeRequested, {
-          fleetId,
-          isAutoFailoverPaused: isPaused,
-          isImmediate,
-          checkpointMs,
-          pendingGraceMs: PENDING_OPERATION_GRACE_MS,
-          alreadyTriedIds: triedOperationIds,
-          releasedOperationIds,
-          coolingDownIds: policy ? coolingDownIds(recentPromotions, policy, new Date()) : [],
-          ...(repairsHosts ? { repairHeldIds: heldRepairIds(recentRepairs, policy, new Date()) } : {}),
-          ...continuity,
-        });
-        continuity = continuityAfterWatch(continuity, observation, new Date().toISOString());
-      }
+      observation = await nextObservation(isImmediate);
     } catch (err) {
       if (isFleetGone(err)) {
         log.info('fleet gone, monitor ends', { fleetId });
@@ -205,8 +150,8 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
     const held = inbox.signalled;
     if (held !== null && Date.parse(held.observedAt) <= decidedUntilMs) inbox.signalled = null;
     policy = observation.policy;
-    // Observations from before the stored pause carry none: those runs keep the signalled one.
-    if (observation.autoFailoverPause !== undefined && unstoredPause === null && patched(DURABLE_PAUSE_PATCH)) {
+    // A signalled pause not yet stored wins over the store's until it is written.
+    if (unstoredPause === null) {
       isPaused = observation.autoFailoverPause !== null;
     }
     const now = new Date(observation.observedAt);
@@ -221,7 +166,7 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
     // A round that started an operation leaves the hosts to it.
     let hasStartedOperation = false;
     try {
-      if (decision.kind === 'failover' && decision.releaseOperationId && patched(RELEASE_AT_COMMIT_PATCH)) {
+      if (decision.kind === 'failover' && decision.releaseOperationId) {
         releasedOperationIds.push(decision.releaseOperationId);
         await releaseAtCommit(fleetId, decision.releaseOperationId, decision.failure.message);
         isWakeRequested = true;
@@ -253,9 +198,8 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
       }
     } catch (err) {
       // A decision's store write or start that ran out of its budget (the store locked or down) must not
-      // end the watch: the next round decides again from what the store shows then. Histories from before
-      // the patch failed the monitor here.
-      if (isCancellation(err) || !patched(SURVIVE_DECISION_FAILURE_PATCH)) throw err;
+      // end the watch: the next round decides again from what the store shows then.
+      if (isCancellation(err)) throw err;
       log.error('decision not carried out; deciding again next round', {
         fleetId,
         decision: decision.kind,
@@ -263,9 +207,9 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
       });
       await sleep(DECISION_RETRY_MS);
       // A shard signals an unchanged decision again only after its hold-off: look at once instead.
-      if (isWatchedByShards) isWakeRequested = true;
+      isWakeRequested = true;
     }
-    if (repairsHosts && !hasStartedOperation) {
+    if (!hasStartedOperation) {
       recentRepairs = recentRepairs.filter((r) => ageMs(r.at, now) < hostRepairRetryMs(observation.policy));
       for (const repair of hostRepairsDue(observation.fleet, heldRepairIds(recentRepairs, observation.policy, now))) {
         recentRepairs = [...recentRepairs, { domainId: repair.domainId, at: observation.observedAt }];
@@ -279,23 +223,20 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
       watchStartedAt,
       replacements,
     );
-    // Histories from before the option replay without the patch: they never plan an action.
-    if (planned.actions.length === 0 || patched(REPLACE_FAILED_STANDBY_PATCH)) {
-      replacements = planned.state;
-      for (const action of planned.actions) {
-        try {
-          await startReplacementStep(observation.fleet, action, () => void (isWakeRequested = true));
-        } catch (err) {
-          if (isCancellation(err)) throw err;
-          // A replacement must never end the watch (the domain was removed meanwhile, the store is down):
-          // it stays in flight and is started again after a grace without movement.
-          log.error('replacement step not started', {
-            fleetId,
-            domainId: action.domainId,
-            step: action.kind,
-            error: err instanceof Error ? err.message : String(err),
-          });
-        }
+    replacements = planned.state;
+    for (const action of planned.actions) {
+      try {
+        await startReplacementStep(observation.fleet, action, () => void (isWakeRequested = true));
+      } catch (err) {
+        if (isCancellation(err)) throw err;
+        // A replacement must never end the watch (the domain was removed meanwhile, the store is down):
+        // it stays in flight and is started again after a grace without movement.
+        log.error('replacement step not started', {
+          fleetId,
+          domainId: action.domainId,
+          step: action.kind,
+          error: err instanceof Error ? err.message : String(err),
+        });
       }
     }
   }
@@ -305,15 +246,13 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
     isAutoFailoverPaused: isPaused,
     recentPromotions,
     ...(recentRepairs.length > 0 ? { recentRepairs } : {}),
-    checkpointMs: input.checkpointMs,
     ...(hasReplacementState(replacements) ? { replacements } : {}),
-    ...continuity,
   });
 }
 
 /** The domains repaired within the retry interval before `now`: left alone until it has passed. */
-const heldRepairIds = (recent: readonly { domainId: string; at: string }[], policy: FleetPolicy | null, now: Date) =>
-  policy ? recent.filter((r) => ageMs(r.at, now) < hostRepairRetryMs(policy)).map((r) => r.domainId) : [];
+const heldRepairIds = (recent: readonly { domainId: string; at: string }[], policy: FleetPolicy, now: Date) =>
+  recent.filter((r) => ageMs(r.at, now) < hostRepairRetryMs(policy)).map((r) => r.domainId);
 
 /**
  * Carries out one host repair (core/host-repair.ts); the activity records what it did as an event. A repair
@@ -353,35 +292,6 @@ async function repairHost(fleetId: string, repair: HostRepair, policy: FleetPoli
       repair: repair.kind,
       error: err instanceof Error ? err.message : String(err),
     });
-  }
-}
-
-/**
- * Runs the watch activity until it returns, or until `isWoken()` (a signal) cancels it; null then. The
- * activity is waited for until it has stopped, so two poll loops never overlap.
- */
-async function watchUntilWoken(
-  activities: Activities,
-  isWoken: () => boolean,
-  args: WatchFleetInput,
-): Promise<FleetObservation | null> {
-  const watchScope = new CancellationScope();
-  const wakeScope = new CancellationScope();
-  const watching = watchScope.run(() => activities.watchFleet(args));
-  const woken = wakeScope
-    .run(() => condition(isWoken))
-    .then(
-      () => watchScope.cancel(),
-      () => undefined,
-    );
-  try {
-    return await watching;
-  } catch (err) {
-    if (isCancellation(err) && isWoken()) return null;
-    throw err;
-  } finally {
-    wakeScope.cancel();
-    await woken;
   }
 }
 

@@ -52,6 +52,7 @@ const observation = (
     ...over,
   },
   policy,
+  autoFailoverPause: null,
   observedAt: new Date().toISOString(),
   reason: 'decision_due',
   polls: 1,
@@ -60,20 +61,28 @@ const failingActive = { consecutiveFailures: 3, lastError: 'ECONNREFUSED' };
 
 /**
  * A monitor with stub activities over a scripted world: its own look (`lookAtFleet`) answers the world as it
- * is; `observe` sends it the world as its watch shard would (the `observed` signal).
+ * is; `observe` sends it the world as its watch shard would (the `observed` signal). The world's stored pause
+ * is what `setAutoFailoverPause` last wrote, as in the fleet's row.
  */
 function monitorHarness(overrides: Partial<Activities> = {}) {
   const fleetId = crypto.randomUUID();
   let world = observation(fleetId);
   const looks: LookAtFleetInput[] = [];
   const stubs = stubActivities({
+    async setAutoFailoverPause({ paused, by, reason }) {
+      const pause = paused ? { by, reason: reason ?? null, at: new Date().toISOString() } : null;
+      const changed = (world.autoFailoverPause !== null) !== paused;
+      world = { ...world, autoFailoverPause: pause };
+      return { changed };
+    },
     ...overrides,
     async lookAtFleet(input) {
       looks.push(input);
       return { ...world, reason: 'immediate', observedAt: new Date().toISOString() };
     },
   });
-  const set = (next: FleetObservation) => void (world = next);
+  /** Scripts the fleet's domains and policy; the stored pause stays as it was written. */
+  const set = (next: FleetObservation) => void (world = { ...next, autoFailoverPause: world.autoFailoverPause });
   type Handle = Awaited<ReturnType<typeof start>>;
   /** Signals the world as the fleet's shard would, observed now (or at `observedAt`). */
   const observe = (handle: Handle, observedAt = new Date().toISOString()) =>

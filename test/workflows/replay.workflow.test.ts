@@ -1,10 +1,9 @@
 /**
  * Recorded histories of real runs (test 1's promotion, test 4's auto-failover promotion and its monitor, a
  * watch shard across checkpoints) replay with the current workflow code, and so do those recorded before the
- * step activities recorded their own progress (`*-before-steps-recorded-themselves.json`) and a monitor from
- * before watch shards (`fleet-monitor-before-watch-shards.json`): the workflows' unpatched paths. A change to
- * the commands a workflow issues fails here: put it behind `patched()` or re-record deliberately with
- * HARU_RECORD_HISTORIES=1 (see test/workflows/histories/).
+ * step activities recorded their own progress (`*-before-steps-recorded-themselves.json`): the workflows'
+ * unpatched paths. A change to the commands a workflow issues fails here: put it behind `patched()` or
+ * re-record deliberately with HARU_RECORD_HISTORIES=1 (see test/workflows/histories/).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -21,7 +20,6 @@ it('has the recorded histories of a promotion, an auto-failover, a monitor and a
   expect(fixtures.sort()).toEqual([
     'auto-failover-promotion-before-steps-recorded-themselves.json',
     'auto-failover-promotion.json',
-    'fleet-monitor-before-watch-shards.json',
     'fleet-monitor.json',
     'promotion-before-steps-recorded-themselves.json',
     'promotion.json',

@@ -110,7 +110,7 @@ export function stubActivities(overrides: Partial<Activities> = {}, policy: Flee
       return { attempt: 1, drained: true, runningRequests: 0, waitingRequests: 0, inFlight: [] };
     },
     // The monitor's activities (activities/fleet-monitor.ts): tested against the real activities elsewhere.
-    ...notStubbed('watchFleet', 'lookAtFleet', 'watchShard'),
+    ...notStubbed('lookAtFleet', 'watchShard'),
     // Provisioning (activities/provisioning.ts): tested in test/provisioning/ against the real activities.
     ...notStubbed('beginProvisioning', 'launchDomain', 'resolveSupervisorUrl', 'awaitSupervisor', 'finishProvisioning'),
     ...notStubbed('beginTeardown', 'destroyDomain', 'finishTeardown', 'recordStandbyReplacement'),
