@@ -65,17 +65,17 @@ export const apiConfigSchema = z.object({
   /** How often a held request re-checks the routing while it waits (a missed push is caught here). */
   HARU_CHAT_HOLD_RECHECK_MS: blankable(positiveMsSchema.default(500)),
   /**
-   * Most times one request is sent again after its upstream died in flight (0 turns migration off);
+   * Most times one request is sent again after its upstream died in flight (0 turns resending off);
    * inference has no side effects, so a re-sent request only costs GPU time.
    */
-  HARU_MIGRATE_MAX_PER_REQUEST: blankable(z.coerce.number().int().min(0).max(100).default(3)),
-  /** Most bytes of relayed text kept per stream for its continuation; past it that stream cannot migrate. */
-  HARU_MIGRATE_MAX_STREAM_BYTES: blankable(positiveInt.default(1 * MIB)),
+  HARU_RESEND_MAX_PER_REQUEST: blankable(z.coerce.number().int().min(0).max(100).default(3)),
+  /** Most bytes of relayed text kept per stream for its continuation; past it that stream cannot be resent. */
+  HARU_RESEND_MAX_STREAM_BYTES: blankable(positiveInt.default(1 * MIB)),
   /**
    * Most bytes of a non-streaming answer read before its headers go to the client, so an upstream that breaks
-   * mid-body can still be migrated; a longer answer is streamed through and a break then cuts it.
+   * mid-body can still be sent again; a longer answer is streamed through and a break then cuts it.
    */
-  HARU_MIGRATE_MAX_BODY_BYTES: blankable(positiveInt.default(1 * MIB)),
+  HARU_RESEND_MAX_BODY_BYTES: blankable(positiveInt.default(1 * MIB)),
   HARU_SNAPSHOT_CACHE_TTL_MS: blankable(positiveMsSchema.default(2_000)),
   HARU_SNAPSHOT_CACHE_MAX: blankable(positiveInt.default(1_000)),
   /** Bound on one routing read from the store; past it the last known routing is served as stale. */

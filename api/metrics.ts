@@ -20,9 +20,9 @@ export interface ApiMetrics {
    * Requests sent again after their upstream died in flight (`kind`: `stream` or `request`), by `outcome`:
    * `attempted` (each re-send), `succeeded` (the request then completed), `failed` (a re-send did not).
    */
-  migrations: Counter<'kind' | 'outcome'>;
-  /** Interrupted requests that could not migrate, by `kind` and `reason` (api/proxy/migration/sse-splice.ts). */
-  migrationRefusals: Counter<'kind' | 'reason'>;
+  resends: Counter<'kind' | 'outcome'>;
+  /** Interrupted requests that could not be sent again, by `kind` and `reason` (api/proxy/resend/sse-splice.ts). */
+  resendRefusals: Counter<'kind' | 'reason'>;
   /** The route revision last seen per fleet. */
   routeRevision: Gauge<'fleet'>;
   /** Routing answers served from a stale snapshot because the store was unreachable. */
@@ -72,15 +72,15 @@ export function createApiMetrics(opts: { withDefaults?: boolean } = {}): ApiMetr
       labelNames: ['outcome'],
       registers,
     }),
-    migrations: new Counter({
-      name: 'haru_proxy_migrations_total',
+    resends: new Counter({
+      name: 'haru_proxy_resends_total',
       help: 'Requests sent again after their upstream died in flight, by kind and outcome',
       labelNames: ['kind', 'outcome'],
       registers,
     }),
-    migrationRefusals: new Counter({
-      name: 'haru_proxy_migration_refusals_total',
-      help: 'Interrupted requests that could not migrate, by kind and reason',
+    resendRefusals: new Counter({
+      name: 'haru_proxy_resend_refusals_total',
+      help: 'Interrupted requests that could not be sent again, by kind and reason',
       labelNames: ['kind', 'reason'],
       registers,
     }),

@@ -81,7 +81,7 @@ interface RunFigures {
   /** Failed requests already in flight when the host died. */
   inFlightAtKillErrors: number;
   inFlightAtKill: InFlightFigures;
-  /** The API's haru_proxy_migrations_total and haru_proxy_migration_refusals_total, by their labels. */
+  /** The API's haru_proxy_resends_total and haru_proxy_resend_refusals_total, by their labels. */
   migrations: Record<string, number>;
   requests: number;
   heldRequests: number;
@@ -351,7 +351,7 @@ async function oneRun(run: number, ctx: BenchContext): Promise<RunFigures> {
 async function migrationCounters(apiUrl: string): Promise<Record<string, number>> {
   const text = await (await fetch(`${apiUrl}/metrics`)).text();
   const out: Record<string, number> = {};
-  for (const m of text.matchAll(/^haru_proxy_(migrations_total|migration_refusals_total)(\{[^}]*\}) (\S+)$/gm)) {
+  for (const m of text.matchAll(/^haru_proxy_(resends_total|resend_refusals_total)(\{[^}]*\}) (\S+)$/gm)) {
     out[`${m[1]}${m[2]}`] = Number(m[3]);
   }
   return out;
@@ -414,10 +414,10 @@ async function main(): Promise<void> {
     ['in flight at kill: completed with the uninterrupted text', (r) => r.inFlightAtKill.intact],
     ['in flight at kill: completed with other text', (r) => r.inFlightAtKill.altered],
     ['errors of requests in flight at kill', (r) => r.inFlightAtKillErrors],
-    ['migrations attempted (API)', (r) => migrated(r, 'attempted')],
-    ['migrations succeeded (API)', (r) => migrated(r, 'succeeded')],
-    ['migrations failed (API)', (r) => migrated(r, 'failed')],
-    ['migrations refused (API)', (r) => sumOf(r.migrations, 'migration_refusals_total')],
+    ['resends attempted (API)', (r) => migrated(r, 'attempted')],
+    ['resends succeeded (API)', (r) => migrated(r, 'succeeded')],
+    ['resends failed (API)', (r) => migrated(r, 'failed')],
+    ['resends refused (API)', (r) => sumOf(r.migrations, 'resend_refusals_total')],
     ['requests sent', (r) => r.requests],
   ];
   printTable(

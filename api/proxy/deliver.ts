@@ -118,7 +118,7 @@ export async function deliverWhole(
 /**
  * Pumps an upstream body through `write` (false: the client went away, after waiting for 'drain') until it
  * ends; says how it ended. An upstream whose client went away is aborted. Shared by `deliver` and the
- * migration relay (migration/relay.ts), which writes whole SSE events instead of raw chunks.
+ * stream relay (resend/relay.ts), which writes whole SSE events instead of raw chunks.
  */
 export async function pumpBody(
   res: ServerResponse,

@@ -6,7 +6,7 @@ import type { RoutingCache } from './routing-cache';
 
 /**
  * One exchange in flight to a domain, from sending the request to the end of its answer. It is the
- * forwarder's `cut` signal: `abort` cuts the exchange, which the migration path then treats like a broken
+ * forwarder's `cut` signal: `abort` cuts the exchange, which the resend path then treats like a broken
  * upstream (sent again, or continued from what was relayed).
  */
 export class InFlight extends ClientGone {

@@ -14,7 +14,7 @@ import { type HoldQueue, waitForRouteMove } from './hold-queue';
 import type { InFlightRegistry } from './in-flight';
 import { type InferenceBody, readInferenceBody } from './inference-body';
 import { expectedFailoverSeconds } from '../../core/route-eligibility';
-import { type Attempt, neverSent, proxyWithMigration } from './migration/migrate';
+import { type Attempt, neverSent, proxyWithResend } from './resend/resend';
 import { type InferenceEndpoint, upstreamUrl } from '../../core/serving-url';
 import { holdReason, noFailoverReason, routeModel } from './route-table';
 import type { Routing, RoutingCache } from './routing-cache';
@@ -44,9 +44,9 @@ export interface ProxyDeps {
     | 'HARU_CHAT_HOLD_QUIET_MS'
     | 'HARU_CHAT_HOLD_PING_MS'
     | 'HARU_CHAT_HOLD_RECHECK_MS'
-    | 'HARU_MIGRATE_MAX_PER_REQUEST'
-    | 'HARU_MIGRATE_MAX_STREAM_BYTES'
-    | 'HARU_MIGRATE_MAX_BODY_BYTES'
+    | 'HARU_RESEND_MAX_PER_REQUEST'
+    | 'HARU_RESEND_MAX_STREAM_BYTES'
+    | 'HARU_RESEND_MAX_BODY_BYTES'
   >;
   now: () => Date;
 }
@@ -237,7 +237,7 @@ async function proxyOnce(
           inFlight.leave();
         }
         if (outcome.kind === 'cut') {
-          // The route left the domain: the request reached it, so only migration may send it again.
+          // The route left the domain: the request reached it, so only a resend may send it again.
           failure = new HaruError(
             'upstream_unreachable',
             `domain ${target.domain.slug} was cut off for model "${body.model}": the route moved away from it`,
@@ -258,7 +258,7 @@ async function proxyOnce(
           }
         }
         // A timeout, a cut or a reset after sending may have reached the upstream (a dead host that sends no
-        // reset times out): held and sent again only where migration allows it.
+        // reset times out): held and sent again only where a resend is allowed.
         sent = outcome.kind !== 'refused' || !neverSent(outcome.error);
       } else {
         failure = target.error;
@@ -329,7 +329,7 @@ export async function handleInference(
   let outcome = 'ok';
   try {
     const body = readInferenceBody(rawBody);
-    outcome = await proxyWithMigration(deps, endpoint, req.headers, res, rawBody as Buffer, body, (raw, attempt) =>
+    outcome = await proxyWithResend(deps, endpoint, req.headers, res, rawBody as Buffer, body, (raw, attempt) =>
       proxyOnce(deps, endpoint, req, res, raw, body, gone, attempt),
     );
   } catch (err) {

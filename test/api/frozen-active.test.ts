@@ -163,7 +163,7 @@ describe('requests in flight to a frozen active', () => {
 
   it('finishes a stream that relayed tokens from the new active once the route leaves the frozen active', async () => {
     const { snapshot, client } = await fleet();
-    const succeeded = await counter(h.api.metrics.migrations, { kind: 'stream', outcome: 'succeeded' });
+    const succeeded = await counter(h.api.metrics.resends, { kind: 'stream', outcome: 'succeeded' });
     const { chunks, afterMoveMs } = await streamAcross(client, () => {
       freeze();
       return moveToWest(snapshot, { failEast: true });
@@ -171,12 +171,12 @@ describe('requests in flight to a frozen active', () => {
     await expectWhole(chunks);
     // Cut at the move, not at any timeout (the header bound is 60 s, and a stream that relayed is never timed out).
     expect(afterMoveMs).toBeLessThan(10_000);
-    expect(await counter(h.api.metrics.migrations, { kind: 'stream', outcome: 'succeeded' })).toBe(succeeded + 1);
+    expect(await counter(h.api.metrics.resends, { kind: 'stream', outcome: 'succeeded' })).toBe(succeeded + 1);
   });
 
   it('sends a non-streaming request waiting on the frozen active for its headers to the new active', async () => {
     const { snapshot, client } = await fleet();
-    const succeeded = await counter(h.api.metrics.migrations, { kind: 'request', outcome: 'succeeded' });
+    const succeeded = await counter(h.api.metrics.resends, { kind: 'request', outcome: 'succeeded' });
     // vLLM answers a non-streaming request once generation ends: frozen mid-generation, no header ever comes.
     const pending = client.chat.completions.create({ model, messages: question, max_tokens: 40 });
     await waitUntil('east to generate the answer', async () => (await running(east)) > 0);
@@ -185,14 +185,14 @@ describe('requests in flight to a frozen active', () => {
     const answer = await pending;
     expect(Date.now() - movedAt).toBeLessThan(10_000);
     expect(answer.choices[0]?.message.content).toBe((await uninterrupted(40)).content);
-    expect(await counter(h.api.metrics.migrations, { kind: 'request', outcome: 'succeeded' })).toBe(succeeded + 1);
+    expect(await counter(h.api.metrics.resends, { kind: 'request', outcome: 'succeeded' })).toBe(succeeded + 1);
   });
 
-  it('answers 502 at the move, not after the header timeout, for a request cut with X-Haru-Migrate: off', async () => {
+  it('answers 502 at the move, not after the header timeout, for a request cut with X-Haru-Resend: off', async () => {
     const { snapshot } = await fleet();
     const pending = fetch(`${h.url}/v1/chat/completions`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-haru-fleet': snapshot.slug, 'x-haru-migrate': 'off' },
+      headers: { 'content-type': 'application/json', 'x-haru-fleet': snapshot.slug, 'x-haru-resend': 'off' },
       body: JSON.stringify({ model, messages: question, max_tokens: 40 }),
     });
     await waitUntil('east to generate the answer', async () => (await running(east)) > 0);
@@ -209,10 +209,10 @@ describe('requests in flight to a frozen active', () => {
   it('leaves a planned move to drain on the old active, and cuts what a frozen one holds once the drain is spent', async () => {
     const drainTimeoutMs = 2_000;
     const healthy = await fleet({ drainTimeoutMs });
-    const attempted = await counter(h.api.metrics.migrations, { kind: 'stream', outcome: 'attempted' });
+    const attempted = await counter(h.api.metrics.resends, { kind: 'stream', outcome: 'attempted' });
     const drained = await streamAcross(healthy.client, () => moveToWest(healthy.snapshot, { failEast: false }));
     await expectWhole(drained.chunks);
-    expect(await counter(h.api.metrics.migrations, { kind: 'stream', outcome: 'attempted' })).toBe(attempted);
+    expect(await counter(h.api.metrics.resends, { kind: 'stream', outcome: 'attempted' })).toBe(attempted);
 
     const stuck = await fleet({ drainTimeoutMs });
     const { chunks, afterMoveMs } = await streamAcross(stuck.client, () => {
@@ -222,6 +222,6 @@ describe('requests in flight to a frozen active', () => {
     await expectWhole(chunks);
     expect(afterMoveMs).toBeGreaterThanOrEqual(drainTimeoutMs);
     expect(afterMoveMs).toBeLessThan(drainTimeoutMs + 10_000);
-    expect(await counter(h.api.metrics.migrations, { kind: 'stream', outcome: 'attempted' })).toBe(attempted + 1);
+    expect(await counter(h.api.metrics.resends, { kind: 'stream', outcome: 'attempted' })).toBe(attempted + 1);
   });
 });

@@ -85,7 +85,7 @@ async function sseEvents(res: Response): Promise<string[]> {
     .filter(Boolean);
 }
 
-describe('request migration across a failover', () => {
+describe('resending requests across a failover', () => {
   let west: FakeVllm;
   const easts: FakeVllm[] = [];
   let h: Harness;
@@ -99,9 +99,9 @@ describe('request migration across a failover', () => {
         config: {
           HARU_CHAT_HOLD_MS: 30_000,
           HARU_CHAT_HEADER_TIMEOUT_MS: 500,
-          HARU_MIGRATE_MAX_PER_REQUEST: 1,
-          HARU_MIGRATE_MAX_STREAM_BYTES: 12,
-          HARU_MIGRATE_MAX_BODY_BYTES: 8,
+          HARU_RESEND_MAX_PER_REQUEST: 1,
+          HARU_RESEND_MAX_STREAM_BYTES: 12,
+          HARU_RESEND_MAX_BODY_BYTES: 8,
         },
       }),
     ]);
@@ -179,7 +179,7 @@ describe('request migration across a failover', () => {
 
   it('continues a chat stream cut mid-answer on the new active: one id, one role chunk, no repeated text, summed usage', async () => {
     const { failover, client } = await dyingFleet(4);
-    const before = await counter(h.api.metrics.migrations, { kind: 'stream', outcome: 'succeeded' });
+    const before = await counter(h.api.metrics.resends, { kind: 'stream', outcome: 'succeeded' });
     const stream = await client.chat.completions.create({
       model,
       messages: question,
@@ -200,7 +200,7 @@ describe('request migration across a failover', () => {
       expect.objectContaining({ choices: [expect.objectContaining({ finish_reason: 'length' })] }),
     ]);
     expect(chunks.at(-1)?.usage).toEqual(reference.usage);
-    expect(await counter(h.api.metrics.migrations, { kind: 'stream', outcome: 'succeeded' })).toBe(before + 1);
+    expect(await counter(h.api.metrics.resends, { kind: 'stream', outcome: 'succeeded' })).toBe(before + 1);
   });
 
   it('continues a /v1/completions stream with the generated text appended to the prompt, ending with one [DONE]', async () => {
@@ -229,29 +229,29 @@ describe('request migration across a failover', () => {
 
   it('holds a non-streaming request whose upstream died before answering and sends it to the new active', async () => {
     const { failover, client } = await dyingFleet(3);
-    const before = await counter(h.api.metrics.migrations, { kind: 'request', outcome: 'succeeded' });
+    const before = await counter(h.api.metrics.resends, { kind: 'request', outcome: 'succeeded' });
     const pending = client.chat.completions.create({ model, messages: question, max_tokens: 6 });
     await failover();
     const answer = await pending;
     expect(answer.choices[0]?.message.content).toBe((await uninterrupted({ max_tokens: 6 })).content);
-    expect(await counter(h.api.metrics.migrations, { kind: 'request', outcome: 'succeeded' })).toBe(before + 1);
+    expect(await counter(h.api.metrics.resends, { kind: 'request', outcome: 'succeeded' })).toBe(before + 1);
   });
 
   it('sends a non-streaming request again when its upstream broke after the first body bytes: the client sees one whole answer', async () => {
     // East sends the headers and 20 bytes of its answer, then dies: nothing of it reached the client yet.
     const { failover, client } = await dyingFleet(100, { faults: { crashAfterBodyBytes: 20 } });
-    const before = await counter(h.api.metrics.migrations, { kind: 'request', outcome: 'succeeded' });
+    const before = await counter(h.api.metrics.resends, { kind: 'request', outcome: 'succeeded' });
     const pending = client.chat.completions.create({ model, messages: question, max_tokens: 6 });
     await failover();
     const answer = await pending;
     expect(answer.choices[0]?.message.content).toBe((await uninterrupted({ max_tokens: 6 })).content);
     expect(answer.usage?.completion_tokens).toBe(6);
-    expect(await counter(h.api.metrics.migrations, { kind: 'request', outcome: 'succeeded' })).toBe(before + 1);
+    expect(await counter(h.api.metrics.resends, { kind: 'request', outcome: 'succeeded' })).toBe(before + 1);
   });
 
-  it('answers 502 for a body broken mid-answer with X-Haru-Migrate: off, and cuts one past HARU_MIGRATE_MAX_BODY_BYTES', async () => {
+  it('answers 502 for a body broken mid-answer with X-Haru-Resend: off, and cuts one past HARU_RESEND_MAX_BODY_BYTES', async () => {
     const off = await dyingFleet(100, { faults: { crashAfterBodyBytes: 20 } });
-    const res = await off.post('chat/completions', { model, messages: question }, { 'x-haru-migrate': 'off' });
+    const res = await off.post('chat/completions', { model, messages: question }, { 'x-haru-resend': 'off' });
     expect(res.status).toBe(502);
     expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(
       /broke mid-answer and the request cannot be sent again \(off\)/,
@@ -259,11 +259,11 @@ describe('request migration across a failover', () => {
 
     // Past the 8-byte bound the first 20 bytes already went out with the status: the break cuts the answer.
     const long = await dyingFleet(100, { on: limited, faults: { crashAfterBodyBytes: 20 } });
-    const attempted = await counter(limited.api.metrics.migrations, { kind: 'request', outcome: 'attempted' });
+    const attempted = await counter(limited.api.metrics.resends, { kind: 'request', outcome: 'attempted' });
     const cut = await long.post('chat/completions', { model, messages: question });
     expect(cut.status).toBe(200);
     await expect(cut.text()).rejects.toThrow();
-    expect(await counter(limited.api.metrics.migrations, { kind: 'request', outcome: 'attempted' })).toBe(attempted);
+    expect(await counter(limited.api.metrics.resends, { kind: 'request', outcome: 'attempted' })).toBe(attempted);
   });
 
   itWithPython(
@@ -282,11 +282,11 @@ describe('request migration across a failover', () => {
     },
   );
 
-  it('with X-Haru-Migrate: off fails the interrupted request: a stream ends with an error event and [DONE], a plain request 502', async () => {
+  it('with X-Haru-Resend: off (or the deprecated X-Haru-Migrate: off) fails the interrupted request: a stream ends with an error event and [DONE], a plain request 502', async () => {
     const { post } = await dyingFleet(2);
-    const before = await counter(h.api.metrics.migrationRefusals, { reason: 'off' });
+    const before = await counter(h.api.metrics.resendRefusals, { reason: 'off' });
     const events = await sseEvents(
-      await post('chat/completions', { model, messages: question, stream: true }, { 'x-haru-migrate': 'off' }),
+      await post('chat/completions', { model, messages: question, stream: true }, { 'x-haru-resend': 'off' }),
     );
     expect(events.at(-1)).toBe('data: [DONE]');
     expect(JSON.parse(events.at(-2)!.slice(6))).toMatchObject({
@@ -298,21 +298,22 @@ describe('request migration across a failover', () => {
     const res = await plain.post('chat/completions', { model, messages: question }, { 'x-haru-migrate': 'off' });
     expect(res.status).toBe(502);
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe('upstream_unreachable');
-    expect(await counter(h.api.metrics.migrationRefusals, { reason: 'off' })).toBe(before + 2);
+    // The deprecated header's refusal is counted as 'off' too.
+    expect(await counter(h.api.metrics.resendRefusals, { reason: 'off' })).toBe(before + 2);
   });
 
-  it('still holds a request whose connection was refused with X-Haru-Migrate: off: it never reached the upstream', async () => {
+  it('still holds a request whose connection was refused with X-Haru-Resend: off: it never reached the upstream', async () => {
     const { east, failover, client } = await dyingFleet(100);
     await east.close();
     const pending = client.chat.completions.create(
       { model, messages: question, max_tokens: 2 },
-      { headers: { 'x-haru-migrate': 'off' } },
+      { headers: { 'x-haru-resend': 'off' } },
     );
     await failover();
     expect((await pending).choices[0]?.message.content).toBe('This is');
   });
 
-  it('ends a stream that cannot migrate (n > 1) with an error event the OpenAI SDK raises as an API error', async () => {
+  it('ends a stream that cannot continue elsewhere (n > 1) with an error event the OpenAI SDK raises as an API error', async () => {
     const { client } = await dyingFleet(2);
     const stream = await client.chat.completions.create({ model, messages: question, n: 2, stream: true });
     const err = await (async () => {
@@ -321,34 +322,34 @@ describe('request migration across a failover', () => {
     expect(err).toBeInstanceOf(OpenAI.APIError);
     expect(err).not.toBeInstanceOf(OpenAI.APIConnectionError);
     expect(String((err as Error).message)).toMatch(/cannot continue on another domain \(n\)/);
-    expect(await counter(h.api.metrics.migrationRefusals, { kind: 'stream', reason: 'n' })).toBeGreaterThan(0);
+    expect(await counter(h.api.metrics.resendRefusals, { kind: 'stream', reason: 'n' })).toBeGreaterThan(0);
   });
 
   it('holds a request whose upstream sent no headers within HARU_CHAT_HEADER_TIMEOUT_MS and sends it to the new active', async () => {
     const { east, failover, client } = await dyingFleet(100, { on: limited });
     await east.setFaults({ hang: true }); // a host that died without a reset: the request is never answered
-    const before = await counter(limited.api.metrics.migrations, { kind: 'request', outcome: 'attempted' });
+    const before = await counter(limited.api.metrics.resends, { kind: 'request', outcome: 'attempted' });
     const pending = client.chat.completions.create({ model, messages: question, max_tokens: 2 });
     await failover();
     expect((await pending).choices[0]?.message.content).toBe('This is');
-    expect(await counter(limited.api.metrics.migrations, { kind: 'request', outcome: 'attempted' })).toBe(before + 1);
+    expect(await counter(limited.api.metrics.resends, { kind: 'request', outcome: 'attempted' })).toBe(before + 1);
 
-    // With migration off the request may have reached the upstream: 504 at once, not sent twice.
+    // With resending off the request may have reached the upstream: 504 at once, not sent twice.
     const off = await dyingFleet(100, { on: limited });
     await off.east.setFaults({ hang: true });
-    const res = await off.post('chat/completions', { model, messages: question }, { 'x-haru-migrate': 'off' });
+    const res = await off.post('chat/completions', { model, messages: question }, { 'x-haru-resend': 'off' });
     expect(res.status).toBe(504);
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe('upstream_timeout');
   });
 
-  it('refuses to migrate past HARU_MIGRATE_MAX_STREAM_BYTES of relayed text, and past HARU_MIGRATE_MAX_PER_REQUEST', async () => {
+  it('refuses to resend past HARU_RESEND_MAX_STREAM_BYTES of relayed text, and past HARU_RESEND_MAX_PER_REQUEST', async () => {
     // 'This is a simulated' is 19 bytes, past the 12-byte bound.
     const long = await dyingFleet(4, { on: limited });
     const events = await sseEvents(await long.post('chat/completions', { model, messages: question, stream: true }));
     expect(events.at(-2)).toMatch(/cannot continue on another domain \(memory\)/);
     expect(events.at(-1)).toBe('data: [DONE]');
 
-    // 'This' fits; the new active dies too, one token later: a second migration is over the limit of one.
+    // 'This' fits; the new active dies too, one token later: a second resend is over the limit of one.
     const dyingWest = await fakeVllm({ crashAfterTokens: 1 });
     easts.push(dyingWest);
     const twice = await dyingFleet(1, { on: limited, west: dyingWest });
@@ -358,6 +359,6 @@ describe('request migration across a failover', () => {
     expect(evs.filter((e) => e.includes('"content":"'))).toHaveLength(3); // role chunk, 'This', ' is'
     expect(evs.at(-2)).toMatch(/cannot continue on another domain \(limit\)/);
     expect(evs.at(-1)).toBe('data: [DONE]');
-    expect(await counter(limited.api.metrics.migrationRefusals, { reason: 'limit' })).toBe(1);
+    expect(await counter(limited.api.metrics.resendRefusals, { reason: 'limit' })).toBe(1);
   });
 });

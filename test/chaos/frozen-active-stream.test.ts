@@ -60,7 +60,7 @@ it('a stream in flight when the active freezes finishes from the new active once
   api.api.cache.onMove(() => {
     movedAt ||= Date.now();
   });
-  const succeeded = await counter(api.api.metrics.migrations, { kind: 'stream', outcome: 'succeeded' });
+  const succeeded = await counter(api.api.metrics.resends, { kind: 'stream', outcome: 'succeeded' });
 
   const stream = await sdk(`${api.url}/v1`, { 'x-haru-fleet': fleet.layout.fleet.slug }).chat.completions.create({
     model,
@@ -104,7 +104,7 @@ it('a stream in flight when the active freezes finishes from the new active once
   expect(new Set(chunks.map((c) => c.id)).size).toBe(1);
   expect(chunks.filter((c) => c.choices[0]?.delta.role !== undefined)).toHaveLength(1);
   expect(chunks.filter((c) => c.choices[0]?.finish_reason)).toHaveLength(1);
-  expect(await counter(api.api.metrics.migrations, { kind: 'stream', outcome: 'succeeded' })).toBe(succeeded + 1);
+  expect(await counter(api.api.metrics.resends, { kind: 'stream', outcome: 'succeeded' })).toBe(succeeded + 1);
 
   // Thawed, east is put back as a standby, and the fleet fails over to it.
   thaw();

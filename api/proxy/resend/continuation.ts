@@ -1,4 +1,4 @@
-import type { MigrationRefusal, Transcript } from './sse-splice';
+import type { ResendRefusal, Transcript } from './sse-splice';
 
 /** The endpoints whose streams can continue on another domain. */
 export type ContinuableEndpoint = 'chat/completions' | 'completions';
@@ -6,7 +6,7 @@ export type ContinuableEndpoint = 'chat/completions' | 'completions';
 type Json = Record<string, unknown>;
 
 /** Why the request itself (not what was relayed) cannot continue; null when it can. */
-export function requestRefusal(endpoint: ContinuableEndpoint, body: Json): MigrationRefusal | null {
+export function requestRefusal(endpoint: ContinuableEndpoint, body: Json): ResendRefusal | null {
   if (typeof body.n === 'number' && body.n > 1) return 'n';
   if (typeof body.best_of === 'number' && body.best_of > 1) return 'n';
   if (body.logprobs === true || (typeof body.logprobs === 'number' && body.logprobs > 0)) return 'logprobs';

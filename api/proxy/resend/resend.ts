@@ -10,7 +10,7 @@ import type { InferenceBody } from '../inference-body';
 import { endSseWithError } from '../sse';
 import { type ContinuableEndpoint, continuationBody, requestRefusal } from './continuation';
 import { type Relay, type RelayResult, relaySpliced } from './relay';
-import { beginContinuation, type MigrationRefusal, newTranscript, type Transcript } from './sse-splice';
+import { beginContinuation, type ResendRefusal, newTranscript, type Transcript } from './sse-splice';
 
 /** How one proxy attempt delivers and whether a request the upstream may have received is sent again. */
 export interface Attempt {
@@ -25,12 +25,12 @@ export interface Attempt {
 /** Sends `raw` once through the proxy path (routing, holds, delivery); resolves with the outcome label. */
 export type SendAttempt = (raw: Buffer, attempt: Attempt) => Promise<string>;
 
-export interface MigrationDeps {
-  metrics: Pick<ApiMetrics, 'migrations' | 'migrationRefusals'>;
+export interface ResendDeps {
+  metrics: Pick<ApiMetrics, 'resends' | 'resendRefusals'>;
   logger: Logger;
   config: Pick<
     ApiConfig,
-    'HARU_MIGRATE_MAX_PER_REQUEST' | 'HARU_MIGRATE_MAX_STREAM_BYTES' | 'HARU_MIGRATE_MAX_BODY_BYTES'
+    'HARU_RESEND_MAX_PER_REQUEST' | 'HARU_RESEND_MAX_STREAM_BYTES' | 'HARU_RESEND_MAX_BODY_BYTES'
   >;
 }
 
@@ -47,9 +47,14 @@ const NEVER_SENT = new Set([
 /** True when the connection failed before the request could reach the upstream (looking through `cause`). */
 export const neverSent = (err: unknown): boolean => causeCode(err, (code) => NEVER_SENT.has(code)) !== undefined;
 
-/** `X-Haru-Migrate: off`: the client asks that its request never be sent twice. */
-export const migrationOff = (headers: IncomingHttpHeaders): boolean =>
-  headers['x-haru-migrate']?.toString().trim().toLowerCase() === 'off';
+const isOff = (value: string | string[] | undefined): boolean => value?.toString().trim().toLowerCase() === 'off';
+
+/**
+ * `X-Haru-Resend: off`: the client asks that its request never be sent twice. `X-Haru-Migrate: off`, the
+ * header's name before 1.0, is still accepted (deprecated).
+ */
+export const resendOff = (headers: IncomingHttpHeaders): boolean =>
+  isOff(headers['x-haru-resend']) || isOff(headers['x-haru-migrate']);
 
 const continuable = (endpoint: string): endpoint is ContinuableEndpoint =>
   endpoint === 'chat/completions' || endpoint === 'completions';
@@ -64,38 +69,38 @@ function parseObject(raw: Buffer): Record<string, unknown> | null {
 }
 
 /** One request's re-sends: their bound, metrics and log events. */
-class Migrations {
+class Resends {
   private made = 0;
   private settled = false;
 
   constructor(
-    private readonly deps: MigrationDeps,
+    private readonly deps: ResendDeps,
     private readonly endpoint: string,
     private readonly kind: 'stream' | 'request',
     private readonly off: boolean,
   ) {}
 
-  refuse(reason: MigrationRefusal): MigrationRefusal {
-    this.deps.metrics.migrationRefusals.inc({ kind: this.kind, reason });
-    this.deps.logger.warn('request migration refused', { endpoint: this.endpoint, kind: this.kind, reason });
+  refuse(reason: ResendRefusal): ResendRefusal {
+    this.deps.metrics.resendRefusals.inc({ kind: this.kind, reason });
+    this.deps.logger.warn('request resend refused', { endpoint: this.endpoint, kind: this.kind, reason });
     return reason;
   }
 
   /** Takes one re-send; null when granted, else why not (counted as a refusal). */
-  take(relayedTokens: number): MigrationRefusal | null {
+  take(relayedTokens: number): ResendRefusal | null {
     if (this.off) return this.refuse('off');
-    if (this.made >= this.deps.config.HARU_MIGRATE_MAX_PER_REQUEST) return this.refuse('limit');
+    if (this.made >= this.deps.config.HARU_RESEND_MAX_PER_REQUEST) return this.refuse('limit');
     this.made += 1;
-    this.deps.metrics.migrations.inc({ kind: this.kind, outcome: 'attempted' });
-    const fields = { endpoint: this.endpoint, kind: this.kind, migration: this.made, relayedTokens };
-    this.deps.logger.info('request migrating', fields);
+    this.deps.metrics.resends.inc({ kind: this.kind, outcome: 'attempted' });
+    const fields = { endpoint: this.endpoint, kind: this.kind, resend: this.made, relayedTokens };
+    this.deps.logger.info('request resending', fields);
     return null;
   }
 
   /** Counts, once and only for a request re-sent at least once, whether it completed in the end. */
   settle(outcome: string): string {
     if (this.made > 0 && !this.settled) {
-      this.deps.metrics.migrations.inc({ kind: this.kind, outcome: outcome === 'ok' ? 'succeeded' : 'failed' });
+      this.deps.metrics.resends.inc({ kind: this.kind, outcome: outcome === 'ok' ? 'succeeded' : 'failed' });
     }
     this.settled = true;
     return outcome;
@@ -106,11 +111,11 @@ class Migrations {
  * Proxies one inference request so that a failover does not fail it (docs/architecture.md §5.4): a request
  * whose upstream died before answering is held and sent again (`Attempt.mayResend`), and a stream cut
  * mid-answer continues on the new active with what was relayed (continuation.ts), spliced into one stream
- * (sse-splice.ts). At most HARU_MIGRATE_MAX_PER_REQUEST re-sends. A stream that cannot continue ends with
+ * (sse-splice.ts). At most HARU_RESEND_MAX_PER_REQUEST re-sends. A stream that cannot continue ends with
  * `data: {"error": …}` and `data: [DONE]`.
  */
-export async function proxyWithMigration(
-  deps: MigrationDeps,
+export async function proxyWithResend(
+  deps: ResendDeps,
   endpoint: string,
   headers: IncomingHttpHeaders,
   res: ServerResponse,
@@ -118,16 +123,16 @@ export async function proxyWithMigration(
   body: InferenceBody,
   send: SendAttempt,
 ): Promise<string> {
-  const off = migrationOff(headers) || deps.config.HARU_MIGRATE_MAX_PER_REQUEST === 0;
-  const migrations = new Migrations(deps, endpoint, body.stream ? 'stream' : 'request', off);
-  if (!body.stream || !continuable(endpoint)) return proxyWhole(deps, res, raw, send, migrations);
-  const mayResend = () => migrations.take(0) === null;
+  const off = resendOff(headers) || deps.config.HARU_RESEND_MAX_PER_REQUEST === 0;
+  const resends = new Resends(deps, endpoint, body.stream ? 'stream' : 'request', off);
+  if (!body.stream || !continuable(endpoint)) return proxyWhole(deps, res, raw, send, resends);
+  const mayResend = () => resends.take(0) === null;
   const sendOnce: SendAttempt = (bytes, attempt) =>
     send(bytes, attempt).catch((err: unknown) => {
-      migrations.settle('error');
+      resends.settle('error');
       throw err;
     });
-  const t = newTranscript(deps.config.HARU_MIGRATE_MAX_STREAM_BYTES);
+  const t = newTranscript(deps.config.HARU_RESEND_MAX_STREAM_BYTES);
   const attempt: Attempt = { relay: (r, up, extra) => relaySpliced(r, up, extra, t), mayResend };
   let outcome = await sendOnce(raw, attempt);
   while (outcome === 'upstream_broken' || outcome === 'rejected') {
@@ -139,10 +144,10 @@ export async function proxyWithMigration(
     if (t.finished) {
       // Everything was generated; only the end of the stream was lost.
       res.end('data: [DONE]\n\n');
-      return migrations.settle('ok');
+      return resends.settle('ok');
     }
     const next = nextBody(endpoint, raw, t);
-    const refusal = typeof next === 'string' ? migrations.refuse(next) : migrations.take(t.tokens);
+    const refusal = typeof next === 'string' ? resends.refuse(next) : resends.take(t.tokens);
     if (refusal || typeof next === 'string') {
       const message = `the upstream stream broke and cannot continue on another domain (${refusal ?? next})`;
       endSseWithError(res, new HaruError('upstream_unreachable', message).toBody(), true);
@@ -157,45 +162,45 @@ export async function proxyWithMigration(
       return error.code;
     }
   }
-  return migrations.settle(outcome);
+  return resends.settle(outcome);
 }
 
 /**
- * A request whose answer is read whole before it is sent (up to HARU_MIGRATE_MAX_BODY_BYTES): a break
- * mid-body is then sent again like one before headers. The migrations are the attempt itself (`mayResend`),
+ * A request whose answer is read whole before it is sent (up to HARU_RESEND_MAX_BODY_BYTES): a break
+ * mid-body is then sent again like one before headers. The resends are the attempt itself (`mayResend`),
  * so the common case, one attempt that succeeds, makes no closure or promise beyond its own.
  */
 async function proxyWhole(
-  deps: MigrationDeps,
+  deps: ResendDeps,
   res: ServerResponse,
   raw: Buffer,
   send: SendAttempt,
-  migrations: Migrations,
+  resends: Resends,
 ): Promise<string> {
-  const whole = new WholeAttempt(migrations, deps.config.HARU_MIGRATE_MAX_BODY_BYTES);
+  const whole = new WholeAttempt(resends, deps.config.HARU_RESEND_MAX_BODY_BYTES);
   try {
     let outcome = await send(raw, whole);
     while (outcome === 'upstream_broken' && !res.headersSent && !res.destroyed) {
-      const refusal = migrations.take(0);
+      const refusal = resends.take(0);
       if (refusal) {
-        migrations.settle('upstream_unreachable');
+        resends.settle('upstream_unreachable');
         const message = `the upstream broke mid-answer and the request cannot be sent again (${refusal})`;
         throw new HaruError('upstream_unreachable', message);
       }
       outcome = await send(raw, whole);
     }
-    return migrations.settle(outcome);
+    return resends.settle(outcome);
   } catch (err) {
     // Counted once: a refusal above already settled as upstream_unreachable.
-    migrations.settle('error');
+    resends.settle('error');
     throw err;
   }
 }
 
-/** The `Attempt` of a request read whole: `deliverWhole`, and a re-send when the migrations allow one. */
+/** The `Attempt` of a request read whole: `deliverWhole`, and a re-send when the resends allow one. */
 class WholeAttempt implements Attempt {
   constructor(
-    private readonly migrations: Migrations,
+    private readonly resends: Resends,
     private readonly maxBytes: number,
   ) {}
 
@@ -204,12 +209,12 @@ class WholeAttempt implements Attempt {
   }
 
   mayResend(): boolean {
-    return this.migrations.take(0) === null;
+    return this.resends.take(0) === null;
   }
 }
 
 /** The continuation's body, or why what was relayed or the request itself rules one out. */
-function nextBody(endpoint: ContinuableEndpoint, raw: Buffer, t: Transcript): Buffer | MigrationRefusal {
+function nextBody(endpoint: ContinuableEndpoint, raw: Buffer, t: Transcript): Buffer | ResendRefusal {
   if (t.refusal) return t.refusal;
   const json = parseObject(raw);
   if (!json) return 'body';

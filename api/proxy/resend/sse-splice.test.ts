@@ -89,14 +89,14 @@ describe('spliceEvent', () => {
   it.each([
     ['tool_calls', { tool_calls: [{ index: 0, function: { name: 'f' } }] }],
     ['reasoning', { reasoning_content: 'hmm' }],
-  ])('refuses migration once %s deltas were relayed', (reason, delta) => {
+  ])('refuses a continuation once %s deltas were relayed', (reason, delta) => {
     const t = newTranscript(1024);
     relay(t, [chat('a', { content: 'x' }), chat('a', delta)]);
     expect(t.refusal).toBe(reason);
     expect(t.text).toBe('');
   });
 
-  it('refuses migration for a second choice and for logprobs', () => {
+  it('refuses a continuation for a second choice and for logprobs', () => {
     const n = newTranscript(1024);
     relay(n, [`data: ${JSON.stringify({ id: 'a', choices: [{ index: 1, delta: { content: 'x' } }] })}`]);
     expect(n.refusal).toBe('n');
@@ -107,7 +107,7 @@ describe('spliceEvent', () => {
     expect(lp.refusal).toBe('logprobs');
   });
 
-  it('drops the kept text and refuses migration once it outgrows the byte bound', () => {
+  it('drops the kept text and refuses a continuation once it outgrows the byte bound', () => {
     const t = newTranscript(4);
     relay(t, [chat('a', { content: 'abc' })]);
     expect(t.refusal).toBeNull();

@@ -1,10 +1,10 @@
 import { StringDecoder } from 'node:string_decoder';
 
 /** Why an interrupted request cannot continue on another domain (a metrics label and the error message). */
-export type MigrationRefusal =
-  | 'off' // `X-Haru-Migrate: off` or HARU_MIGRATE_MAX_PER_REQUEST=0
-  | 'limit' // HARU_MIGRATE_MAX_PER_REQUEST migrations already made
-  | 'memory' // the relayed text outgrew HARU_MIGRATE_MAX_STREAM_BYTES
+export type ResendRefusal =
+  | 'off' // `X-Haru-Resend: off` or HARU_RESEND_MAX_PER_REQUEST=0
+  | 'limit' // HARU_RESEND_MAX_PER_REQUEST resends already made
+  | 'memory' // the relayed text outgrew HARU_RESEND_MAX_STREAM_BYTES
   | 'tool_calls' // tool-call deltas were relayed: a half tool call cannot be continued as text
   | 'reasoning' // reasoning deltas were relayed: they are not part of the assistant message
   | 'n' // several choices
@@ -48,8 +48,8 @@ export interface Transcript {
   finished: boolean;
   /** `data: [DONE]` was relayed. */
   done: boolean;
-  /** Set once migration became impossible for this stream. */
-  refusal: MigrationRefusal | null;
+  /** Set once a continuation became impossible for this stream. */
+  refusal: ResendRefusal | null;
   /** Which part is being relayed: 0 for the original request, n for the n-th continuation. */
   part: number;
   /** Tokens relayed before the current part started (added to the later parts' usage). */
@@ -105,7 +105,7 @@ interface Chunk {
   [key: string]: unknown;
 }
 
-function refuse(t: Transcript, why: MigrationRefusal): void {
+function refuse(t: Transcript, why: ResendRefusal): void {
   if (t.refusal) return;
   t.refusal = why;
   t.text = '';
