@@ -85,14 +85,11 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
   setHandler(pauseAutoFailoverSignal, () => onPauseSignal(true));
   setHandler(resumeAutoFailoverSignal, () => onPauseSignal(false));
   setHandler(healthQuery, () => health);
-  // The newest observation the watch shard signalled that is newer than any decided on.
+  // The newest observation signalled since the last decision. Observations are ordered by when they reach
+  // this run, never by the clocks of the workers that made them (docs/architecture.md §9.2): the last to
+  // arrive replaces any held, and a look of the monitor's own supersedes every one that arrived before it ended.
   const inbox: { signalled: FleetObservation | null } = { signalled: null };
-  let decidedUntilMs = 0;
-  setHandler(observedSignal, (observed) => {
-    const at = Date.parse(observed.observedAt);
-    const held = inbox.signalled;
-    if (at > decidedUntilMs && (held === null || at > Date.parse(held.observedAt))) inbox.signalled = observed;
-  });
+  setHandler(observedSignal, (observed) => void (inbox.signalled = observed));
 
   /**
    * The next observation to decide on: a look of its own when woken (the start,
@@ -109,7 +106,9 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
       return observed;
     }
     try {
-      return await lookActivities(policy).lookAtFleet({ fleetId });
+      const looked = await lookActivities(policy).lookAtFleet({ fleetId });
+      inbox.signalled = null;
+      return looked;
     } catch (err) {
       if (isCancellation(err) || isFleetGone(err)) throw err;
       log.error('look failed; looking again after a pause', { fleetId, error: String(err) });
@@ -146,19 +145,19 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
       throw err;
     }
     if (!observation) continue;
-    decidedUntilMs = Math.max(decidedUntilMs, Date.parse(observation.observedAt));
-    const held = inbox.signalled;
-    if (held !== null && Date.parse(held.observedAt) <= decidedUntilMs) inbox.signalled = null;
     policy = observation.policy;
     // A signalled pause not yet stored wins over the store's until it is written.
     if (unstoredPause === null) {
       isPaused = observation.autoFailoverPause !== null;
     }
+    // Domains' ages are judged on the clock of the worker that observed them (its sightings and its
+    // `observedAt`); what this run remembers itself (cooldowns, repair holds, replacements) on workflow time.
     const now = new Date(observation.observedAt);
-    recentPromotions = recentPromotions.filter((r) => ageMs(r.at, now) < promotionCooldownMs(observation.policy));
+    const decidedAt = new Date();
+    recentPromotions = recentPromotions.filter((r) => ageMs(r.at, decidedAt) < promotionCooldownMs(observation.policy));
     const options = {
       isAutoFailoverPaused: isPaused,
-      coolingDownIds: coolingDownIds(recentPromotions, observation.policy, now),
+      coolingDownIds: coolingDownIds(recentPromotions, observation.policy, decidedAt),
       releasedOperationIds,
     };
     const decision = decideMonitorAction(observation.fleet, observation.policy, now, options);
@@ -175,7 +174,7 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
         const promoted = await failOver(observation.fleet, decision, observation.policy);
         if (promoted) {
           hasStartedOperation = true;
-          recentPromotions = [...recentPromotions, { domainId: promoted.targetDomainId, at: observation.observedAt }];
+          recentPromotions = [...recentPromotions, { domainId: promoted.targetDomainId, at: decidedAt.toISOString() }];
           triedOperationIds.push(promoted.id);
         }
       }
@@ -210,16 +209,17 @@ export async function fleetMonitorWorkflow(input: FleetMonitorInput): Promise<vo
       isWakeRequested = true;
     }
     if (!hasStartedOperation) {
-      recentRepairs = recentRepairs.filter((r) => ageMs(r.at, now) < hostRepairRetryMs(observation.policy));
-      for (const repair of hostRepairsDue(observation.fleet, heldRepairIds(recentRepairs, observation.policy, now))) {
-        recentRepairs = [...recentRepairs, { domainId: repair.domainId, at: observation.observedAt }];
+      recentRepairs = recentRepairs.filter((r) => ageMs(r.at, decidedAt) < hostRepairRetryMs(observation.policy));
+      const held = heldRepairIds(recentRepairs, observation.policy, decidedAt);
+      for (const repair of hostRepairsDue(observation.fleet, held)) {
+        recentRepairs = [...recentRepairs, { domainId: repair.domainId, at: decidedAt.toISOString() }];
         await repairHost(fleetId, repair, observation.policy);
       }
     }
     const planned = planStandbyReplacements(
       observation.fleet,
       observation.policy.replaceFailedStandby,
-      now,
+      decidedAt,
       watchStartedAt,
       replacements,
     );
