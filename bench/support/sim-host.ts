@@ -22,6 +22,8 @@ import {
 } from '../../supervisor/process-group';
 import { createTrainingManager, type TrainingManager } from '../../supervisor/training';
 import { createVllmClient } from '../../supervisor/vllm';
+import { signalPid } from '../../sim/processes';
+import { childPids } from './cpu';
 
 /**
  * Many simulated domains in this one process: for each, the simulator's fake vLLM servers and the real
@@ -33,6 +35,11 @@ import { createVllmClient } from '../../supervisor/vllm';
 export interface SimHost {
   domains: number;
   stop(): Promise<void>;
+  /**
+   * The host dies: every port it serves refuses at once, nothing is shut down in order (a process host is
+   * SIGKILLed with its trainers; one in this process drops every connection and listener, its trainers killed).
+   */
+  kill(): Promise<void>;
 }
 
 /**
@@ -118,11 +125,15 @@ function sharedProcessTable(maxAgeMs: number): ProcessTable {
   };
 }
 
-/** Starts every domain of `layouts` in this process; a domain named in `standby` sleeps and trains. */
+/**
+ * Starts the domains of `layouts` in this process (those `runs` names, default every one: a region's hosts
+ * and the rest can then die apart); a domain named in `standby` sleeps and trains.
+ */
 export async function startSimHost(opts: {
   layouts: FleetLayout[];
   stateDir: string;
   standby: (fleetSlug: string, domainSlug: string) => boolean;
+  runs?: (fleetSlug: string, domainSlug: string) => boolean;
   wakeDelayMs?: number;
 }): Promise<SimHost> {
   const servers: Server[] = [];
@@ -132,6 +143,7 @@ export async function startSimHost(opts: {
   const processTable = sharedProcessTable(250);
   for (const layout of opts.layouts) {
     for (const domain of layout.domains) {
+      if (opts.runs && !opts.runs(layout.fleet.slug, domain.slug)) continue;
       const dir = path.join(opts.stateDir, layout.fleet.slug, domain.slug);
       const plan = planSimDomain(layout, domain.slug, dir);
       const gpuStateDir = path.join(dir, 'gpu');
@@ -214,15 +226,24 @@ export async function startSimHost(opts: {
         throw new Error(`standby set-up failed at ${url}${route}: ${JSON.stringify(body)}`);
     }
   }
+  const closeServers = async () => {
+    for (const s of servers) {
+      s.closeAllConnections();
+      await new Promise<void>((resolve) => s.close(() => resolve()));
+    }
+    await Promise.all(fakes.map((f) => f.close()));
+  };
   return {
     domains: servers.length,
     async stop() {
       await Promise.all(trainers.map((t) => t.stopAll(0)));
-      for (const s of servers) {
-        s.closeAllConnections();
-        await new Promise<void>((resolve) => s.close(() => resolve()));
-      }
-      await Promise.all(fakes.map((f) => f.close()));
+      await closeServers();
+    },
+    async kill() {
+      // Every listener and connection goes first, in one turn of the loop, so no port answers after another
+      // has begun refusing; the trainers die after (SIGKILL, no grace).
+      const closed = closeServers();
+      await Promise.all([closed, ...trainers.map((t) => t.stopAll(0))]);
     },
   };
 }
@@ -233,6 +254,8 @@ interface SimHostSpec {
   stateDir: string;
   /** `fleet/domain` of each domain that starts as a standby. */
   standby: string[];
+  /** `fleet/domain` of each domain this host serves; null: every domain of `layouts`. */
+  runs: string[] | null;
   wakeDelayMs?: number;
 }
 
@@ -254,10 +277,18 @@ export async function startSimHostProcess(
     standby: opts.layouts.flatMap((l) =>
       l.domains.filter((d) => opts.standby(l.fleet.slug, d.slug)).map((d) => `${l.fleet.slug}/${d.slug}`),
     ),
+    runs: opts.runs
+      ? opts.layouts.flatMap((l) =>
+          l.domains.filter((d) => opts.runs!(l.fleet.slug, d.slug)).map((d) => `${l.fleet.slug}/${d.slug}`),
+        )
+      : null,
     wakeDelayMs: opts.wakeDelayMs,
   };
-  // Named by the first fleet, so several sim host processes can share one state directory.
-  const specFile = path.join(opts.stateDir, `sim-host-${opts.layouts[0]?.fleet.slug ?? 'empty'}.json`);
+  // Named by the first domain it serves, so several sim host processes can share one state directory.
+  const specFile = path.join(
+    opts.stateDir,
+    `sim-host-${(spec.runs?.[0] ?? opts.layouts[0]?.fleet.slug ?? 'empty').replace('/', '-')}.json`,
+  );
   writeFileSync(specFile, JSON.stringify(spec));
   const child = spawn(
     process.execPath,
@@ -284,13 +315,31 @@ export async function startSimHostProcess(
       child.kill('SIGTERM');
       await exited;
     },
+    async kill() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      // Its trainers (children, each leading a process group of its own) die with it, as on a host that died.
+      const doomed = [child.pid!, ...descendantsOf(child.pid!)];
+      for (const pid of doomed) signalPid(pid, 'SIGKILL');
+      await exited;
+    },
   };
+}
+
+/** Every process below `pid` (children, theirs, ...), read from /proc. */
+function descendantsOf(pid: number): number[] {
+  const children = childPids(pid);
+  return [...children, ...children.flatMap(descendantsOf)];
 }
 
 if (require.main === module) {
   const spec = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as SimHostSpec;
   const standby = new Set(spec.standby);
-  void startSimHost({ ...spec, standby: (f, d) => standby.has(`${f}/${d}`) }).then(
+  const runs = spec.runs ? new Set(spec.runs) : null;
+  void startSimHost({
+    ...spec,
+    standby: (f, d) => standby.has(`${f}/${d}`),
+    runs: runs ? (f, d) => runs.has(`${f}/${d}`) : undefined,
+  }).then(
     (host) => {
       process.stdout.write(`ready ${host.domains}\n`);
       process.once('SIGTERM', () => void host.stop().then(() => process.exit(0)));
