@@ -1,19 +1,16 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { fetch as undiciFetch } from 'undici';
-import { upstreamUrl } from '../api/proxy/route-table';
+import { judgeServingUrlAnswer, servingUrlProbeRequest } from '../core/serving-url-probe';
 import { describeCause } from '../lib/error-cause';
 import { type UpstreamCredentials, upstreamCredentials } from '../lib/secret-ref';
 import type { InferenceSlot } from '../schemas/entities';
 import { FailureType } from '../schemas/failures';
-import { judgeProbeAnswer, probeRequestBody } from '../supervisor/probe';
 
 export interface ServingUrlProbe {
   prompt: string;
   maxTokens: number;
   timeoutMs: number;
 }
-
-const MAX_ERROR_BODY = 300;
 
 /**
  * Sends the probe's completion to every model through its layout `servingUrl`, the address the proxy will send
@@ -32,7 +29,7 @@ export async function probeServingUrls(
   const bindings = slots.flatMap((s) => s.models);
   await Promise.all(
     bindings.map(async (binding) => {
-      const url = upstreamUrl(binding.servingUrl, 'chat/completions');
+      const { url, body } = servingUrlProbeRequest(binding, input);
       const fail = (why: string, type: FailureType = FailureType.ProbeFailed) =>
         ApplicationFailure.nonRetryable(
           `model ${binding.name} answers on its host but not through its servingUrl ${binding.servingUrl} (where the proxy sends its clients): ${why}`,
@@ -51,7 +48,7 @@ export async function probeServingUrls(
         const res = await doFetch(url, {
           method: 'POST',
           headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-          body: JSON.stringify(probeRequestBody(binding.name, input.prompt, input.maxTokens)),
+          body,
           signal: AbortSignal.timeout(input.timeoutMs),
         });
         status = res.status;
@@ -63,20 +60,8 @@ export async function probeServingUrls(
             : `POST ${url} failed: ${describeCause(err)}`,
         );
       }
-      if (status === 401) {
-        throw fail(
-          `HTTP 401: the server behind it wants a key (vLLM's --api-key); set upstreamAuth on the model in the layout${binding.upstreamAuth ? ' (the token it names was refused)' : ''}`,
-          FailureType.Unauthorized,
-        );
-      }
-      let body: unknown = null;
-      try {
-        body = JSON.parse(text);
-      } catch {
-        // judged as not a chat completion
-      }
-      const error = judgeProbeAnswer(status, body);
-      if (error) throw fail(body === null ? `${error}: ${text.slice(0, MAX_ERROR_BODY)}` : error);
+      const failure = judgeServingUrlAnswer({ status, text }, !!binding.upstreamAuth);
+      if (failure) throw fail(failure.why, failure.type);
     }),
   );
 }

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { FingerprintResult, ScoreResult } from '../schemas/fingerprint';
-import { describeVllmStatus } from './probe';
+import { describeVllmStatus } from '../schemas/probe-answer';
 import type { VllmClient } from './vllm';
 
 /**

@@ -16,7 +16,7 @@ import {
 } from './engine-progress';
 import { type ConfiguredModel, createInferenceController } from './inference';
 import type { ListenerTable } from './listeners';
-import { describeVllmStatus } from './probe';
+import { describeVllmStatus } from '../schemas/probe-answer';
 import { VllmError, type VllmClient, type VllmErrorKind } from './vllm';
 
 /** The last answer of one endpoint and when it came. */

@@ -4,7 +4,7 @@ import { failRequest } from '../errors';
 import { observeRequest } from '../metrics';
 import { readRawBody } from './body-reader';
 import { handleInference, type ProxyDeps } from './inference';
-import type { InferenceEndpoint } from './route-table';
+import type { InferenceEndpoint } from '../../core/serving-url';
 
 /** The proxied endpoints served before Express, by exact path (the Express routes serve every other spelling). */
 const LEAN_PATHS = new Map<string, InferenceEndpoint>([

@@ -1,6 +1,6 @@
 import type { DomainSnapshot, FleetSnapshot, Operation } from '../../schemas/entities';
 import { defaultFleetPolicy } from '../../schemas/policy';
-import { holdReason, routeModel, upstreamUrl } from './route-table';
+import { holdReason, routeModel } from './route-table';
 
 const EAST = '00000000-0000-4000-8000-00000000000e';
 const WEST = '00000000-0000-4000-8000-00000000000f';
@@ -91,19 +91,6 @@ describe('routeModel', () => {
   it('answers no_active_domain when the pointer is empty', () => {
     const target = routeModel(fleet({ activeDomainId: null }), 'a');
     expect(target.kind === 'error' && target.error.code).toBe('no_active_domain');
-  });
-});
-
-describe('upstreamUrl', () => {
-  it.each([
-    ['http://h:8000', 'chat/completions', 'http://h:8000/v1/chat/completions'],
-    ['http://h:8000/', 'embeddings', 'http://h:8000/v1/embeddings'],
-    ['http://h:8000/v1', 'completions', 'http://h:8000/v1/completions'],
-    ['http://h:8000/v1/', 'completions', 'http://h:8000/v1/completions'],
-    ['https://h/models/qwen', 'chat/completions', 'https://h/models/qwen/v1/chat/completions'],
-    ['http://h:8000/v1?x=1#y', 'completions', 'http://h:8000/v1/completions'],
-  ] as const)('%s + %s -> %s', (base, endpoint, expected) => {
-    expect(upstreamUrl(base, endpoint)).toBe(expected);
   });
 });
 

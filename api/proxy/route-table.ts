@@ -5,9 +5,9 @@ export type ModelBinding = InferenceSlot['models'][number];
 import { HaruError } from '../../schemas/errors';
 import { ineligibility, isDomainServing, isSlotServing } from '../../core/route-eligibility';
 
-/** The proxied OpenAI endpoints. Only these paths are ever built toward an upstream. */
-export const INFERENCE_ENDPOINTS = ['chat/completions', 'completions', 'embeddings'] as const;
-export type InferenceEndpoint = (typeof INFERENCE_ENDPOINTS)[number];
+// The endpoints and the upstream URL builder live in core/ (the promotion's serving-URL probe builds the same
+// URLs); the proxy reads them from here.
+export { INFERENCE_ENDPOINTS, type InferenceEndpoint, upstreamUrl } from '../../core/serving-url';
 
 /** The fleet's active domain, or null when the routing pointer is empty or dangling. */
 export function activeDomain(snapshot: FleetSnapshot): DomainSnapshot | null {
@@ -60,30 +60,6 @@ export function routeModel(snapshot: FleetSnapshot, model: string): RouteTarget 
       `model "${model}" is not served by fleet ${snapshot.slug}; routable models: ${names.length ? names.join(', ') : '(none)'}`,
     ),
   };
-}
-
-const UPSTREAM_URL_CACHE_MAX = 1024;
-const upstreamUrls = new Map<string, string>();
-
-/**
- * Builds the upstream URL for an inference endpoint from a model's servingUrl. A servingUrl that already
- * ends in `/v1` gets the endpoint appended; any other gets `/v1/<endpoint>`. The client's path and query
- * are never used, so admin endpoints (`/sleep`, `/wake_up`, …) cannot be reached through the proxy.
- */
-export function upstreamUrl(servingUrl: string, endpoint: InferenceEndpoint): string {
-  const key = `${endpoint} ${servingUrl}`;
-  const cached = upstreamUrls.get(key);
-  if (cached !== undefined) return cached;
-  const url = new URL(servingUrl);
-  const base = url.pathname.replace(/\/+$/, '');
-  url.pathname = `${base.endsWith('/v1') ? base : `${base}/v1`}/${endpoint}`;
-  url.search = '';
-  url.hash = '';
-  // Bounded: serving URLs change only with the layout; a full map just starts over.
-  if (upstreamUrls.size >= UPSTREAM_URL_CACHE_MAX) upstreamUrls.clear();
-  const built = url.toString();
-  upstreamUrls.set(key, built);
-  return built;
 }
 
 /** Why a request may wait for a route move instead of failing now; null when no move can come. */

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Agent, request } from 'undici';
 import { createSupervisorClient } from '../../activities/supervisor-client';
-import { INFERENCE_ENDPOINTS, upstreamUrl } from '../../api/proxy/route-table';
+import { INFERENCE_ENDPOINTS, upstreamUrl } from '../../core/serving-url';
 import { fleetLayoutSchema } from '../../schemas/layout';
 import { type SimDomain, startSimDomain } from '../../sim/domain';
 import { eventually } from '../support/eventually';
