@@ -3,7 +3,7 @@ import type { SupervisorStatus } from '../schemas/supervisor';
 import type { Store } from '../db/store';
 import type { SkyCli } from '../drivers/sky';
 import type { SupervisorCertificateIssuer } from './provisioning-certificate';
-import type { SupervisorAccessResolver } from './supervisor-access';
+import type { SupervisorAccessResolver } from '../clients/supervisor-access';
 import type { ServedAnswers } from './served-answers';
 import type { SupervisorClient } from './supervisor-client';
 import type { UpstreamCredentials } from '../lib/secret-ref';

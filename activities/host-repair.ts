@@ -6,7 +6,7 @@ import { hasActions, planStandbyRestore, type StandbyLayout, type StandbyRestore
 import { DEFAULT_POLL_INTERVAL_MS, type ActivityDeps } from './deps';
 import { pause, stepBudgetLeftMs } from './step-budget';
 import { cancellation, currentAttempt, heartbeatWhile, loadTarget } from './support';
-import type { SupervisorTarget } from './supervisor-access';
+import type { SupervisorTarget } from '../clients/supervisor-access';
 
 export interface RestoreStandbyInput {
   fleetId: string;

@@ -17,7 +17,7 @@ import type { FleetLayoutInput } from '../schemas/layout';
 import { quietEnvironment, runIn } from '../test/support/activity-environment';
 import { FakeHost } from '../test/support/fake-host';
 import { createProvisioningActivities } from './provisioning';
-import { createSupervisorAccess } from './supervisor-access';
+import { createSupervisorAccess } from '../clients/supervisor-access';
 
 /** An in-memory `sky`: records every call and answers from what the test set. */
 class FakeSkyCli implements SkyCli {

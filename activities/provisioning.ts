@@ -17,7 +17,7 @@ import {
 } from './deps';
 import { fetch as undiciFetch } from 'undici';
 import { SUPERVISOR_TLS_SECRETS } from '../schemas/layout';
-import { SupervisorAccessError, type SupervisorConnection } from './supervisor-access';
+import { SupervisorAccessError, type SupervisorConnection } from '../clients/supervisor-access';
 import { pause } from './step-budget';
 import { cancellation, currentAttempt, loadTarget, modelNamesOf, waitUntil } from './support';
 

@@ -6,7 +6,7 @@ import { FailureType } from '../schemas/failures';
 import { defaultFleetPolicy } from '../schemas/policy';
 import type { SupervisorActionResponse, SupervisorStatus } from '../schemas/supervisor';
 import { probeServingUrls } from './serving-url-probe';
-import type { SupervisorTarget } from './supervisor-access';
+import type { SupervisorTarget } from '../clients/supervisor-access';
 import {
   checkFingerprints,
   type FingerprintChecking,

@@ -30,7 +30,7 @@ import { operationRoutes } from './routes/operations';
 import { type ProvisioningStarter, provisioningRoutes } from './routes/provisioning';
 import { type HostReader, statusRoutes } from './routes/status';
 import { uiRoutes } from './routes/ui';
-import { createSupervisorClient } from '../activities/supervisor-client';
+import { createSupervisorClient } from '../clients/supervisor-client';
 import type { ApiDatabase, ApiStore } from './store';
 
 /** Control bodies are small JSON documents (docs/architecture.md §5.3). */

@@ -4,7 +4,7 @@ import {
   loadSupervisorClientTls,
   supervisorClientEnvShape,
   type SupervisorClientTls,
-} from '../activities/supervisor-tls';
+} from '../clients/supervisor-tls';
 import {
   loadSupervisorCertificateIssuer,
   supervisorCaEnvShape,

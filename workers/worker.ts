@@ -1,4 +1,4 @@
-import type { SupervisorClientTls } from '../activities/supervisor-tls';
+import type { SupervisorClientTls } from '../clients/supervisor-tls';
 import {
   bundleWorkflowCode,
   type NativeConnection,
@@ -10,7 +10,7 @@ import {
 import { createActivities } from '../activities';
 import type { ActivityDeps } from '../activities/deps';
 import type { SupervisorCertificateIssuer } from '../activities/provisioning-certificate';
-import { createSupervisorAccess } from '../activities/supervisor-access';
+import { createSupervisorAccess } from '../clients/supervisor-access';
 import { createSupervisorClient } from '../activities/supervisor-client';
 import { createWatchPeers } from '../activities/watch-peers';
 import { DEFAULT_WATCH_SHARDS } from '../core/watch-shard';

@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import type { SupervisorClient } from '../../activities/supervisor-client';
+import type { SupervisorClient } from '../../clients/supervisor-client';
 import { monitorLook, monitorStaleAfterMs, polledDomain } from '../../core/monitor-look';
 import type { DomainSnapshot } from '../../schemas/entities';
 import { errorBodySchema, HaruError } from '../../schemas/errors';

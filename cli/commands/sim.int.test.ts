@@ -5,7 +5,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadSupervisorClientTls } from '../../activities/supervisor-tls';
+import { loadSupervisorClientTls } from '../../clients/supervisor-tls';
 import { createSupervisorClient } from '../../activities/supervisor-client';
 import { FailureType } from '../../schemas/failures';
 import { isAlive } from '../../sim/gpu-state';

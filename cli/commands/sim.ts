@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { type Command, InvalidArgumentError } from 'commander';
 import { integerArg } from '../arguments';
-import { domainToken } from '../../activities/supervisor-access';
+import { domainToken } from '../../clients/supervisor-access';
 import { secretFromEnv } from '../../lib/secret-file';
 import { ConfigError, formatZodError } from '../../schemas/env';
 import { type FleetLayout, fleetLayoutSchema } from '../../schemas/layout';

@@ -3,7 +3,7 @@ import path from 'node:path';
 import YAML from 'yaml';
 import { type ApiConfig, loadApiConfig } from '../../api/config';
 import { validateLayout } from '../../db/layout-apply';
-import { domainToken } from '../../activities/supervisor-access';
+import { domainToken } from '../../clients/supervisor-access';
 import { ConfigError } from '../../schemas/env';
 import { formatProblems } from '../../schemas/issues';
 import type { FleetLayout } from '../../schemas/layout';

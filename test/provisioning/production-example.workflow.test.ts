@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { loadSupervisorCertificateIssuer } from '../../activities/provisioning-certificate';
-import { loadSupervisorClientTls } from '../../activities/supervisor-tls';
+import { loadSupervisorClientTls } from '../../clients/supervisor-tls';
 import { skyNameFor } from '../../drivers/sky-yaml';
 import { fleetLayoutSchema } from '../../schemas/layout';
 import { supervisorStatusSchema } from '../../schemas/supervisor';

@@ -5,9 +5,9 @@
 import { chmodSync, copyFileSync, readFileSync } from 'node:fs';
 import { Agent, fetch as undiciFetch } from 'undici';
 import path from 'node:path';
-import { createSupervisorAccess, type SupervisorTarget } from '../../activities/supervisor-access';
+import { createSupervisorAccess, type SupervisorTarget } from '../../clients/supervisor-access';
 import { createSupervisorClient } from '../../activities/supervisor-client';
-import { loadSupervisorClientTls } from '../../activities/supervisor-tls';
+import { loadSupervisorClientTls } from '../../clients/supervisor-tls';
 import { ConfigError } from '../../schemas/env';
 import { FailureType } from '../../schemas/failures';
 import type { SupervisorAccess } from '../../schemas/layout';

@@ -2,7 +2,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { Headers, Response, type fetch as undiciFetch } from 'undici';
 import type { SupervisorClient } from '../../activities/supervisor-client';
-import type { SupervisorTarget } from '../../activities/supervisor-access';
+import type { SupervisorTarget } from '../../clients/supervisor-access';
 import { FailureType } from '../../schemas/failures';
 import type {
   GpuMemory,
