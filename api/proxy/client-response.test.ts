@@ -1,7 +1,7 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import { listenLocal, type LocalServer } from '../../test/support/local-server';
 import { largeBodyUpstream, withDeadline, writesStall } from '../../test/support/stall';
-import { deliver, type DeliveryResult } from './deliver';
+import { ClientResponse, type DeliveryResult } from './client-response';
 import { createForwarder } from './forwarder';
 import { startSse } from './sse';
 
@@ -19,18 +19,15 @@ async function serve(handler: http.RequestListener): Promise<string> {
 }
 
 /**
- * A proxy of one upstream made of the real forwarder and `deliver` (what handleInference does once a
- * route is picked). `beforeDeliver` runs first (a held request's SSE headers). Results in order.
+ * A proxy of one upstream made of the real forwarder and `ClientResponse.deliver` (what handleInference does
+ * once a route is picked). `beforeDeliver` runs first (a held request's SSE headers). Results in order.
  */
 async function proxyTo(upstreamUrl: string, beforeDeliver?: (res: ServerResponse) => void) {
   const results: Promise<DeliveryResult>[] = [];
   let settle!: () => void;
   const delivered = new Promise<void>((resolve) => (settle = resolve));
   const url = await serve((req, res) => {
-    const ctrl = new AbortController();
-    res.on('close', () => {
-      if (!res.writableFinished) ctrl.abort();
-    });
+    const client = new ClientResponse(res);
     beforeDeliver?.(res);
     const result = forwarder
       .send({
@@ -38,12 +35,12 @@ async function proxyTo(upstreamUrl: string, beforeDeliver?: (res: ServerResponse
         method: 'GET',
         headers: {},
         body: null,
-        signal: ctrl.signal,
+        signal: client.gone,
         headersTimeoutMs: 5_000,
       })
       .then((outcome) => {
         if (outcome.kind !== 'response') throw new Error(`upstream outcome ${outcome.kind}`);
-        return deliver(res, outcome, { 'x-haru-domain': 'east' });
+        return client.deliver(outcome, { 'x-haru-domain': 'east' });
       });
     results.push(result);
     void result.finally(settle);
@@ -74,7 +71,7 @@ function readAll(res: IncomingMessage): Promise<Buffer> {
   });
 }
 
-describe('deliver', () => {
+describe('ClientResponse.deliver', () => {
   it("passes the upstream's status, headers and body through, with Haru's headers added", async () => {
     const upstream = await serve((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream', 'x-upstream': 'vllm' });

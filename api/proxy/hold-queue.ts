@@ -1,5 +1,7 @@
 import type { AbortLike } from './client-gone';
-import type { RoutingCache } from './routing-cache';
+import type { ClientResponse } from './client-response';
+import type { ProxyDeps } from './proxy-deps';
+import type { Routing, RoutingCache } from './routing-cache';
 
 /** A bounded count of requests waiting for a route move. */
 export interface HoldQueue {
@@ -58,4 +60,42 @@ export function waitForRouteMove(
     });
     signal.addEventListener('abort', onAbort, { once: true });
   });
+}
+
+/** How a hold ended, for `haru_proxy_hold_outcomes_total`. */
+export type HoldOutcome = 'moved' | 'timeout' | 'closed' | 'failed';
+
+/** A request waiting for a route move: holds a queue place and, for streams, pings the client. */
+export interface Hold {
+  leave(outcome: HoldOutcome): void;
+  stopPings(): void;
+}
+
+/**
+ * Takes a place in the hold queue for a request that waits for a route move, pinging a stream meanwhile;
+ * null when the queue is full (counted as `rejected`).
+ */
+export function enterHold(deps: ProxyDeps, client: ClientResponse, isStream: boolean, routing: Routing): Hold | null {
+  const leaveQueue = deps.holdQueue.tryEnter();
+  if (!leaveQueue) {
+    deps.metrics.holdOutcomes.inc({ outcome: 'rejected' });
+    return null;
+  }
+  // Headers go out only at the first ping, so a short hold still passes the upstream's own status through.
+  const fleetSlug = routing.snapshot.slug;
+  const pings = isStream
+    ? setInterval(() => client.pingHeld(fleetSlug), deps.config.HARU_CHAT_HOLD_PING_MS)
+    : undefined;
+  let left = false;
+  const stopPings = () => clearInterval(pings);
+  return {
+    stopPings,
+    leave(outcome) {
+      if (left) return;
+      left = true;
+      stopPings();
+      leaveQueue();
+      deps.metrics.holdOutcomes.inc({ outcome });
+    },
+  };
 }

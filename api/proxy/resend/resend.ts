@@ -1,20 +1,20 @@
-import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
 import { causeCode } from '../../../lib/error-cause';
 import type { Logger } from '../../../lib/logger';
 import { HaruError } from '../../../schemas/errors';
 import type { ApiConfig } from '../../config';
 import { toHaruError } from '../../errors';
 import type { ApiMetrics } from '../../metrics';
-import { deliverWhole, type UpstreamResponse } from '../deliver';
+import type { ClientResponse, RelayResult } from '../client-response';
 import type { InferenceBody } from '../inference-body';
-import { endSseWithError } from '../sse';
+import type { UpstreamResponse } from '../upstream-body';
 import { type ContinuableEndpoint, continuationBody, requestRefusal } from './continuation';
-import { type Relay, type RelayResult, relaySpliced } from './relay';
 import { beginContinuation, type ResendRefusal, newTranscript, type Transcript } from './sse-splice';
 
 /** How one proxy attempt delivers and whether a request the upstream may have received is sent again. */
 export interface Attempt {
-  relay: Relay;
+  /** Writes the upstream's answer to the client: `deliverWhole`, or `relayStream` for a continuable stream. */
+  relay(client: ClientResponse, upstream: UpstreamResponse, extraHeaders: Record<string, string>): Promise<RelayResult>;
   /**
    * Asked when an upstream that was sent the request failed before answering (reset, timeout): true to
    * hold and send it again once the route moves, false to answer the error now.
@@ -118,14 +118,14 @@ export async function proxyWithResend(
   deps: ResendDeps,
   endpoint: string,
   headers: IncomingHttpHeaders,
-  res: ServerResponse,
+  client: ClientResponse,
   raw: Buffer,
   body: InferenceBody,
   send: SendAttempt,
 ): Promise<string> {
   const off = resendOff(headers) || deps.config.HARU_RESEND_MAX_PER_REQUEST === 0;
   const resends = new Resends(deps, endpoint, body.stream ? 'stream' : 'request', off);
-  if (!body.stream || !continuable(endpoint)) return proxyWhole(deps, res, raw, send, resends);
+  if (!body.stream || !continuable(endpoint)) return proxyWhole(deps, client, raw, send, resends);
   const mayResend = () => resends.take(0) === null;
   const sendOnce: SendAttempt = (bytes, attempt) =>
     send(bytes, attempt).catch((err: unknown) => {
@@ -133,24 +133,24 @@ export async function proxyWithResend(
       throw err;
     });
   const t = newTranscript(deps.config.HARU_RESEND_MAX_STREAM_BYTES);
-  const attempt: Attempt = { relay: (r, up, extra) => relaySpliced(r, up, extra, t), mayResend };
+  const attempt: Attempt = { relay: (c, up, extra) => c.relayStream(up, extra, t), mayResend };
   let outcome = await sendOnce(raw, attempt);
   while (outcome === 'upstream_broken' || outcome === 'rejected') {
-    if (res.destroyed || res.writableEnded) break;
+    if (client.isOver) break;
     if (outcome === 'rejected') {
-      endSseWithError(res, { error: t.rejection }, true);
+      client.endStreamWithError({ error: t.rejection }, true);
       break;
     }
     if (t.finished) {
       // Everything was generated; only the end of the stream was lost.
-      res.end('data: [DONE]\n\n');
+      client.endStream();
       return resends.settle('ok');
     }
     const next = nextBody(endpoint, raw, t);
     const refusal = typeof next === 'string' ? resends.refuse(next) : resends.take(t.tokens);
     if (refusal || typeof next === 'string') {
       const message = `the upstream stream broke and cannot continue on another domain (${refusal ?? next})`;
-      endSseWithError(res, new HaruError('upstream_unreachable', message).toBody(), true);
+      client.endStreamWithError(new HaruError('upstream_unreachable', message).toBody(), true);
       break;
     }
     beginContinuation(t);
@@ -158,7 +158,7 @@ export async function proxyWithResend(
       outcome = await sendOnce(next, attempt);
     } catch (err) {
       const error = toHaruError(err);
-      endSseWithError(res, error.toBody(), true);
+      client.endStreamWithError(error.toBody(), true);
       return error.code;
     }
   }
@@ -172,7 +172,7 @@ export async function proxyWithResend(
  */
 async function proxyWhole(
   deps: ResendDeps,
-  res: ServerResponse,
+  client: ClientResponse,
   raw: Buffer,
   send: SendAttempt,
   resends: Resends,
@@ -180,7 +180,7 @@ async function proxyWhole(
   const whole = new WholeAttempt(resends, deps.config.HARU_RESEND_MAX_BODY_BYTES);
   try {
     let outcome = await send(raw, whole);
-    while (outcome === 'upstream_broken' && !res.headersSent && !res.destroyed) {
+    while (outcome === 'upstream_broken' && !client.isStarted && !client.isGone) {
       const refusal = resends.take(0);
       if (refusal) {
         resends.settle('upstream_unreachable');
@@ -197,15 +197,19 @@ async function proxyWhole(
   }
 }
 
-/** The `Attempt` of a request read whole: `deliverWhole`, and a re-send when the resends allow one. */
+/** The `Attempt` of a request read whole: `ClientResponse.deliverWhole`, and a re-send when the resends allow one. */
 class WholeAttempt implements Attempt {
   constructor(
     private readonly resends: Resends,
     private readonly maxBytes: number,
   ) {}
 
-  relay(res: ServerResponse, upstream: UpstreamResponse, extraHeaders: Record<string, string>): Promise<RelayResult> {
-    return deliverWhole(res, upstream, extraHeaders, this.maxBytes);
+  relay(
+    client: ClientResponse,
+    upstream: UpstreamResponse,
+    extraHeaders: Record<string, string>,
+  ): Promise<RelayResult> {
+    return client.deliverWhole(upstream, extraHeaders, this.maxBytes);
   }
 
   mayResend(): boolean {
