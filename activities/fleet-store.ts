@@ -1,5 +1,6 @@
 import { log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
+import { operationTargetProblem } from '../core/operation-target';
 import { StoreError } from '../db/store-error';
 import type { FleetSnapshot, Operation, OperationError } from '../schemas/entities';
 import type { OperationKind, OperationState } from '../schemas/enums';
@@ -121,10 +122,11 @@ export function createFleetStoreActivities(deps: ActivityDeps) {
 
   return {
     /**
-     * Starts an operation (pending -> running, idempotent) and validates its target: it must be a domain of
-     * the fleet; a promotion target must serve models and must not already be active (unless this very
-     * operation committed); a demotion target must not be active. Throws non-retryable InvalidTarget when
-     * not, OperationClosed when the operation does not exist. A finished operation is returned as is.
+     * Starts an operation (pending -> running, idempotent) and validates its target by the rule the API and
+     * the store apply too (core/operation-target.ts, at its `begin` moment): a domain of the fleet; a
+     * promotion's serves models and is not already active (unless this very operation committed); a
+     * demotion's is not active. Throws non-retryable InvalidTarget when not, OperationClosed when the
+     * operation does not exist. A finished operation is returned as is (its target need only be in the fleet).
      */
     async beginOperation(input: BeginOperationInput): Promise<BeginOperationResult> {
       const existing = await store.operations.get(input.operationId);
@@ -146,19 +148,19 @@ export function createFleetStoreActivities(deps: ActivityDeps) {
         fromDomainSlug: snapshot.domains.find((d) => d.id === op.fromDomainId)?.slug ?? null,
         policy: snapshot.policy,
       };
-      if (!target) {
-        throw invalidTarget(`domain ${input.targetDomainId} is not in fleet ${snapshot.slug}`, {
+      if (target && op.state !== 'running') return { ...result, target };
+      const problem = operationTargetProblem({
+        moment: 'begin',
+        kind: input.kind,
+        fleet: snapshot,
+        targetRef: input.targetDomainId,
+        target: snapshot.domains.find((d) => d.id === input.targetDomainId) ?? null,
+        isRoutingCommitted: op.routingCommitted,
+      });
+      if (problem || !target) {
+        throw invalidTarget(problem?.message ?? `domain ${input.targetDomainId} is not in fleet ${snapshot.slug}`, {
           domainId: input.targetDomainId,
           fleetId: input.fleetId,
-        });
-      }
-      if (op.state !== 'running') return { ...result, target };
-      if (input.kind === 'promote' && target.inferenceSlotCount === 0) {
-        throw invalidTarget(`domain ${target.slug} has no inference slots to serve from`, { domainId: target.id });
-      }
-      if (target.isActive && !(input.kind === 'promote' && op.routingCommitted)) {
-        throw invalidTarget(`domain ${target.slug} is the active domain of fleet ${snapshot.slug}`, {
-          domainId: target.id,
         });
       }
       await store.events.append({

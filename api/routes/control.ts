@@ -1,24 +1,27 @@
 import { Router } from 'express';
+import { operationTargetProblem } from '../../core/operation-target';
 import { demoteRequestSchema, promoteRequestSchema } from '../../schemas/api';
 import { reconcileRequestSchema } from '../../schemas/api-responses';
 import type { DomainSnapshot, FleetSnapshot } from '../../schemas/entities';
 import type { OperationKind } from '../../schemas/enums';
 import { HaruError } from '../../schemas/errors';
-import { domainModels } from '../proxy/route-table';
+import { slugsOf } from '../../workflows/start-options';
 import { storeDeadline } from '../timeout';
 import { controlStoreTimeoutMs, findDomain, loadFleet, param, parseWith, type RouteContext } from './context';
 import { reconcile } from './reconcile';
 
 const invalidTarget = (message: string) => new HaruError('invalid_target', message);
 
-/** The domain a promote/demote names, checked against the rules shared by both (422 `invalid_target`). */
-function targetDomain(fleet: FleetSnapshot, ref: string): DomainSnapshot {
-  const domain = findDomain(fleet, ref);
-  if (!domain) throw invalidTarget(`domain ${ref} is not in fleet ${fleet.slug}`);
-  if (domain.state !== 'ready' && domain.state !== 'degraded') {
-    throw invalidTarget(`domain ${domain.slug} is ${domain.state}; only a ready or degraded domain can be targeted`);
-  }
-  return domain;
+/**
+ * The domain a promote/demote names, checked by the rule the store and `beginOperation` apply too
+ * (core/operation-target.ts, at its `request` moment); 422 `invalid_target` when it fails.
+ */
+function targetDomain(fleet: FleetSnapshot, kind: OperationKind, ref: string): DomainSnapshot {
+  const domain = findDomain(fleet, ref) ?? null;
+  const problem = operationTargetProblem({ moment: 'request', kind, fleet, targetRef: ref, target: domain });
+  if (problem?.code === 'is_active') throw invalidTarget(`${problem.message}; promote another first`);
+  if (problem) throw invalidTarget(problem.message);
+  return domain!;
 }
 
 /**
@@ -49,7 +52,8 @@ async function requestOperation(
       `fleet ${fleet.slug} already has ${operation.kind} operation ${operation.id} in flight (${operation.state})`,
     );
   }
-  await ctx.orchestrator.startOperation(operation, { fleet: fleet.slug, domain: domain.slug });
+  // The slugs of the fleet, the target and the active it replaces: the workflow's summary in the Web UI.
+  await ctx.orchestrator.startOperation(operation, slugsOf(fleet, domain.id));
   ctx.logger.info('operation requested', { fleetId: fleet.id, operationId: operation.id, kind, outcome });
   return { status: outcome === 'created' ? ('accepted' as const) : ('joined' as const), operation };
 }
@@ -66,19 +70,14 @@ export function controlRoutes(ctx: RouteContext): Router {
       res.status(200).json({ status: 'already_active', routeRevision: fleet.routeRevision, activeDomainId: known.id });
       return;
     }
-    const domain = targetDomain(fleet, body.targetDomainId);
-    if (domainModels(domain).size === 0) throw invalidTarget(`domain ${domain.slug} has no inference models`);
+    const domain = targetDomain(fleet, 'promote', body.targetDomainId);
     res.status(202).json(await requestOperation(ctx, fleet, 'promote', domain, body.reason));
   });
 
   router.post('/v1/fleets/:fleet/demote', async (req, res) => {
     const body = parseWith(demoteRequestSchema, req.body, 'demote request');
     const fleet = await loadFleet(ctx, param(req, 'fleet'));
-    const known = findDomain(fleet, body.targetDomainId);
-    if (known && known.id === fleet.activeDomainId) {
-      throw invalidTarget(`domain ${known.slug} is the active domain of fleet ${fleet.slug}; promote another first`);
-    }
-    const domain = targetDomain(fleet, body.targetDomainId);
+    const domain = targetDomain(fleet, 'demote', body.targetDomainId);
     res.status(202).json(await requestOperation(ctx, fleet, 'demote', domain, body.reason));
   });
 

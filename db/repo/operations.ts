@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { and, desc, eq, inArray, sql } from 'drizzle-orm';
 import type { PgUpdateSetSource } from 'drizzle-orm/pg-core';
+import { operationTargetProblem, type TargetDomain } from '../../core/operation-target';
 import { operationWorkflowId } from '../../core/workflow-ids';
 import type { Operation, OperationError } from '../../schemas/entities';
 import {
@@ -10,7 +11,7 @@ import {
   type OperationStep,
 } from '../../schemas/enums';
 import { InvalidTransitionError, OPERATION_TRANSITIONS, predecessorsOf } from '../../schemas/transitions';
-import { domains, fleets, operations } from '../schema';
+import { domains, fleets, operations, slots } from '../schema';
 import { toOperation } from './mappers';
 import { pgErrorCode, StoreError } from '../store-error';
 import { isUuid, type RepoDeps, timestampParam } from './support';
@@ -46,6 +47,42 @@ export function createOperationRepo({ db, now }: RepoDeps) {
     return row ? toOperation(row) : null;
   };
 
+  /**
+   * The fleet (slug, pointer) and the target as the target rule reads them (core/operation-target.ts); null
+   * when the fleet does not exist, `target` null when the domain is not one of its domains.
+   */
+  const targetOf = async (input: CreateOperationInput) => {
+    const rows = await db
+      .select({
+        fleetSlug: fleets.slug,
+        activeDomainId: fleets.activeDomainId,
+        id: domains.id,
+        slug: domains.slug,
+        state: domains.state,
+        slotKind: slots.kind,
+        models: slots.models,
+      })
+      .from(fleets)
+      .leftJoin(domains, and(eq(domains.fleetId, fleets.id), eq(domains.id, input.targetDomainId)))
+      .leftJoin(slots, eq(slots.domainId, domains.id))
+      .where(eq(fleets.id, input.fleetId));
+    const [first] = rows;
+    if (!first) return null;
+    const target: TargetDomain | null =
+      first.id === null || first.slug === null || first.state === null
+        ? null
+        : {
+            id: first.id,
+            slug: first.slug,
+            state: first.state,
+            slots: rows.flatMap((r): TargetDomain['slots'][number][] => {
+              if (r.slotKind === 'inference') return [{ kind: 'inference', models: r.models ?? [] }];
+              return r.slotKind === 'training' ? [{ kind: 'training' }] : [];
+            }),
+          };
+    return { fleet: { slug: first.fleetSlug, activeDomainId: first.activeDomainId }, target };
+  };
+
   /** Inserts unless the fleet already has one in flight; null then. Target and pointer read in the same statement. */
   const insert = async (input: CreateOperationInput): Promise<Operation | null> => {
     const id = randomUUID();
@@ -57,8 +94,9 @@ export function createOperationRepo({ db, now }: RepoDeps) {
           id,
           fleetId: input.fleetId,
           kind: input.kind,
-          // NULL when the domain is not in this fleet: the NOT NULL constraint then refuses the row. The key
-          // share lock keeps a concurrent prune from deleting the target under the new operation.
+          // NULL when the domain is not in this fleet (pruned since the target rule read it): the NOT NULL
+          // constraint then refuses the row. The key share lock keeps a concurrent prune from deleting the
+          // target under the new operation.
           targetDomainId: sql`(select ${domains.id} from ${domains} where ${domains.id} = ${input.targetDomainId} and ${domains.fleetId} = ${input.fleetId} for key share)`,
           fromDomainId: sql`(select ${fleets.activeDomainId} from ${fleets} where ${fleets.id} = ${input.fleetId})`,
           reason: input.reason,
@@ -105,14 +143,26 @@ export function createOperationRepo({ db, now }: RepoDeps) {
     /**
      * Creates a pending operation, unless the fleet already has one in flight: then the same kind and
      * target joins it (same id), anything else is a conflict carrying the in-flight one. Safe under any
-     * concurrency: the partial unique index decides. Throws StoreError `invalid_reference` when the domain
-     * is not in the fleet and `not_found` (fleet) when the fleet does not exist.
+     * concurrency: the partial unique index decides. The target is checked by the rule the API and
+     * `beginOperation` apply too (core/operation-target.ts, at its `insert` moment: in the fleet; a
+     * promotion's serves models). Throws StoreError `invalid_reference` with the rule's message when it
+     * fails, `not_found` (fleet) when the fleet does not exist.
      */
     async create(input: CreateOperationInput): Promise<CreateOperationResult> {
       if (!isUuid(input.fleetId)) throw new StoreError('not_found', `fleet ${input.fleetId} does not exist`, 'fleet');
       if (!isUuid(input.targetDomainId)) {
         throw new StoreError('invalid_reference', `domain ${input.targetDomainId} is not in fleet ${input.fleetId}`);
       }
+      const found = await targetOf(input);
+      if (!found) throw new StoreError('not_found', `fleet ${input.fleetId} does not exist`, 'fleet');
+      const problem = operationTargetProblem({
+        moment: 'insert',
+        kind: input.kind,
+        fleet: found.fleet,
+        targetRef: input.targetDomainId,
+        target: found.target,
+      });
+      if (problem) throw new StoreError('invalid_reference', problem.message);
       for (let attempt = 0; attempt < CREATE_ATTEMPTS; attempt += 1) {
         const created = await insert(input);
         if (created) return { outcome: 'created', operation: created };
