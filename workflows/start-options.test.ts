@@ -8,6 +8,7 @@ import {
   provisionStart,
   slugsOf,
   teardownStart,
+  watchShardStart,
 } from './start-options';
 
 const FLEET = '6f1c8f64-0a4e-4c55-9d44-3c1e3f5a0001';
@@ -24,6 +25,9 @@ const promote: OperationToStart = {
   requestedBy: 'api',
 };
 
+/** Every start carries a summary and details for the Web UI (their text is checked below). */
+const shownInTheWebUi = { staticSummary: expect.any(String), staticDetails: expect.any(String) };
+
 /** Search attributes by name, as the Web UI filters them. */
 const attributes = (pairs: SearchAttributePair[]) => Object.fromEntries(pairs.map((p) => [p.key.name, p.value]));
 
@@ -38,6 +42,7 @@ describe('operationStart', () => {
       typedSearchAttributes: expect.any(Array),
       memo: { reason: 'drill', requestedBy: 'api' },
       priority: { priorityKey: 1 },
+      ...shownInTheWebUi,
     });
     expect(attributes(start.options.typedSearchAttributes)).toEqual({
       HaruFleet: FLEET,
@@ -89,6 +94,7 @@ describe('demotionChildStart', () => {
       typedSearchAttributes: expect.any(Array),
       memo: { reason: `demotion after promotion ${OP}`, requestedBy: 'promotion' },
       priority: { priorityKey: 2 },
+      ...shownInTheWebUi,
     });
     expect(attributes(start.options.typedSearchAttributes)).toEqual({
       HaruFleet: FLEET,
@@ -108,6 +114,7 @@ describe('monitorStart', () => {
       workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
       workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
       typedSearchAttributes: expect.any(Array),
+      ...shownInTheWebUi,
     });
     expect(attributes(start.options.typedSearchAttributes)).toEqual({ HaruFleet: FLEET });
   });
@@ -125,6 +132,7 @@ describe('provisionStart and teardownStart', () => {
       workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
       typedSearchAttributes: expect.any(Array),
       memo: { reason: 'standby failed', requestedBy: 'monitor' },
+      ...shownInTheWebUi,
     });
     expect(attributes(start.options.typedSearchAttributes)).toEqual({ HaruFleet: FLEET, HaruDomain: WEST });
   });
@@ -138,6 +146,7 @@ describe('provisionStart and teardownStart', () => {
       workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
       typedSearchAttributes: expect.any(Array),
       memo: { reason: 'standby failed', requestedBy: 'monitor' },
+      ...shownInTheWebUi,
     });
     expect(attributes(start.options.typedSearchAttributes)).toEqual({ HaruFleet: FLEET, HaruDomain: WEST });
   });
@@ -192,5 +201,62 @@ describe('slug search attributes', () => {
       HaruDomain: WEST,
       HaruOperation: 'promote',
     });
+  });
+});
+
+describe('what the Web UI shows', () => {
+  const fleet = {
+    slug: 'dev',
+    activeDomainId: EAST,
+    domains: [
+      { id: EAST, slug: 'east' },
+      { id: WEST, slug: 'west' },
+    ],
+  };
+
+  it('sums up a promotion as fleet, from → to and why, with the ids in its details', () => {
+    const auto = { ...promote, requestedBy: 'monitor', reason: 'auto-failover: 3 failed polls' };
+    const start = operationStart(auto, undefined, slugsOf(fleet, WEST));
+    expect(start.options.staticSummary).toBe('promote dev: east → west (monitor: auto-failover: 3 failed polls)');
+    expect(start.options.staticDetails.split('\n')).toEqual([
+      `fleet: dev (${FLEET})`,
+      'from: east',
+      `to: west (${WEST})`,
+      `operation: ${OP}`,
+      'requested by: monitor',
+      'reason: auto-failover: 3 failed polls',
+    ]);
+    // Without the slugs (a starter that has only ids) it still says what it does.
+    expect(operationStart(promote).options.staticSummary).toBe(`promote ${FLEET}: the active → ${WEST} (api: drill)`);
+  });
+
+  it('sums up demotions, the monitor, watch shards, provisioning and teardown', () => {
+    const demote = { ...promote, kind: 'demote' as const, reason: 'maintenance' };
+    expect(operationStart(demote, undefined, slugsOf(fleet, EAST)).options.staticSummary).toBe(
+      'demote dev/east (api: maintenance)',
+    );
+    expect(
+      demotionChildStart({ fleetId: FLEET, operationId: OP, oldActiveId: EAST, slugs: slugsOf(fleet, EAST) }).options
+        .staticSummary,
+    ).toBe(`demote dev/east, the old active (promotion: routing moved away (operation ${OP}))`);
+    expect(monitorStart(FLEET, 'dev').options.staticSummary).toBe('monitor fleet dev');
+    expect(watchShardStart('haru-monitors', 3, 8).options.staticSummary).toBe(
+      'watch shard 3 of 8 (queue haru-monitors)',
+    );
+    const request = { fleetId: FLEET, reason: 'standby failed', requestedBy: 'monitor', slugs: slugsOf(fleet, WEST) };
+    expect(provisionStart({ domainId: WEST }, request).options.staticSummary).toBe(
+      'provision dev/west (monitor: standby failed)',
+    );
+    expect(teardownStart({ domainId: WEST, mode: 'stop' }, request).options.staticSummary).toBe(
+      'stop dev/west (monitor: standby failed)',
+    );
+  });
+
+  it('cuts a long reason in the summary and keeps it whole in the details', () => {
+    const reason = `auto-failover: ${'x'.repeat(400)}`;
+    const start = operationStart({ ...promote, reason }, undefined, slugsOf(fleet, WEST));
+    expect(start.options.staticSummary).toHaveLength(200);
+    expect(start.options.staticSummary.endsWith('…')).toBe(true);
+    expect(start.options.staticDetails).toContain(`reason: ${reason}`);
   });
 });

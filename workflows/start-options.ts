@@ -44,6 +44,10 @@ export interface WorkflowStart<Type extends string, Input> {
     memo?: StartMemo;
     /** Where its tasks stand in a backlogged task queue (its activities inherit it); unset is Temporal's default, 3. */
     priority?: Priority;
+    /** One line in the Web UI's list of workflows: what, on which fleet, from where to where, why. */
+    staticSummary: string;
+    /** The workflow's page in the Web UI: the ids and the request behind it. */
+    staticDetails: string;
   };
 }
 
@@ -82,13 +86,41 @@ export type WatchShardStart = WorkflowStart<'watchShardWorkflow', WatchShardWork
 export interface StartSlugs {
   fleet?: string;
   domain?: string;
+  /** The active domain when a promotion was asked for: its summary reads `from → to`. */
+  from?: string;
 }
 
-/** The slugs of `fleet` and of its domain `domainId` (a fleet snapshot, or the monitor's observation of it). */
+/**
+ * The slugs of `fleet`, of its domain `domainId` and of its active when that is another domain (a fleet
+ * snapshot, or the monitor's observation of it).
+ */
 export const slugsOf = (
-  fleet: { slug: string; domains: readonly { id: string; slug: string }[] },
+  fleet: { slug: string; activeDomainId?: string | null; domains: readonly { id: string; slug: string }[] },
   domainId?: string,
-): StartSlugs => ({ fleet: fleet.slug, domain: fleet.domains.find((d) => d.id === domainId)?.slug });
+): StartSlugs => {
+  const slugOf = (id: string | null | undefined) => fleet.domains.find((d) => d.id === id)?.slug;
+  const from = fleet.activeDomainId !== domainId ? slugOf(fleet.activeDomainId) : undefined;
+  return { fleet: fleet.slug, domain: slugOf(domainId), ...(from ? { from } : {}) };
+};
+
+/** Temporal keeps a summary short; a longer reason is cut, the whole of it stays in the details and the memo. */
+const SUMMARY_MAX_CHARS = 200;
+
+/** `<what> <fleet>[/<domain>][: <from> → <to>] (<requestedBy>: <reason>)`, cut to SUMMARY_MAX_CHARS. */
+function summaryOf(what: string, subject: string, request?: StartMemo): string {
+  const line = request ? `${what} ${subject} (${request.requestedBy}: ${request.reason})` : `${what} ${subject}`;
+  return line.length <= SUMMARY_MAX_CHARS ? line : `${line.slice(0, SUMMARY_MAX_CHARS - 1)}…`;
+}
+
+/** `name (id)`, or the id alone when the starter does not know the name. */
+const named = (slug: string | undefined, id: string) => (slug ? `${slug} (${id})` : id);
+
+/** The details: one `key: value` line per fact, in the order given, skipping what is not known. */
+const detailsOf = (facts: [string, string | undefined][]) =>
+  facts
+    .filter((f): f is [string, string] => f[1] !== undefined)
+    .map(([key, value]) => `${key}: ${value}`)
+    .join('\n');
 
 /** The search attributes of a workflow acting on `fleetId` (and `domainId`, an operation `kind`). */
 function searchPairs(
@@ -126,12 +158,27 @@ export function operationStart(
   slugs?: StartSlugs,
 ): PromotionStart | DemotionStart {
   const { id: operationId, fleetId, targetDomainId, reason } = operation;
+  const fleet = slugs?.fleet ?? fleetId;
+  const target = slugs?.domain ?? targetDomainId;
+  const memo = { reason, requestedBy: operation.requestedBy };
   const options = {
     workflowId: operationWorkflowId(fleetId, operationId),
     workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
     typedSearchAttributes: searchPairs(fleetId, slugs, targetDomainId, operation.kind),
-    memo: { reason, requestedBy: operation.requestedBy },
+    memo,
     priority: OPERATION_PRIORITY[operation.kind],
+    staticSummary:
+      operation.kind === 'promote'
+        ? summaryOf('promote', `${fleet}: ${slugs?.from ?? 'the active'} → ${target}`, memo)
+        : summaryOf('demote', `${fleet}/${target}`, memo),
+    staticDetails: detailsOf([
+      ['fleet', named(slugs?.fleet, fleetId)],
+      ['from', operation.kind === 'promote' ? slugs?.from : undefined],
+      [operation.kind === 'promote' ? 'to' : 'domain', named(slugs?.domain, targetDomainId)],
+      ['operation', operationId],
+      ['requested by', operation.requestedBy],
+      ['reason', reason],
+    ]),
   };
   if (operation.kind === 'promote') {
     const input: PromotionInput = { fleetId, operationId, targetDomainId, reason, ...withPolicy(policy) };
@@ -163,6 +210,16 @@ export function demotionChildStart(promotion: {
       typedSearchAttributes: searchPairs(fleetId, promotion.slugs, oldActiveId, 'demote'),
       memo: { reason: `demotion after promotion ${operationId}`, requestedBy: 'promotion' },
       priority: OPERATION_PRIORITY.demote,
+      staticSummary: summaryOf(
+        'demote',
+        `${promotion.slugs?.fleet ?? fleetId}/${promotion.slugs?.domain ?? oldActiveId}, the old active`,
+        { requestedBy: 'promotion', reason: `routing moved away (operation ${operationId})` },
+      ),
+      staticDetails: detailsOf([
+        ['fleet', named(promotion.slugs?.fleet, fleetId)],
+        ['domain', named(promotion.slugs?.domain, oldActiveId)],
+        ['promotion', operationId],
+      ]),
     },
   };
 }
@@ -181,6 +238,8 @@ export function monitorStart(fleetId: string, fleetSlug?: string): MonitorStart 
       workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
       workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
       typedSearchAttributes: searchPairs(fleetId, { fleet: fleetSlug }),
+      staticSummary: summaryOf('monitor', `fleet ${fleetSlug ?? fleetId}`),
+      staticDetails: detailsOf([['fleet', named(fleetSlug, fleetId)]]),
     },
   };
 }
@@ -206,6 +265,11 @@ export function watchShardStart(
       workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
       workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
       typedSearchAttributes: [],
+      staticSummary: summaryOf('watch', `shard ${shard} of ${shards} (queue ${taskQueue})`),
+      staticDetails: detailsOf([
+        ['polls', `the fleets dealt to shard ${shard} of ${shards}`],
+        ['task queue', taskQueue],
+      ]),
     },
   };
 }
@@ -220,7 +284,10 @@ export type DomainStartRequest = StartMemo & { fleetId: string; slugs?: StartSlu
 export function provisionStart(input: ProvisionDomainInput, request: DomainStartRequest): ProvisionStart {
   return {
     workflowType: 'provisionDomainWorkflow',
-    options: { ...domainStartOptions(provisionWorkflowId(input.domainId), input.domainId, request), args: [input] },
+    options: {
+      ...domainStartOptions('provision', provisionWorkflowId(input.domainId), input.domainId, request),
+      args: [input],
+    },
   };
 }
 
@@ -228,16 +295,38 @@ export function provisionStart(input: ProvisionDomainInput, request: DomainStart
 export function teardownStart(input: TeardownDomainInput, request: DomainStartRequest): TeardownStart {
   return {
     workflowType: 'teardownDomainWorkflow',
-    options: { ...domainStartOptions(teardownWorkflowId(input.domainId), input.domainId, request), args: [input] },
+    options: {
+      ...domainStartOptions(
+        input.mode === 'stop' ? 'stop' : 'tear down',
+        teardownWorkflowId(input.domainId),
+        input.domainId,
+        request,
+      ),
+      args: [input],
+    },
   };
 }
 
-const domainStartOptions = (workflowId: string, domainId: string, request: DomainStartRequest) => ({
-  workflowId,
-  workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
-  typedSearchAttributes: searchPairs(request.fleetId, request.slugs, domainId),
-  memo: { reason: request.reason, requestedBy: request.requestedBy },
-});
+const domainStartOptions = (what: string, workflowId: string, domainId: string, request: DomainStartRequest) => {
+  const memo = { reason: request.reason, requestedBy: request.requestedBy };
+  return {
+    workflowId,
+    workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+    typedSearchAttributes: searchPairs(request.fleetId, request.slugs, domainId),
+    memo,
+    staticSummary: summaryOf(
+      what,
+      `${request.slugs?.fleet ?? request.fleetId}/${request.slugs?.domain ?? domainId}`,
+      memo,
+    ),
+    staticDetails: detailsOf([
+      ['fleet', named(request.slugs?.fleet, request.fleetId)],
+      ['domain', named(request.slugs?.domain, domainId)],
+      ['requested by', request.requestedBy],
+      ['reason', request.reason],
+    ]),
+  };
+};
 
 // An absent policy stays absent in the arguments (the workflow then reads the store), never `policy: undefined`.
 const withPolicy = (policy: FleetPolicy | undefined): { policy?: FleetPolicy } => (policy ? { policy } : {});
