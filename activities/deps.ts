@@ -1,4 +1,5 @@
 import type { fetch as undiciFetch } from 'undici';
+import type { DomainState } from '../schemas/enums';
 import type { SupervisorStatus } from '../schemas/supervisor';
 import type { Store } from '../db/store';
 import type { SkyCli } from '../drivers/sky';
@@ -10,6 +11,18 @@ import type { UpstreamCredentials } from '../lib/secret-ref';
 import type { FleetObservation } from '../core/fleet-observation';
 import type { WatchPeers } from './watch-peers';
 
+/**
+ * A domain as one recorded poll left it: its state, when the watcher last heard it (the worker's receive time of
+ * the last answer that counted as a sighting; null when never), how long a sighting stays current (the fleet's
+ * `heartbeatStaleMs`), and what its host answered at this poll (null when it did not answer with a status).
+ */
+export interface HostObservation {
+  state: DomainState;
+  lastSeenAt: string | null;
+  staleAfterMs: number;
+  status: SupervisorStatus | null;
+}
+
 /** Counters the activities bump; the worker backs them with prom-client, tests leave them out. */
 export interface ActivityMetrics {
   /** One supervisor poll by the fleet monitor. */
@@ -20,8 +33,8 @@ export interface ActivityMetrics {
   operationFinished(labels: { fleet: string; kind: string; outcome: string }, seconds: number): void;
   /** A step activity succeeded, `seconds` after its first attempt was scheduled. */
   stepSucceeded(labels: { fleet: string; step: string }, seconds: number): void;
-  /** What a successful poll showed of the host: each model's state and each training run's. */
-  hostObserved(labels: { fleet: string; domain: string }, status: SupervisorStatus): void;
+  /** Each recorded poll of a domain: its sighting and state after the poll, and what its host answered. */
+  hostObserved(labels: { fleet: string; domain: string }, observed: HostObservation): void;
   /** How many watch shards this worker holds now. */
   watchShardsHeld?(held: number): void;
   /** Whether this worker's last round of a fleet saw none of its domains (core/poll-record.ts `isBlindRound`). */

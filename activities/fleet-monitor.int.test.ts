@@ -130,7 +130,9 @@ describe('lookAtFleet', () => {
     const first = await look();
     const active = first.fleet.domains.find((d) => d.id === east.id)!;
     expect(active).toMatchObject({ state: 'degraded', consecutiveFailures: 1 });
-    expect(Date.parse(active.lastSeenAt!)).toBeGreaterThanOrEqual(Date.parse(first.watchingSince!));
+    // Heard an hour ago, as shown; the silence held against it counts from the look's start.
+    expect(active.lastSeenAt).toBe(anHourAgo.toISOString());
+    expect(Date.parse(active.watchedFrom!)).toBeGreaterThanOrEqual(Date.parse(first.watchingSince!));
     expect(Date.parse(active.stateChangedAt)).toBeGreaterThanOrEqual(Date.parse(first.watchingSince!));
     expect(detectActiveFailure(active, first.policy, new Date(first.observedAt), true)).toBeNull();
     await look();

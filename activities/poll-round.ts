@@ -138,10 +138,7 @@ export function createPollRound(deps: ActivityDeps): PollRound {
       }
     }
     if (verdict.isFailed) return { fleet, domain, at, sight, error: verdict.message ?? verdict.evidence, failures: 1 };
-    if (outcome.kind === 'answered') {
-      deps.metrics?.hostObserved({ fleet: fleet.slug, domain: domain.slug }, outcome.status);
-      return { fleet, domain, at, sight, status: outcome.status };
-    }
+    if (outcome.kind === 'answered') return { fleet, domain, at, sight, status: outcome.status };
     return { fleet, domain, at, sight, servedAnswer: true };
   }
 
@@ -257,11 +254,13 @@ export function createPollRound(deps: ActivityDeps): PollRound {
     );
     // The round's writes in one statement; the rare state changes that follow stay per domain.
     const recorded = await store.domains.recordPolls(
-      written.map((p) =>
-        'error' in p
-          ? { domainId: p.domain.id, ok: false, at: p.at, error: p.error, failures: p.failures }
-          : { domainId: p.domain.id, ok: true, at: p.at },
-      ),
+      written.map((p) => {
+        if (!('error' in p)) return { domainId: p.domain.id, ok: true, at: p.at };
+        // The last success this worker did not write: the row then says when the host was last heard.
+        const seen = lastOkAt.get(p.domain.id);
+        const failed = { domainId: p.domain.id, ok: false, at: p.at, error: p.error, failures: p.failures };
+        return seen === undefined ? failed : { ...failed, lastSeenAt: new Date(seen) };
+      }),
     );
     const rows = new Map(written.map((p, i) => [p.domain.id, recorded[i]!]));
     for (const p of probes) if (!('error' in p)) lastOkAt.set(p.domain.id, p.at.toISOString());
@@ -274,6 +273,15 @@ export function createPollRound(deps: ActivityDeps): PollRound {
         const row = written ?? asRecorded(p.domain, p.at);
         const settled = await settle(p, row, mirrored);
         polled.set(p.domain.id, settled);
+        deps.metrics?.hostObserved(
+          { fleet: p.fleet.slug, domain: p.domain.slug },
+          {
+            state: settled.state,
+            lastSeenAt: settled.lastSeenAt,
+            staleAfterMs: p.fleet.policy.heartbeatStaleMs,
+            status: 'status' in p ? p.status : null,
+          },
+        );
         // A moved row and a written one are the store's; a write not needed left its sighting as it was.
         stored.set(p.domain.id, settled !== row || written ? settled : { ...settled, lastSeenAt: p.domain.lastSeenAt });
       }),

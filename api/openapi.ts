@@ -5,6 +5,7 @@ import {
   eventListResponseSchema,
   eventsQuerySchema,
   fleetListResponseSchema,
+  fleetStatusSchema,
   operationDetailSchema,
   operationListResponseSchema,
   promoteRequestSchema,
@@ -27,7 +28,7 @@ import { REPAIR_ROUTE_DOCS } from './routes/repair';
 import { PROVISIONING_ROUTE_DOCS } from './routes/provisioning';
 import { STATUS_ROUTE_DOCS } from './routes/status';
 import { UI_ROUTE_DOCS } from './routes/ui';
-import { fleetSnapshotSchema, operationSchema } from '../schemas/entities';
+import { operationSchema } from '../schemas/entities';
 
 const error = (description: string) => ({ description, schema: errorBodySchema });
 const common = { 401: error('missing or invalid bearer token (`unauthorized`)') };
@@ -107,7 +108,10 @@ export const ROUTE_DOCS: RouteDoc[] = [
     summary: 'One fleet by slug or UUID',
     tag: 'fleets',
     auth: true,
-    responses: { 200: { description: 'snapshot', schema: fleetSnapshotSchema }, ...fleetErrors },
+    responses: {
+      200: { description: 'snapshot, each domain with its sighting', schema: fleetStatusSchema },
+      ...fleetErrors,
+    },
   },
   {
     method: 'post',

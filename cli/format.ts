@@ -1,5 +1,6 @@
-import type { FleetSnapshot, Operation } from '../schemas/entities';
-import type { OperationProgress, StepProgress } from '../schemas/api';
+import type { Operation } from '../schemas/entities';
+import type { FleetStatus, OperationProgress, StepProgress } from '../schemas/api';
+import { formatAge } from '../core/monitor-look';
 
 /** Left-aligned plain-text table; every cell stringified. */
 export function table(headers: string[], rows: (string | number | null | undefined)[][]): string {
@@ -27,8 +28,29 @@ export function lastFailedOperation(operations: readonly Operation[]): Operation
   return null;
 }
 
-/** One fleet as a human reads it: the pointer, the last failure, each domain with its state and slots. */
-export function formatFleet(fleet: FleetSnapshot, lastFailed: Operation | null = null): string {
+type SightedDomain = FleetStatus['domains'][number];
+
+/** When the watcher last heard the domain, as an age; `STALE` once that is past the fleet's stale limit. */
+const lastHeard = (d: SightedDomain): string =>
+  d.sighting.ageMs === null ? 'never' : `${formatAge(d.sighting.ageMs)} ago${d.sighting.isStale ? ' STALE' : ''}`;
+
+/**
+ * A domain's slots with the states its host last reported, or `unknown` for each while that report is not
+ * current (the domain is stale or failed): a dead host's last word is not its state now.
+ */
+function slotsOf(d: SightedDomain): string {
+  const known = d.sighting.isReportCurrent;
+  return d.slots
+    .map((s) =>
+      s.kind === 'inference'
+        ? `gpu${s.gpuIndex}:${known ? s.state : 'unknown'}[${s.models.map((m) => m.name).join(',')}]`
+        : `gpu${s.gpuIndex}:train:${known ? s.state : 'unknown'}`,
+    )
+    .join(' ');
+}
+
+/** One fleet as a human reads it: the pointer, the last failure, each domain with its state, last sighting and slots. */
+export function formatFleet(fleet: FleetStatus, lastFailed: Operation | null = null): string {
   const active = fleet.domains.find((d) => d.id === fleet.activeDomainId);
   const lines = [
     `fleet ${fleet.slug} (${fleet.id})`,
@@ -50,20 +72,14 @@ export function formatFleet(fleet: FleetSnapshot, lastFailed: Operation | null =
   lines.push('');
   lines.push(
     table(
-      ['DOMAIN', 'ROLE', 'STATE', 'PROVIDER', 'LAST SEEN', 'SLOTS'],
+      ['DOMAIN', 'ROLE', 'STATE', 'PROVIDER', 'LAST HEARD', 'SLOTS'],
       fleet.domains.map((d) => [
         d.slug,
         d.id === fleet.activeDomainId ? 'active' : 'standby',
         d.state,
         d.provider,
-        d.lastSeenAt,
-        d.slots
-          .map((s) =>
-            s.kind === 'inference'
-              ? `gpu${s.gpuIndex}:${s.state}[${s.models.map((m) => m.name).join(',')}]`
-              : `gpu${s.gpuIndex}:train:${s.state}`,
-          )
-          .join(' '),
+        lastHeard(d),
+        slotsOf(d),
       ]),
     ),
   );

@@ -1,4 +1,4 @@
-import { assessDomain, heartbeatAgeMs, isStale } from './domain-health';
+import { assessDomain, isStale, silenceMs } from './domain-health';
 import { ago, domain, NOW, policy } from './fleet-fixtures';
 
 describe('assessDomain', () => {
@@ -31,7 +31,7 @@ describe('assessDomain', () => {
       status: 'failed',
       reasons: ['stale'],
       isStale: true,
-      heartbeatAgeMs: 5_001,
+      heardAgeMs: 5_001,
     });
   });
 
@@ -42,7 +42,8 @@ describe('assessDomain', () => {
   it('measures a never-seen domain from its last state change', () => {
     const fresh = domain({ lastSeenAt: null, stateChangedAt: ago(1_000) });
     const old = domain({ lastSeenAt: null, stateChangedAt: ago(10_000) });
-    expect(heartbeatAgeMs(fresh, NOW)).toBe(1_000);
+    expect(silenceMs(fresh, NOW)).toBe(1_000);
+    expect(assessDomain(fresh, p, NOW).heardAgeMs).toBeNull();
     expect(assessDomain(fresh, p, NOW).status).toBe('healthy');
     expect(assessDomain(old, p, NOW).status).toBe('failed');
   });
@@ -66,6 +67,14 @@ describe('assessDomain', () => {
   });
 
   it('reads a heartbeat from the future (clock skew) as zero age', () => {
-    expect(heartbeatAgeMs(domain({ lastSeenAt: new Date(NOW.getTime() + 500).toISOString() }), NOW)).toBe(0);
+    expect(silenceMs(domain({ lastSeenAt: new Date(NOW.getTime() + 500).toISOString() }), NOW)).toBe(0);
+  });
+
+  it('holds against a domain only the silence since its watch began, and shows the age since it was heard', () => {
+    const heardLongBefore = domain({ lastSeenAt: ago(166_000), watchedFrom: ago(297) });
+    expect(silenceMs(heardLongBefore, NOW)).toBe(297);
+    expect(assessDomain(heardLongBefore, p, NOW)).toMatchObject({ status: 'healthy', heardAgeMs: 166_000 });
+    const heardWhileWatched = domain({ lastSeenAt: ago(100), watchedFrom: ago(297) });
+    expect(silenceMs(heardWhileWatched, NOW)).toBe(100);
   });
 });

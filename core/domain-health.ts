@@ -1,5 +1,7 @@
 import type { FleetPolicy } from '../schemas/policy';
 import { ageMs, type DomainView } from './fleet-view';
+import { heardAgeMs } from './sighting';
+import { isWithinWatch } from './watch-window';
 
 /**
  * How a domain looks to the monitor. `unavailable` means the domain is deliberately not serving
@@ -12,22 +14,26 @@ export interface DomainAssessment {
   status: DomainHealthStatus;
   /** Why the status is not `healthy`, as short machine-readable phrases. */
   reasons: string[];
-  /** Milliseconds since the last successful poll (since the last state change when never seen). */
-  heartbeatAgeMs: number;
+  /** Milliseconds since the watcher last heard the domain (`heardAgeMs`); null when never heard. */
+  heardAgeMs: number | null;
   isStale: boolean;
 }
 
 /**
- * Milliseconds since the domain last answered a poll. A domain never seen counts from its last state
- * change, so a freshly created domain is not stale at once but becomes stale if it never answers.
+ * The silence held against a domain, in milliseconds: since it was last heard (since its last state change
+ * when never heard, so a freshly created domain is not stale at once but becomes stale if it never answers),
+ * counted only from the start of the watch that saw it (`watchedFrom`: an outage of the control plane is not
+ * the host's silence). What staleness is judged on; the age shown to operators is `heardAgeMs`.
  */
-export function heartbeatAgeMs(domain: DomainView, now: Date): number {
-  return ageMs(domain.lastSeenAt ?? domain.stateChangedAt, now);
+export function silenceMs(domain: DomainView, now: Date): number {
+  const heard = domain.lastSeenAt ?? domain.stateChangedAt;
+  const from = domain.watchedFrom;
+  return ageMs(from !== undefined && !isWithinWatch(heard, Date.parse(from)) ? from : heard, now);
 }
 
-/** True when the last successful poll is older than `heartbeatStaleMs` (strictly). */
+/** True when the silence held against the domain is longer than `heartbeatStaleMs` (strictly). */
 export function isStale(domain: DomainView, policy: FleetPolicy, now: Date): boolean {
-  return heartbeatAgeMs(domain, now) > policy.heartbeatStaleMs;
+  return silenceMs(domain, now) > policy.heartbeatStaleMs;
 }
 
 /** True when the domain missed at least `failureThreshold` polls in a row. */
@@ -36,13 +42,12 @@ export function hasExceededFailureThreshold(domain: DomainView, policy: FleetPol
 }
 
 /**
- * Assesses one domain from its stored state and heartbeat. `failed` when the store says so, when
- * `failureThreshold` consecutive polls failed, or when the heartbeat is stale; `degraded` when the store
+ * Assesses one domain from its stored state and sighting. `failed` when the store says so, when
+ * `failureThreshold` consecutive polls failed, or when its silence is stale; `degraded` when the store
  * says so; `unavailable` while provisioning, stopping or stopped. Pure function of (domain, policy, now).
  */
 export function assessDomain(domain: DomainView, policy: FleetPolicy, now: Date): DomainAssessment {
-  const age = heartbeatAgeMs(domain, now);
-  const stale = age > policy.heartbeatStaleMs;
+  const stale = isStale(domain, policy, now);
   const reasons: string[] = [];
   if (domain.state === 'failed') reasons.push('state_failed');
   if (hasExceededFailureThreshold(domain, policy)) reasons.push('consecutive_failures');
@@ -59,5 +64,5 @@ export function assessDomain(domain: DomainView, policy: FleetPolicy, now: Date)
   } else {
     status = 'healthy';
   }
-  return { domainId: domain.id, status, reasons, heartbeatAgeMs: age, isStale: stale };
+  return { domainId: domain.id, status, reasons, heardAgeMs: heardAgeMs(domain.lastSeenAt, now), isStale: stale };
 }

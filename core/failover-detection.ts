@@ -1,5 +1,5 @@
 import type { FleetPolicy } from '../schemas/policy';
-import { hasExceededFailureThreshold, heartbeatAgeMs, isStale } from './domain-health';
+import { hasExceededFailureThreshold, isStale, silenceMs } from './domain-health';
 import { ageMs, type DomainView } from './fleet-view';
 
 /** Why the active is considered failed. */
@@ -41,7 +41,7 @@ export function detectActiveFailure(
   if (isStale(active, policy, now)) {
     return {
       reason: 'stale',
-      message: `active domain ${active.slug} has not answered for ${heartbeatAgeMs(active, now)} ms (stale after ${policy.heartbeatStaleMs} ms)`,
+      message: `active domain ${active.slug} has not answered for ${silenceMs(active, now)} ms (stale after ${policy.heartbeatStaleMs} ms)`,
     };
   }
   if (active.state === 'degraded' && hasViableStandby && ageMs(active.stateChangedAt, now) >= policy.degradedGraceMs) {

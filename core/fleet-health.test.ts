@@ -1,6 +1,7 @@
 import { fleetHealthSchema } from '../schemas/health';
 import { ago, domain, fleet, ID, NOW, policy } from './fleet-fixtures';
 import { summarizeHealth } from './fleet-health';
+import { heardSince } from './watch-window';
 
 const p = policy({ heartbeatStaleMs: 5_000, failureThreshold: 3 });
 
@@ -29,5 +30,21 @@ describe('summarizeHealth', () => {
     expect(h.activeFailure?.reason).toBe('stale');
     expect(h.failoverBlockedBy).toBe('paused');
     expect(h.domains[0]).toMatchObject({ status: 'failed', reasons: ['stale'], heartbeatAgeMs: 8_000 });
+  });
+
+  it("gives a host's age since the watcher last heard it, not since the look that found it silent began", () => {
+    // East was last heard 166 s ago; the look that produced this view began 297 ms ago.
+    const silentEast = domain({ lastSeenAt: ago(166_000), consecutiveFailures: 3, lastError: 'timed out' });
+    const looked = heardSince(fleet({ domains: [silentEast, domain({ id: ID.b, slug: 'b' })] }), NOW.getTime() - 297);
+    const east = summarizeHealth(looked, p, NOW, { isAutoFailoverPaused: false }).domains[0]!;
+    expect(east).toMatchObject({ lastSeenAt: ago(166_000), heartbeatAgeMs: 166_000, status: 'failed' });
+  });
+
+  it('gives a never-heard domain no age', () => {
+    const never = fleet({ domains: [domain({ lastSeenAt: null, stateChangedAt: ago(1_000) })] });
+    expect(summarizeHealth(never, p, NOW, { isAutoFailoverPaused: false }).domains[0]).toMatchObject({
+      lastSeenAt: null,
+      heartbeatAgeMs: null,
+    });
   });
 });

@@ -14,8 +14,17 @@ export interface DomainView {
   provider?: Provider;
   /** ISO time of the last state change (the start of a degraded spell). */
   stateChangedAt: string;
-  /** ISO time of the last successful supervisor poll; null when never seen. */
+  /**
+   * ISO time the watcher last heard the domain (the worker's receive time of the last answer that counted as a
+   * sighting); null when never. Never re-dated: every age shown is taken from it (core/sighting.ts).
+   */
   lastSeenAt: string | null;
+  /**
+   * ISO start of the watch (or look) that produced this view: silence from before it is not held against the
+   * domain (core/watch-window.ts). Absent in views from before it was added, whose `lastSeenAt` was re-dated
+   * to the watch's start instead.
+   */
+  watchedFrom?: string;
   consecutiveFailures: number;
   lastError: string | null;
   /** Names of every model bound in the domain's inference slots, sorted. */

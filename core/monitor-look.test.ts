@@ -35,9 +35,19 @@ describe('polledDomain', () => {
     lastError: null,
   };
 
-  it('adds the age of the last successful poll, null for a domain never seen', () => {
-    expect(polledDomain({ ...stored, lastSeenAt: ago(1_500) }, NOW).lastSeenAgeMs).toBe(1_500);
-    expect(polledDomain({ ...stored, lastSeenAt: null }, NOW).lastSeenAgeMs).toBeNull();
+  it('adds the age since the domain was last heard, null for a domain never heard, and whether it is stale', () => {
+    expect(polledDomain({ ...stored, lastSeenAt: ago(1_500) }, 5_000, NOW)).toMatchObject({
+      lastSeenAgeMs: 1_500,
+      isStale: false,
+    });
+    expect(polledDomain({ ...stored, lastSeenAt: ago(166_000) }, 5_000, NOW)).toMatchObject({
+      lastSeenAgeMs: 166_000,
+      isStale: true,
+    });
+    expect(polledDomain({ ...stored, lastSeenAt: null }, 5_000, NOW)).toMatchObject({
+      lastSeenAgeMs: null,
+      isStale: true,
+    });
   });
 });
 

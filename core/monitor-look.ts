@@ -1,6 +1,7 @@
 import type { StoredDomainHealth } from '../schemas/api-responses';
 import type { FleetPolicy } from '../schemas/policy';
 import type { MonitorLook, PolledDomain } from '../schemas/status';
+import { sightingOf } from './sighting';
 
 /**
  * How often the fleet's watch shard signals its monitor when nothing is due (its `health` is refreshed at
@@ -35,11 +36,14 @@ export const storedHealth = (d: StoredDomainHealth): StoredDomainHealth => ({
   lastError: d.lastError,
 });
 
-/** A stored domain's last poll with its age as of `now`. Pure. */
-export const polledDomain = (d: StoredDomainHealth, now: Date): PolledDomain => ({
-  ...storedHealth(d),
-  lastSeenAgeMs: ageOf(d.lastSeenAt, now),
-});
+/**
+ * A stored domain's sighting as of `now`: how long since the watcher last heard it (`heardAgeMs`, the age every
+ * view shows) and whether that is past `staleAfterMs` (the fleet's `heartbeatStaleMs`). Pure.
+ */
+export const polledDomain = (d: StoredDomainHealth, staleAfterMs: number, now: Date): PolledDomain => {
+  const sighting = sightingOf(d, staleAfterMs, now);
+  return { ...storedHealth(d), lastSeenAgeMs: sighting.ageMs, isStale: sighting.isStale };
+};
 
 /** Milliseconds as `850ms`, `12.3s`, `4m05s` or `2h07m`: ages an operator reads at a glance. */
 export function formatAge(ms: number | null): string {

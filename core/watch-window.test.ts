@@ -41,8 +41,13 @@ describe('heardSince (staleness counts only the time the monitor has been watchi
     const view = fleet(domain({}));
     expect(detectActiveFailure(view.domains[0]!, policy, now, true)?.reason).toBe('stale');
     const watched = heardSince(view, watchStart);
-    expect(watched.domains[0]!.lastSeenAt).toBe('2026-01-01T01:00:00.000Z');
+    expect(watched.domains[0]!.watchedFrom).toBe('2026-01-01T01:00:00.000Z');
     expect(detectActiveFailure(watched.domains[0]!, policy, now, true)).toBeNull();
+  });
+
+  it('leaves when the domain was heard as it was: the age shown is the age since it was heard', () => {
+    const watched = heardSince(fleet(domain({})), watchStart);
+    expect(watched.domains[0]!.lastSeenAt).toBe('2026-01-01T00:00:00.000Z');
   });
 
   it('still finds a domain stale once it stays silent past the bound while watched', () => {
@@ -51,9 +56,12 @@ describe('heardSince (staleness counts only the time the monitor has been watchi
     expect(detectActiveFailure(watched.domains[0]!, policy, later, true)?.reason).toBe('stale');
   });
 
-  it('keeps heartbeats newer than the watch as they are', () => {
+  it('keeps heartbeats newer than the watch as they are, and counts silence from them', () => {
     const recent = domain({ lastSeenAt: '2026-01-01T01:00:00.300Z' });
-    expect(heardSince(fleet(recent), watchStart).domains[0]).toBe(recent);
+    const watched = heardSince(fleet(recent), watchStart).domains[0]!;
+    expect(watched.lastSeenAt).toBe(recent.lastSeenAt);
+    const later = new Date(Date.parse(recent.lastSeenAt!) + policy.heartbeatStaleMs + 1);
+    expect(detectActiveFailure(watched, policy, later, true)?.reason).toBe('stale');
   });
 });
 
@@ -130,7 +138,8 @@ describe('openWatchWindow and watchedFleet', () => {
     const w = openWatchWindow(carried, 1, start, 5_000);
     expect(w).toEqual({ startedAtMs: start, watchingSinceMs: Date.parse(carried.watchingSince) });
     const seen = watchedFleet(fleet(old), w).domains[0]!;
-    expect(seen.lastSeenAt).toBe('2026-01-01T01:00:00.000Z');
+    expect(seen.watchedFrom).toBe('2026-01-01T01:00:00.000Z');
+    expect(seen.lastSeenAt).toBe(old.lastSeenAt);
     expect(seen.stateChangedAt).toBe('2026-01-01T00:30:00.000Z');
   });
 

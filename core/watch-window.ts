@@ -5,7 +5,7 @@ import type { FleetView } from './fleet-view';
  * recorded before it began to look (a control-plane outage: worker down, Postgres restored) says nothing
  * about how long the monitor has watched it, so such a time is dated to when the looking began. Three
  * clocks start at three moments, all by this one rule:
- * - staleness counts from this watch attempt's start (`heardSince`);
+ * - staleness counts from this watch attempt's start (`heardSince`, which dates the silence, never the sighting);
  * - the degraded grace counts from `watchingSince`, carried from watch to watch while they follow one
  *   another without a gap (`openWatchWindow`, `continuityAfterWatch`, `degradedSince`);
  * - a failed standby's replacement grace counts from the workflow's start of the watch that saw it
@@ -36,18 +36,15 @@ export const countedFrom = (iso: string, since: string): string =>
   isWithinWatch(iso, Date.parse(since)) ? iso : since;
 
 /**
- * Staleness counts only time this watch has been looking: a heartbeat older than the watch's start is
- * dated to the start, so one slow first poll after an outage does not fail over a healthy active. A
- * domain that really stopped answering still fails by `failureThreshold` (every poll has a timeout).
+ * Staleness counts only time this watch has been looking: each domain carries the watch's start
+ * (`watchedFrom`), and silence from before it is not held against it (`silenceMs` in core/domain-health.ts),
+ * so one slow first poll after an outage does not fail over a healthy active. A domain that really stopped
+ * answering still fails by `failureThreshold` (every poll has a timeout). `lastSeenAt` stays as heard: it is
+ * what every age shown to an operator is taken from.
  */
 export function heardSince(fleet: FleetView, watchStartedAtMs: number): FleetView {
-  const since = new Date(watchStartedAtMs).toISOString();
-  return {
-    ...fleet,
-    domains: fleet.domains.map((d) =>
-      isWithinWatch(d.lastSeenAt ?? d.stateChangedAt, watchStartedAtMs) ? d : { ...d, lastSeenAt: since },
-    ),
-  };
+  const watchedFrom = new Date(watchStartedAtMs).toISOString();
+  return { ...fleet, domains: fleet.domains.map((d) => ({ ...d, watchedFrom })) };
 }
 
 /**
@@ -91,7 +88,7 @@ export const openWatchWindow = (
   maxGapMs: number,
 ): WatchWindow => ({ startedAtMs, watchingSinceMs: watchingSinceMs(carried, attempt, startedAtMs, maxGapMs) });
 
-/** The fleet as a watch with `window` may judge it: heartbeats and degradations dated to its looking. */
+/** The fleet as a watch with `window` may judge it: silences and degradations dated to its looking. */
 export const watchedFleet = (fleet: FleetView, window: WatchWindow): FleetView =>
   degradedSince(heardSince(fleet, window.startedAtMs), window.watchingSinceMs);
 

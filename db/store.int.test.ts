@@ -183,6 +183,25 @@ describe.each(backends)('store on %s', (_backend, open) => {
     });
   });
 
+  it("moves a failed poll's row up to the poller's unwritten sighting, never back", async () => {
+    const fleet = await seedFleet();
+    const writtenAt = tick();
+    await t.store.domains.recordPoll(fleet.west, { ok: true, at: writtenAt });
+    const heardAt = tick(); // a success the poller did not write (within its refresh interval)
+    const [failed] = await t.store.domains.recordPolls([
+      { domainId: fleet.west, ok: false, at: tick(), error: 'timeout', lastSeenAt: heardAt },
+      { domainId: fleet.east, ok: false, at: tick(), error: 'timeout' },
+    ]);
+    expect(failed).toMatchObject({ consecutiveFailures: 1, lastSeenAt: heardAt.toISOString() });
+    expect(
+      await t.store.domains.recordPoll(fleet.west, { ok: false, at: tick(), lastSeenAt: writtenAt }),
+    ).toMatchObject({
+      consecutiveFailures: 2,
+      lastSeenAt: heardAt.toISOString(),
+    });
+    expect(await t.store.domains.get(fleet.east)).toMatchObject({ consecutiveFailures: 1, lastSeenAt: null });
+  });
+
   it('moves slots by the transition table of their kind', async () => {
     const fleet = await seedFleet();
     const [inference, training] = await t.store.slots.listByDomain(fleet.west);

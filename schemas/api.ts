@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { operationSchema, fleetSnapshotSchema, eventSchema } from './entities';
+import { operationSchema, fleetSnapshotSchema, eventSchema, domainSnapshotSchema } from './entities';
+import { sightingSchema } from './status';
 
 /** A domain named by UUID or slug. */
 export const domainRefSchema = z.string().min(1).max(100);
@@ -60,7 +61,16 @@ export const promoteResponseSchema = z.discriminatedUnion('status', [
 export type PromoteResponse = z.infer<typeof promoteResponseSchema>;
 
 export const operationDetailSchema = operationSchema.extend({ progress: operationProgressSchema.nullable() });
-export const fleetListResponseSchema = z.object({ fleets: z.array(fleetSnapshotSchema) });
+/**
+ * `GET /v1/fleets/:fleet` and each fleet of `GET /v1/fleets`: the snapshot, each domain with its sighting as of
+ * the answer (`sightedFleet` in core/sighting.ts). A domain whose `sighting.isReportCurrent` is false (stale or
+ * failed) has slots whose stored states are only what its host last said: clients show them as unknown.
+ */
+export const fleetStatusSchema = fleetSnapshotSchema.extend({
+  domains: z.array(domainSnapshotSchema.extend({ sighting: sightingSchema })),
+});
+export type FleetStatus = z.infer<typeof fleetStatusSchema>;
+export const fleetListResponseSchema = z.object({ fleets: z.array(fleetStatusSchema) });
 export const operationListResponseSchema = z.object({ operations: z.array(operationSchema) });
 export const eventListResponseSchema = z.object({
   events: z.array(eventSchema),

@@ -10,8 +10,13 @@ export const domainHealthSchema = z.object({
   status: z.enum(['healthy', 'degraded', 'failed', 'unavailable']),
   /** Why the status is not healthy (e.g. `stale`, `consecutive_failures`, `state_degraded`). */
   reasons: z.array(z.string()),
-  /** Milliseconds since the last successful poll at `checkedAt`. */
-  heartbeatAgeMs: z.number(),
+  /**
+   * When the watcher last heard the domain: the worker's receive time of the last answer that counted as a
+   * sighting; null when never heard.
+   */
+  lastSeenAt: z.string().nullable(),
+  /** Milliseconds from `lastSeenAt` to `checkedAt` (core/sighting.ts `heardAgeMs`); null when never heard. */
+  heartbeatAgeMs: z.number().nullable(),
   consecutiveFailures: z.number().int(),
   lastError: z.string().nullable(),
   /** Could take over from the active right now (always false for the active itself). */

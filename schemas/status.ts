@@ -3,10 +3,31 @@ import { storedDomainHealthSchema } from './api-responses';
 import { fleetHealthSchema } from './health';
 import { gpuMemorySchema, modelStatusSchema, trainingRunStatusSchema } from './supervisor';
 
+/**
+ * How a domain's sighting reads when answered (`sightingOf` in core/sighting.ts): when the watcher last heard
+ * it (the worker's receive time of the last answer that counted), how long ago, and whether what its host last
+ * said of its slots, models and training may be shown as current (not once it is stale or failed).
+ */
+export const sightingSchema = z.object({
+  lastSeenAt: z.string().nullable(),
+  /** Milliseconds since `lastSeenAt`; null when never heard. */
+  ageMs: z.number().int().nullable(),
+  /** Never heard, or heard longer ago than the fleet's `heartbeatStaleMs`. */
+  isStale: z.boolean(),
+  /** Not stale and not failed: its slots' and models' stored states are the host's as far as anyone knows. */
+  isReportCurrent: z.boolean(),
+});
+export type Sighting = z.infer<typeof sightingSchema>;
+
 /** A stored poll result with how old it is when answered: `ageMs` null when the domain was never seen. */
 export const polledDomainSchema = storedDomainHealthSchema.extend({
-  /** Milliseconds from `lastSeenAt` (the last successful poll) to the answer. */
+  /**
+   * Milliseconds from `lastSeenAt` (when the watcher last heard the domain: the worker's receive time of the last
+   * answer that counted) to the answer.
+   */
   lastSeenAgeMs: z.number().int().nullable(),
+  /** Never heard, or heard longer ago than the fleet's `heartbeatStaleMs`: the host is not answering. */
+  isStale: z.boolean(),
 });
 export type PolledDomain = z.infer<typeof polledDomainSchema>;
 

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { createActivities } from '../activities';
+import type { HostObservation } from '../activities/deps';
 import { OPERATION_KINDS } from '../schemas/enums';
 import type { SupervisorStatus } from '../schemas/supervisor';
 import { parsePrometheusText, sumSamples } from '../supervisor/prometheus-text';
@@ -33,17 +34,34 @@ const status = (over: { awake: boolean; step?: number; at: string }): Supervisor
   at: over.at,
 });
 
+/** A recorded poll of a domain in state `state`, last heard at `lastSeenAt`, answering `answer` (null: no status). */
+const observed = (
+  lastSeenAt: string | null,
+  answer: SupervisorStatus | null,
+  state: HostObservation['state'] = 'ready',
+): HostObservation => ({ state, lastSeenAt, staleAfterMs: 5_000, status: answer });
+
 describe('the monitor’s series', () => {
   it('counts polls per fleet, domain and outcome, and keeps each host’s latest state, however often set', async () => {
-    const metrics = createWorkerMetrics();
+    const metrics = createWorkerMetrics({ now: () => new Date('2026-01-01T00:00:04.000Z') });
     const east = { fleet: 'prod', domain: 'east' };
     const west = { fleet: 'prod', domain: 'west' };
     for (let i = 0; i < 3; i += 1) metrics.domainPolled({ ...east, outcome: 'ok' });
     metrics.domainPolled({ ...east, outcome: 'error' });
     metrics.domainPolled({ ...west, outcome: 'ok' });
-    metrics.hostObserved(east, status({ awake: true, step: 7, at: '2026-01-01T00:00:01.000Z' }));
-    metrics.hostObserved(west, status({ awake: true, at: '2026-01-01T00:00:01.000Z' }));
-    metrics.hostObserved(west, status({ awake: false, step: 12, at: '2026-01-01T00:00:03.000Z' }));
+    // The host's own clock (`at`) is not when the watcher heard it: the worker's receive time is.
+    metrics.hostObserved(
+      east,
+      observed('2026-01-01T00:00:01.200Z', status({ awake: true, step: 7, at: '2025-12-31T23:00:00.000Z' })),
+    );
+    metrics.hostObserved(
+      west,
+      observed('2026-01-01T00:00:01.000Z', status({ awake: true, at: '2026-01-01T00:00:01.000Z' })),
+    );
+    metrics.hostObserved(
+      west,
+      observed('2026-01-01T00:00:03.000Z', status({ awake: false, step: 12, at: '2026-01-01T00:00:03.000Z' })),
+    );
     const samples = parsePrometheusText(await metrics.registry.metrics());
     const value = (name: string, labels: Record<string, string>) => sumSamples(samples, name, labels);
     expect(value('haru_worker_domain_polls_total', { ...east, outcome: 'ok' })).toBe(3);
@@ -54,8 +72,48 @@ describe('the monitor’s series', () => {
     expect(value('haru_training_state', { ...west, gpu: '0' })).toBe(1);
     expect(value('haru_training_step', { ...east, gpu: '0' })).toBe(7);
     expect(value('haru_training_step', { ...west, gpu: '0' })).toBe(12);
-    expect(value('haru_domain_last_poll_timestamp_seconds', east)).toBe(Date.parse('2026-01-01T00:00:01.000Z') / 1000);
+    expect(value('haru_domain_last_poll_timestamp_seconds', east)).toBe(Date.parse('2026-01-01T00:00:01.200Z') / 1000);
     expect(value('haru_domain_last_poll_timestamp_seconds', west)).toBe(Date.parse('2026-01-01T00:00:03.000Z') / 1000);
+  });
+
+  it("clears a host's models and training once it is stale or failed, and keeps when it was last heard", async () => {
+    let now = new Date('2026-01-01T00:00:02.000Z');
+    const metrics = createWorkerMetrics({ now: () => now });
+    const east = { fleet: 'prod', domain: 'east' };
+    const west = { fleet: 'prod', domain: 'west' };
+    const heard = '2026-01-01T00:00:01.000Z';
+    metrics.hostObserved(east, observed(heard, status({ awake: true, step: 7, at: heard })));
+    metrics.hostObserved(west, observed(heard, status({ awake: true, step: 3, at: heard })));
+    const read = async () => {
+      const samples = parsePrometheusText(await metrics.registry.metrics());
+      return (name: string, labels: Record<string, string>) =>
+        samples.some((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
+          ? sumSamples(samples, name, labels)
+          : 'absent';
+    };
+    let value = await read();
+    expect(value('haru_model_awake', { ...east, model: 'llama' })).toBe(1);
+
+    // East stops answering: its polls fail (no status) and its sighting ages past the stale limit (5 s).
+    metrics.hostObserved(east, observed(heard, null));
+    now = new Date('2026-01-01T00:00:05.900Z');
+    value = await read();
+    expect(value('haru_model_awake', { ...east, model: 'llama' })).toBe(1); // 4.9 s: not stale yet
+    now = new Date('2026-01-01T00:02:47.000Z');
+    metrics.hostObserved(west, observed('2026-01-01T00:02:46.900Z', null, 'failed'));
+    value = await read();
+    expect(value('haru_model_awake', { ...east, model: 'llama' })).toBe('absent');
+    expect(value('haru_training_state', { ...east, gpu: '0' })).toBe('absent');
+    expect(value('haru_training_step', { ...east, gpu: '0' })).toBe('absent');
+    expect(value('haru_domain_last_poll_timestamp_seconds', east)).toBe(Date.parse(heard) / 1000);
+    // West answers (a proof of life) but is failed: what it last said is not shown as its state either.
+    expect(value('haru_model_awake', { ...west, model: 'llama' })).toBe('absent');
+    expect(value('haru_training_step', { ...west, gpu: '0' })).toBe('absent');
+
+    // East answers again: its report is current again.
+    metrics.hostObserved(east, observed('2026-01-01T00:02:46.950Z', status({ awake: false, at: heard })));
+    value = await read();
+    expect(value('haru_model_awake', { ...east, model: 'llama' })).toBe(0);
   });
 });
 

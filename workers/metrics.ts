@@ -1,6 +1,7 @@
 import type { ActivityInterceptorsFactory } from '@temporalio/worker';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { ActivityMetrics } from '../activities/deps';
+import type { ActivityMetrics, HostObservation } from '../activities/deps';
+import { sightingOf } from '../core/sighting';
 import { OPERATION_KINDS, type OperationState } from '../schemas/enums';
 
 /** A fleet as its series name it: `fleet` is the slug, `domain` each domain's slug. */
@@ -36,8 +37,29 @@ export interface WorkerMetrics extends ActivityMetrics {
   knowActivityTypes(types: readonly string[]): void;
 }
 
-/** Creates the metrics; `withDefaults` adds the process metrics (main.ts only, to keep tests light). */
-export function createWorkerMetrics(opts: { withDefaults?: boolean } = {}): WorkerMetrics {
+/** A domain as this worker's last recorded poll of it left it (`hostObserved`), with its host's last answer. */
+interface WatchedHost extends Omit<HostObservation, 'status'> {
+  labels: { fleet: string; domain: string };
+  lastStatus: HostObservation['status'];
+}
+
+/**
+ * Creates the metrics; `withDefaults` adds the process metrics (main.ts only, to keep tests light), `now` is the
+ * clock a scrape judges sightings by (the worker's own, which stamped them).
+ */
+export function createWorkerMetrics(opts: { withDefaults?: boolean; now?: () => Date } = {}): WorkerMetrics {
+  const now = opts.now ?? (() => new Date());
+  // Per domain, what the host last said and when it was last heard. The host's series are written from it at
+  // each scrape: a host's report is shown only while it is current (heard within the stale limit, not failed),
+  // so a dead host's models do not stay awake on a dashboard, whether its polls fail, stop (a blind round, a
+  // shard handed to another worker) or its domain was marked failed.
+  const hosts = new Map<string, WatchedHost>();
+  const currentHosts = () => {
+    const at = now();
+    return [...hosts.values()].filter(
+      (h) => h.lastStatus !== null && sightingOf(h, h.staleAfterMs, at).isReportCurrent,
+    );
+  };
   const registry = new Registry();
   if (opts.withDefaults) collectDefaultMetrics({ register: registry });
   const registers = [registry];
@@ -86,23 +108,41 @@ export function createWorkerMetrics(opts: { withDefaults?: boolean } = {}): Work
     buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120],
     registers,
   });
-  const modelAwake = new Gauge({
+  new Gauge({
     name: 'haru_model_awake',
-    help: "A model's state at the monitor's last successful poll: 1 awake, 0 asleep, -1 unknown",
+    help: "A model's state at the monitor's last poll of a host heard within its stale limit and not failed: 1 awake, 0 asleep, -1 unknown (no series once the host is stale or failed)",
     labelNames: ['fleet', 'domain', 'model'],
     registers,
+    collect() {
+      this.reset();
+      for (const h of currentHosts())
+        for (const m of h.lastStatus!.models)
+          this.set({ ...h.labels, model: m.name }, m.state === 'awake' ? 1 : m.state === 'asleep' ? 0 : -1);
+    },
   });
-  const trainingState = new Gauge({
+  new Gauge({
     name: 'haru_training_state',
-    help: "A training run's state at the monitor's last successful poll: 0 idle, 1 running, 2 stopping",
+    help: "A training run's state at the monitor's last poll of a host heard within its stale limit and not failed: 0 idle, 1 running, 2 stopping",
     labelNames: ['fleet', 'domain', 'gpu'],
     registers,
+    collect() {
+      this.reset();
+      for (const h of currentHosts())
+        for (const t of h.lastStatus!.training)
+          this.set({ ...h.labels, gpu: String(t.gpuIndex) }, t.state === 'idle' ? 0 : t.state === 'running' ? 1 : 2);
+    },
   });
-  const trainingStep = new Gauge({
+  new Gauge({
     name: 'haru_training_step',
-    help: "The step a training run's trainer had reported at the monitor's last successful poll",
+    help: "The step a training run's trainer had reported at the monitor's last poll of a host heard within its stale limit and not failed",
     labelNames: ['fleet', 'domain', 'gpu'],
     registers,
+    collect() {
+      this.reset();
+      for (const h of currentHosts())
+        for (const t of h.lastStatus!.training)
+          if (typeof t.progress?.step === 'number') this.set({ ...h.labels, gpu: String(t.gpuIndex) }, t.progress.step);
+    },
   });
   const shardsHeld = new Gauge({
     name: 'haru_worker_watch_shards',
@@ -115,13 +155,17 @@ export function createWorkerMetrics(opts: { withDefaults?: boolean } = {}): Work
     labelNames: ['fleet'],
     registers,
   });
-  const lastPoll = new Gauge({
+  new Gauge({
     name: 'haru_domain_last_poll_timestamp_seconds',
-    help: "When the monitor last polled the domain's supervisor successfully (Unix seconds)",
+    help: "When the monitor last heard the domain's supervisor: the worker's receive time of the last answer that counted as a sighting (Unix seconds)",
     labelNames: ['fleet', 'domain'],
     registers,
+    collect() {
+      this.reset();
+      for (const h of hosts.values()) if (h.lastSeenAt !== null) this.set(h.labels, Date.parse(h.lastSeenAt) / 1000);
+    },
   });
-  // The monitor's series are set at every poll (hundreds a second): each labelled child is looked up once,
+  // The poll counter is bumped at every poll (hundreds a second): each labelled child is looked up once,
   // not validated and hashed by prom-client at every set.
   const childrenOf = <C>(labelNames: readonly string[], make: (labels: Record<string, string>) => C) => {
     const children = new Map<string, C>();
@@ -133,10 +177,6 @@ export function createWorkerMetrics(opts: { withDefaults?: boolean } = {}): Work
     };
   };
   const pollsOf = childrenOf(['fleet', 'domain', 'outcome'], (l) => polls.labels(l));
-  const lastPollOf = childrenOf(['fleet', 'domain'], (l) => lastPoll.labels(l));
-  const modelAwakeOf = childrenOf(['fleet', 'domain', 'model'], (l) => modelAwake.labels(l));
-  const trainingStateOf = childrenOf(['fleet', 'domain', 'gpu'], (l) => trainingState.labels(l));
-  const trainingStepOf = childrenOf(['fleet', 'domain', 'gpu'], (l) => trainingStep.labels(l));
   return {
     registry,
     domainPolled: (labels) => pollsOf(labels).inc(),
@@ -160,15 +200,10 @@ export function createWorkerMetrics(opts: { withDefaults?: boolean } = {}): Work
     knowActivityTypes(types) {
       for (const activity of types) for (const outcome of EXECUTION_OUTCOMES) executions.inc({ activity, outcome }, 0);
     },
-    hostObserved(labels, status) {
-      lastPollOf(labels).set(Date.parse(status.at) / 1000);
-      for (const m of status.models)
-        modelAwakeOf({ ...labels, model: m.name }).set(m.state === 'awake' ? 1 : m.state === 'asleep' ? 0 : -1);
-      for (const t of status.training) {
-        const gpu = { ...labels, gpu: String(t.gpuIndex) };
-        trainingStateOf(gpu).set(t.state === 'idle' ? 0 : t.state === 'running' ? 1 : 2);
-        if (typeof t.progress?.step === 'number') trainingStepOf(gpu).set(t.progress.step);
-      }
+    hostObserved(labels, { status, ...observed }) {
+      const key = `${labels.fleet}\u0000${labels.domain}`;
+      const lastStatus = status ?? hosts.get(key)?.lastStatus ?? null;
+      hosts.set(key, { labels, ...observed, lastStatus });
     },
     activityInterceptor: (ctx) => ({
       inbound: {

@@ -2,6 +2,7 @@ import { Router } from 'express';
 import type { RouteIntent } from '../../schemas/route-intent';
 import type { FleetSnapshot } from '../../schemas/entities';
 import { routeTargets } from '../../core/route-eligibility';
+import { sightedFleet } from '../../core/sighting';
 import { activeDomain } from '../proxy/route-table';
 import { routingHeaders } from '../proxy/inference';
 import { controlStoreTimeoutMs, loadFleet, param, type RouteContext } from './context';
@@ -41,10 +42,11 @@ export function fleetRoutes(ctx: RouteContext): Router {
   const router = Router();
   router.get('/v1/fleets', async (_req, res) => {
     const fleets = await storeDeadline(ctx.store.fleets.list(), controlStoreTimeoutMs(ctx.config));
-    res.json({ fleets });
+    const now = ctx.now();
+    res.json({ fleets: fleets.map((f) => sightedFleet(f, now)) });
   });
   router.get('/v1/fleets/:fleet', async (req, res) => {
-    res.json(await loadFleet(ctx, param(req, 'fleet')));
+    res.json(sightedFleet(await loadFleet(ctx, param(req, 'fleet')), ctx.now()));
   });
   // A fresh read through the routing cache: it must keep answering (stale) while the store is down.
   router.get('/v1/fleets/:fleet/route-intent', async (req, res) => {

@@ -89,7 +89,7 @@ export function statusRoutes(ctx: RouteContext, hosts: HostReader): Router {
       fleetId: fleet.id,
       fleetSlug: fleet.slug,
       at: now.toISOString(),
-      domains: fleet.domains.map((d) => polledDomain(d, now)),
+      domains: fleet.domains.map((d) => polledDomain(d, fleet.policy.heartbeatStaleMs, now)),
       monitor,
       monitorLook: monitorLook(monitor?.checkedAt ?? null, now, monitorStaleAfterMs(fleet.policy)),
     };
@@ -106,7 +106,7 @@ export function statusRoutes(ctx: RouteContext, hosts: HostReader): Router {
       fleetId: fleet.id,
       fleetSlug: fleet.slug,
       at: now.toISOString(),
-      domain: polledDomain(domain, now),
+      domain: polledDomain(domain, fleet.policy.heartbeatStaleMs, now),
       host,
     };
     res.json(body);

@@ -2,6 +2,7 @@ import { type Command, Option } from 'commander';
 import {
   eventListResponseSchema,
   fleetListResponseSchema,
+  fleetStatusSchema,
   operationDetailSchema,
   operationListResponseSchema,
   promoteResponseSchema,
@@ -103,7 +104,7 @@ export function register(program: Command): void {
     .option('--json', 'print JSON (the fleet, with lastFailedOperation)')
     .action(async (ref: string, opts: { json?: boolean }) => {
       const api = client();
-      const snapshot = await api.get(fleetPath(ref), fleetSnapshotSchema);
+      const snapshot = await api.get(fleetPath(ref), fleetStatusSchema);
       const recent = await api.get(`${fleetPath(ref)}/operations?limit=20`, operationListResponseSchema);
       const lastFailed = lastFailedOperation(recent.operations);
       if (opts.json) return json({ ...snapshot, lastFailedOperation: lastFailed });

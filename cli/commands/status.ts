@@ -22,7 +22,9 @@ function progress(p: TrainingProgress['progress']): string | null {
   const loss = p.loss === null ? '' : ` loss ${p.loss.toPrecision(4)}`;
   return `${p.step}${p.totalSteps === null ? '' : `/${p.totalSteps}`}${loss}${age}`;
 }
-const lastPoll = (d: PolledDomain) => (d.lastSeenAt ? `${d.lastSeenAt} (${formatAge(d.lastSeenAgeMs)} ago)` : 'never');
+/** When the watcher last heard the domain and how long ago; `STALE` once past the fleet's stale limit. */
+const lastPoll = (d: PolledDomain) =>
+  `${d.lastSeenAt ? `${d.lastSeenAt} (${formatAge(d.lastSeenAgeMs)} ago)` : 'never'}${d.isStale ? ' STALE' : ''}`;
 
 /** `haru fleet health` as a human reads it: the monitor's look and its age, then each domain's last poll. */
 export function formatFleetHealth(h: FleetHealthResponse): string {
@@ -44,7 +46,7 @@ export function formatFleetHealth(h: FleetHealthResponse): string {
   lines.push('');
   lines.push(
     table(
-      ['DOMAIN', 'ROLE', 'STATE', 'MONITOR SAYS', 'LAST POLL', 'FAILURES', 'LAST ERROR'],
+      ['DOMAIN', 'ROLE', 'STATE', 'MONITOR SAYS', 'LAST HEARD', 'FAILURES', 'LAST ERROR'],
       h.domains.map((d) => {
         const a = assessed.get(d.id);
         return [

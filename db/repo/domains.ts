@@ -17,6 +17,12 @@ export interface PollResult {
    * (every port it serves on refused), so the monitor need not wait out the threshold's intervals.
    */
   failures?: number;
+  /**
+   * A failed poll only: the poller's last sighting of the domain that it did not write (a success within the
+   * refresh interval, `needsPollWrite`). The stored sighting moves up to it, never back, so the row says when
+   * a host that then died was last heard, as the poller knew it, not up to one refresh interval earlier.
+   */
+  lastSeenAt?: Date;
 }
 
 export type DomainRepo = ReturnType<typeof createDomainRepo>;
@@ -98,6 +104,9 @@ export function createDomainRepo({ db, now }: RepoDeps) {
         : {
             consecutiveFailures: sql`${domains.consecutiveFailures} + ${poll.failures ?? 1}::int`,
             lastError: poll.error ?? 'poll failed',
+            ...(poll.lastSeenAt
+              ? { lastSeenAt: sql`greatest(${domains.lastSeenAt}, ${timestampParam(poll.lastSeenAt)})` }
+              : {}),
           };
       const [row] = isUuid(domainId)
         ? await db
@@ -136,7 +145,7 @@ export function createDomainRepo({ db, now }: RepoDeps) {
           : await db
               .update(domains)
               .set({
-                lastSeenAt: sql`case when v.ok then v.at else ${domains.lastSeenAt} end`,
+                lastSeenAt: sql`case when v.ok then v.at else greatest(${domains.lastSeenAt}, v.seen) end`,
                 consecutiveFailures: sql`case when v.ok then 0 else ${domains.consecutiveFailures} + v.failures end`,
                 lastError: sql`case when v.ok then null else v.error end`,
                 updatedAt: now(),
@@ -145,10 +154,10 @@ export function createDomainRepo({ db, now }: RepoDeps) {
                 sql`(values ${sql.join(
                   valid.map(
                     (p) =>
-                      sql`(${p.domainId}::uuid, ${p.ok}::boolean, ${timestampParam(p.at)}, ${p.ok ? null : (p.error ?? 'poll failed')}::text, ${p.failures ?? 1}::int)`,
+                      sql`(${p.domainId}::uuid, ${p.ok}::boolean, ${timestampParam(p.at)}, ${p.ok ? null : (p.error ?? 'poll failed')}::text, ${p.failures ?? 1}::int, ${!p.ok && p.lastSeenAt ? timestampParam(p.lastSeenAt) : sql`null::timestamptz`})`,
                   ),
                   sql`, `,
-                )}) as v(id, ok, at, error, failures)`,
+                )}) as v(id, ok, at, error, failures, seen)`,
               )
               .where(eq(domains.id, sql`v.id`))
               .returning(getTableColumns(domains));
