@@ -1,9 +1,8 @@
 import { describeInFlight, type InFlight } from './drain';
 
 /**
- * The message each step records when it succeeds (the `operation.step` event). Shared by the step
- * activities, which record their own progress, and by the workflows' path for histories recorded before
- * they did (see `STEPS_RECORD_THEMSELVES` in workflows/operation-runtime.ts). Pure: safe in both places.
+ * The message each step records when it succeeds (the `operation.step` event), written by the step
+ * activities, which record their own progress (activities/step-journal.ts).
  */
 export const stepMessages = {
   stopTraining: (r: { trainerPids: readonly number[] }) =>

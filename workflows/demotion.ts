@@ -1,10 +1,9 @@
-import { ApplicationFailure, patched } from '@temporalio/workflow';
+import { ApplicationFailure, setCurrentDetails } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { FailureType } from '../schemas/failures';
 import type { FleetPolicy } from '../schemas/policy';
 import { controlActivities, fingerprintTaking, stepActivities } from './activity-options';
 import type { DemotionInput, DemotionResult } from './definitions';
-import { stepMessages } from '../core/step-messages';
 import { planDemotion } from '../core/step-plan';
 import { isHostUnreachable } from './failure-info';
 import { createOperationRuntime, type OperationRuntime, StepFailure } from './operation-runtime';
@@ -18,7 +17,7 @@ import { createOperationRuntime, type OperationRuntime, StepFailure } from './op
 export async function demotionWorkflow(input: DemotionInput): Promise<DemotionResult> {
   const { fleetId, operationId, domainId } = input;
   const control = controlActivities();
-  const op = createOperationRuntime({ fleetId, operationId: operationId ?? null, domainId, kind: 'demote', control });
+  const op = createOperationRuntime({ fleetId, operationId: operationId ?? null, domainId, kind: 'demote' });
 
   const target = await op.begin(() => demotionTarget(input, control));
   if (target.state !== 'running') return { domainId, state: target.state, drained: null };
@@ -32,10 +31,14 @@ export async function demotionWorkflow(input: DemotionInput): Promise<DemotionRe
     drained = await standDown(op, steps, policy, fleetId, domainId);
   } catch (err) {
     if (!(err instanceof StepFailure)) throw err;
-    // A promotion's child whose host is gone: the promotion records it; the execution is no failure.
-    // Histories from before the patch failed here.
-    if (!operationId && !err.isAbort && isHostUnreachable(err.info) && patched(UNREACHABLE_COMPLETES_PATCH)) {
+    // A promotion's child whose host is gone (routine after an auto-failover): the promotion records it; the
+    // execution completes with state `unreachable`, no failure.
+    if (!operationId && !err.isAbort && isHostUnreachable(err.info)) {
       op.setPhase('failed');
+      // Completed, yet not a demotion: the Web UI's page says so beside the green status.
+      setCurrentDetails(
+        `**Not demoted**: the host did not answer at step ${err.step} (${err.info.message}); left as it was.`,
+      );
       return {
         domainId,
         state: 'unreachable',
@@ -48,12 +51,6 @@ export async function demotionWorkflow(input: DemotionInput): Promise<DemotionRe
   await op.finishSucceeded();
   return { domainId, state: 'succeeded', drained };
 }
-
-/**
- * Patch id: a promotion's demotion child whose host does not answer completes with state `unreachable`
- * instead of failing the execution (a dead old active is routine after an auto-failover).
- */
-export const UNREACHABLE_COMPLETES_PATCH = 'demotion-unreachable-completes';
 
 interface DemotionTarget {
   state: 'running' | 'succeeded' | 'failed' | 'cancelled';
@@ -87,18 +84,14 @@ async function standDown(
   fleetId: string,
   domainId: string,
 ): Promise<boolean> {
-  const drain = await op.step(
-    'drain',
-    (journal) => steps.drainDomain({ domainId, timeoutMs: policy.drainTimeoutMs, journal }),
-    stepMessages.drainDomain,
+  const drain = await op.step('drain', (journal) =>
+    steps.drainDomain({ domainId, timeoutMs: policy.drainTimeoutMs, journal }),
   );
-  await op.step(
-    'sleepModels',
-    (journal) => steps.sleepModels({ fleetId, domainId, journal, fingerprint: fingerprintTaking(policy) }),
-    stepMessages.sleepModels,
+  await op.step('sleepModels', (journal) =>
+    steps.sleepModels({ fleetId, domainId, journal, fingerprint: fingerprintTaking(policy) }),
   );
   if (!op.isStepSkipped('startTraining')) {
-    await op.step('startTraining', (journal) => steps.startTraining({ domainId, journal }), stepMessages.startTraining);
+    await op.step('startTraining', (journal) => steps.startTraining({ domainId, journal }));
   }
   return drain.drained;
 }

@@ -6,7 +6,6 @@ import {
   condition,
   isCancellation,
   log,
-  patched,
   setHandler,
   sleep,
 } from '@temporalio/workflow';
@@ -46,7 +45,6 @@ export interface OperationRuntimeOptions {
   operationId: string | null;
   domainId: string;
   kind: 'promote' | 'demote';
-  control: Activities;
 }
 
 /** How a workflow names itself in the failure it ends with: `promotion failed at …`, `PromotionAborted`. */
@@ -54,19 +52,6 @@ const WORKFLOW_NAMES = {
   promote: { noun: 'promotion', type: 'Promotion' },
   demote: { noun: 'demotion', type: 'Demotion' },
 } as const;
-
-/**
- * Patch id: step activities record their own `started`/`succeeded` (one round trip per step instead of
- * three). Executions recorded before it keep the workflow-side records when they replay.
- */
-export const STEPS_RECORD_THEMSELVES = 'steps-record-themselves';
-
-/**
- * Patch id: the operation's own records outlast a store outage. A bookkeeping call whose budget is spent
- * is called again after a pause instead of failing the execution (which skipped compensation and left
- * the row `running`). Executions recorded before it replay with one bounded call.
- */
-export const BOOKKEEPING_OUTLASTS_STORE = 'bookkeeping-outlasts-store-outages';
 
 /** The pause between two bookkeeping calls that each spent their budget on an unreachable store. */
 const BOOKKEEPING_PAUSE = '5s';
@@ -99,10 +84,7 @@ export function createOperationRuntime(opts: OperationRuntimeOptions) {
   let abortReason: string | null = null;
   let isAbortable = true;
   const names = WORKFLOW_NAMES[opts.kind];
-  // Decided once, before the first command: an execution either always or never lets steps record themselves.
-  const stepsRecordThemselves = patched(STEPS_RECORD_THEMSELVES);
-  const outlastsOutages = patched(BOOKKEEPING_OUTLASTS_STORE);
-  let bookkeeper = outlastsOutages ? bookkeepingActivities(DEFAULT_BOOKKEEPING_BUDGET_MS) : opts.control;
+  let bookkeeper = bookkeepingActivities(DEFAULT_BOOKKEEPING_BUDGET_MS);
   setHandler(progressQuery, () => progress);
   setHandler(abortSignal, (request) => {
     abortReason ??= request?.reason ?? 'abort requested';
@@ -110,8 +92,9 @@ export function createOperationRuntime(opts: OperationRuntimeOptions) {
   });
 
   /**
-   * The one way the operation writes its own records: never cancelled, and, once patched, made again
-   * after a pause for as long as the store stays unreachable.
+   * The one way the operation writes its own records: never cancelled, and made again after a pause for as
+   * long as the store stays unreachable (a call that failed the execution would skip compensation and leave
+   * the row `running`).
    */
   const bookkeep = <T>(what: string, write: (store: Activities) => Promise<T>): Promise<T> =>
     CancellationScope.nonCancellable(async () => {
@@ -119,7 +102,7 @@ export function createOperationRuntime(opts: OperationRuntimeOptions) {
         try {
           return await write(bookkeeper);
         } catch (err) {
-          if (!outlastsOutages || !isOutage(err)) throw err;
+          if (!isOutage(err)) throw err;
           log.warn('state store unreachable for bookkeeping; calling again', {
             fleetId: opts.fleetId,
             operationId: opts.operationId,
@@ -168,8 +151,8 @@ export function createOperationRuntime(opts: OperationRuntimeOptions) {
 
   /**
    * The one way a step runs: refused at once while an abort is pending, tracked in `progress`, a failure
-   * recorded and thrown as StepFailure. `work` records the step's start and success (in its activity, or
-   * through `recordedHere`).
+   * recorded and thrown as StepFailure. `work` records the step's start and success (in its step activity's
+   * journal, or through `recordedHere`).
    */
   async function execute<T>(step: string, work: () => Promise<T>): Promise<T> {
     if (isAbortable && abortReason !== null) {
@@ -238,8 +221,7 @@ export function createOperationRuntime(opts: OperationRuntimeOptions) {
     /** Gives bookkeeping calls the fleet policy's budget (known once the operation has begun). */
     usePolicy(policy: FleetPolicy): void {
       // A policy recorded before the field existed has none: the default applies.
-      if (outlastsOutages)
-        bookkeeper = bookkeepingActivities(policy.bookkeepingBudgetMs ?? DEFAULT_BOOKKEEPING_BUDGET_MS);
+      bookkeeper = bookkeepingActivities(policy.bookkeepingBudgetMs ?? DEFAULT_BOOKKEEPING_BUDGET_MS);
     },
     /**
      * A read or write of the store the workflow needs in order to go on (the commit re-read): outlasts an
@@ -282,13 +264,7 @@ export function createOperationRuntime(opts: OperationRuntimeOptions) {
      * Runs one step activity that records its own `started` and `succeeded` (activities/step-journal.ts):
      * `call` gets the journal to pass it. Failures and a pending abort are handled as in `run`.
      */
-    step<T>(
-      step: string,
-      call: (journal: StepJournal | undefined) => Promise<T>,
-      describe: (result: T) => string,
-    ): Promise<T> {
-      // Executions recorded before steps recorded themselves replay with the workflow recording them, via `describe`.
-      if (!stepsRecordThemselves) return run(step, () => call(undefined), describe);
+    step<T>(step: string, call: (journal: StepJournal) => Promise<T>): Promise<T> {
       const journal: StepJournal = {
         fleetId: opts.fleetId,
         operationId: opts.operationId,

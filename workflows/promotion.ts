@@ -1,12 +1,4 @@
-import {
-  ApplicationFailure,
-  CancellationScope,
-  condition,
-  getExternalWorkflowHandle,
-  log,
-  patched,
-  setHandler,
-} from '@temporalio/workflow';
+import { ApplicationFailure, condition, getExternalWorkflowHandle, log, setHandler } from '@temporalio/workflow';
 import type { BeginOperationResult } from '../activities/fleet-store';
 import { FailureType } from '../schemas/failures';
 import type { FleetPolicy } from '../schemas/policy';
@@ -15,7 +7,6 @@ import type { demotionWorkflow } from './demotion';
 import { releaseAtCommitSignal, type PromotionInput, type PromotionResult } from './definitions';
 import { afterFailedCommit } from '../core/commit-retry';
 import { startedSteps } from '../core/operation-progress';
-import { stepMessages } from '../core/step-messages';
 import { compensationFor, planPromotion, type PromotionStep } from '../core/step-plan';
 import { isHostUnreachable } from './failure-info';
 import { createOperationRuntime, type OperationRuntime, StepFailure } from './operation-runtime';
@@ -34,7 +25,7 @@ type Steps = ReturnType<typeof stepActivities>;
 export async function promotionWorkflow(input: PromotionInput): Promise<PromotionResult> {
   const { fleetId, operationId, targetDomainId } = input;
   const control = controlActivities();
-  const op = createOperationRuntime({ fleetId, operationId, domainId: targetDomainId, kind: 'promote', control });
+  const op = createOperationRuntime({ fleetId, operationId, domainId: targetDomainId, kind: 'promote' });
   let releaseReason: string | null = null;
   setHandler(releaseAtCommitSignal, (request) => void (releaseReason ??= request.reason));
 
@@ -89,19 +80,15 @@ export async function promotionWorkflow(input: PromotionInput): Promise<Promotio
 }
 
 /**
- * Patch id: a failed commit step re-reads the operation before compensating. A commit whose answer was
- * lost (the worker died after the statement, or the step budget ran out on a slow store) has moved the
- * pointer: the promotion then goes on to the demotion instead of failing with routing moved.
+ * The commit that happened although its step failed, or null when routing did not move. A commit whose
+ * answer was lost (the worker died after the statement, or the step budget ran out on a slow store) has
+ * moved the pointer: the promotion then goes on to the demotion instead of failing with routing moved.
  */
-export const COMMIT_REREAD_PATCH = 'commit-outcome-reread';
-
-/** The commit that happened although its step failed, or null when routing did not move. */
 async function committedAnyway(
   input: PromotionInput,
   op: OperationRuntime,
   failure: StepFailure,
 ): Promise<{ routeRevision: number } | null> {
-  if (!patched(COMMIT_REREAD_PATCH)) return null;
   const outcome = await op.bookkeep('commit re-read', (store) =>
     store.readRoutingOutcome({ fleetId: input.fleetId, operationId: input.operationId }),
   );
@@ -139,10 +126,8 @@ async function commitRouting(
     try {
       // Every round after the first proves again that the target serves: it waited out the outage unrouted.
       if (round > 1) await probeTarget(op, steps, policy, targetDomainId);
-      return await op.step(
-        'commitRouting',
-        (journal) => steps.commitRouting({ fleetId, operationId, expectedActiveDomainId, targetDomainId, journal }),
-        stepMessages.commitRouting,
+      return await op.step('commitRouting', (journal) =>
+        steps.commitRouting({ fleetId, operationId, expectedActiveDomainId, targetDomainId, journal }),
       );
     } catch (err) {
       if (!(err instanceof StepFailure)) throw err;
@@ -169,47 +154,42 @@ async function commitRouting(
 async function prepareTarget(op: OperationRuntime, steps: Steps, policy: FleetPolicy, domainId: string): Promise<void> {
   let trainerPids: number[] = [];
   if (!op.isStepSkipped('stopTraining')) {
-    const stopped = await op.step(
-      'stopTraining',
-      (journal) => steps.stopTraining({ domainId, graceMs: policy.trainingStopGraceMs, journal }),
-      stepMessages.stopTraining,
+    const stopped = await op.step('stopTraining', (journal) =>
+      steps.stopTraining({ domainId, graceMs: policy.trainingStopGraceMs, journal }),
     );
     trainerPids = stopped.trainerPids;
   }
   if (!op.isStepSkipped('verifyGpuReleased')) {
-    await op.step(
-      'verifyGpuReleased',
-      (journal) =>
-        steps.verifyGpuReleased({ domainId, trainerPids, maxUsedRatio: policy.maxUsedRatioForWake, journal }),
-      stepMessages.verifyGpuReleased,
+    await op.step('verifyGpuReleased', (journal) =>
+      steps.verifyGpuReleased({ domainId, trainerPids, maxUsedRatio: policy.maxUsedRatioForWake, journal }),
     );
   }
   if (!op.isStepSkipped('wakeModels')) {
-    await op.step('wakeModels', (journal) => steps.wakeModels({ domainId, journal }), stepMessages.wakeModels);
+    await op.step('wakeModels', (journal) => steps.wakeModels({ domainId, journal }));
   }
   if (!op.isStepSkipped('probeModels')) await probeTarget(op, steps, policy, domainId);
 }
 
 /** Step 4: every model of the target answers a synthetic completion, as the proxy will reach it. */
 async function probeTarget(op: OperationRuntime, steps: Steps, policy: FleetPolicy, domainId: string): Promise<void> {
-  await op.step(
-    'probeModels',
-    (journal) =>
-      steps.probeModels({
-        domainId,
-        prompt: policy.probe.prompt,
-        maxTokens: policy.probe.maxTokens,
-        timeoutMs: probeRequestTimeoutMs(policy),
-        fingerprint: policy.probe.fingerprint,
-        journal,
-      }),
-    stepMessages.probeModels,
+  await op.step('probeModels', (journal) =>
+    steps.probeModels({
+      domainId,
+      prompt: policy.probe.prompt,
+      maxTokens: policy.probe.maxTokens,
+      timeoutMs: probeRequestTimeoutMs(policy),
+      fingerprint: policy.probe.fingerprint,
+      journal,
+    }),
   );
 }
 
 /**
  * The promotion stopped before routing moved: put the target back on standby (models asleep, training
- * running), end the operation as failed or cancelled, and fail this execution with the reason.
+ * running) once stopping its training began, end the operation as failed or cancelled, and fail this
+ * execution with the reason. Compensation puts the target back from what its supervisor shows, per GPU and
+ * per model (`restoreStandby`), so one dead model does not stop it on every GPU, and it runs even when the
+ * row was closed meanwhile.
  */
 async function abandon(
   input: PromotionInput,
@@ -221,7 +201,7 @@ async function abandon(
   const { fleetId, operationId, targetDomainId: domainId } = input;
   op.closeAbortWindow();
   const actions = compensationFor(startedSteps(op.progress) as PromotionStep[]);
-  if (actions.length > 0 && patched(COMPENSATE_FROM_OBSERVED_STATE)) {
+  if (actions.length > 0) {
     op.setPhase('compensating');
     await op.compensate(
       'compensate',
@@ -237,24 +217,6 @@ async function abandon(
           ? `target back on standby (${describeRestore(r)})`
           : `target partly back on standby (${describeRestore(r)}); not restored: ${r.problems.join('; ')}`,
     );
-  } else if (actions.length > 0) {
-    op.setPhase('compensating');
-    try {
-      await CancellationScope.nonCancellable(() =>
-        op.run(
-          'compensate',
-          async () => {
-            if (actions.includes('sleepModels')) await steps.sleepModels({ fleetId, domainId });
-            if (actions.includes('startTraining')) await steps.startTraining({ domainId });
-            return {};
-          },
-          () => `target back on standby (${actions.join(', ')})`,
-        ),
-      );
-    } catch (err) {
-      if (!(err instanceof StepFailure)) throw err;
-      log.error('compensation failed', { fleetId, operationId, domainId, error: err.message });
-    }
   }
   return op.finishFailed(failure);
 }
@@ -263,13 +225,6 @@ const slugsOfBegin = (begin: BeginOperationResult) => ({
   fleet: begin.fleetSlug,
   domain: begin.fromDomainSlug ?? undefined,
 });
-
-/**
- * Patch id: compensation puts the target back from what its supervisor shows, per GPU and per model
- * (`restoreStandby`), and runs even when the row was closed meanwhile. Executions recorded before it
- * replay the sleep-then-train compensation, which one dead model stopped on every GPU.
- */
-export const COMPENSATE_FROM_OBSERVED_STATE = 'compensate-from-observed-state';
 
 const describeRestore = (r: { sleptGpus: number[]; trainingStartedGpus: number[] }): string =>
   [

@@ -1,9 +1,9 @@
 /**
  * Recorded histories of real runs (test 1's promotion, test 4's auto-failover promotion and its monitor, a
- * watch shard across checkpoints) replay with the current workflow code, and so do those recorded before the
- * step activities recorded their own progress (`*-before-steps-recorded-themselves.json`): the workflows'
- * unpatched paths. A change to the commands a workflow issues fails here: put it behind `patched()` or
- * re-record deliberately with HARU_RECORD_HISTORIES=1 (see test/workflows/histories/).
+ * watch shard across checkpoints) replay with the current workflow code. They are the 1.0 baseline, recorded
+ * with no patch in the code. A change to the commands a workflow issues fails here: put it behind
+ * `patched('<id>')` (docs/architecture.md §4.9), or re-record deliberately with HARU_RECORD_HISTORIES=1 once
+ * no execution from before the change can be running.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -16,12 +16,10 @@ const fixtures = readdirSync(HISTORIES_DIR).filter((f) => f.endsWith('.json'));
 
 beforeAll(() => quietRuntime());
 
-it('has the recorded histories of a promotion, an auto-failover, a monitor and a watch shard, from before and after their patches', () => {
+it('has the recorded histories of a promotion, an auto-failover, a monitor and a watch shard', () => {
   expect(fixtures.sort()).toEqual([
-    'auto-failover-promotion-before-steps-recorded-themselves.json',
     'auto-failover-promotion.json',
     'fleet-monitor.json',
-    'promotion-before-steps-recorded-themselves.json',
     'promotion.json',
     'watch-shard.json',
   ]);
