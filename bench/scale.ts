@@ -11,6 +11,13 @@
  *   npm run bench:scale -- [--fleets 1,10,100] [--without-monitors] [--workers 1] [--heartbeat-ms 500]
  *                          [--sim-process] [--sim-processes N] [--idle-only] [--split-tiers]
  *                          [--without-training] [--idle-seconds 10]
+ *                          [--region-death] [--killed-share 1] [--client-every-ms 1000]
+ *
+ * `--region-death` (bench/support/region-death.ts): instead of requested promotions, auto-failover on and a
+ * client per fleet sending through `haru api`'s proxy, the actives of `--killed-share` of the fleets (all by
+ * default) die at once (their sim host processes SIGKILLed with `--sim-process`); reports, per killed fleet and
+ * as p50/p99, kill -> decision, -> commit, -> first answer from the new active, client errors after the kill,
+ * healthy domains marked failed, and the control plane's CPU and the workers' event-loop lag meanwhile.
  *
  * The simulated domains of all fleets live in this process (bench/support/sim-host.ts), or with
  * `--sim-process` in a child process of their own (needed for 1,000 fleets); trainers are real processes.
@@ -33,6 +40,8 @@ import { cpuMs, databaseCpuSince } from './support/cpu';
 import { printTimeline } from './support/history';
 import { type HaruProcess, startHaruProcess } from './support/processes';
 import { printTable, writeResult } from './support/report';
+import { runRegionDeath, type RegionDeathRun } from './support/region-death';
+import type { RegionFleet } from './support/region-death-figures';
 import { type SimHost, startSimHost, startSimHostProcess } from './support/sim-host';
 import { startBenchStack } from './support/stack';
 import { eventually } from '../test/support/eventually';
@@ -75,6 +84,12 @@ const { values: args } = parseArgs({
     'idle-only': { type: 'boolean', default: false },
     /** Length of the idle sample (seconds). */
     'idle-seconds': { type: 'string', default: '10' },
+    /** Kill the actives' hosts instead of requesting promotions: the monitors fail the fleets over. */
+    'region-death': { type: 'boolean', default: false },
+    /** With `--region-death`: the share of the fleets whose active dies (the first ones); the rest keep serving. */
+    'killed-share': { type: 'string', default: '1' },
+    /** With `--region-death`: each fleet's client sends a request this often (ms). */
+    'client-every-ms': { type: 'string', default: '1000' },
   },
 });
 const WORKER_COUNT = Number(args.workers);
@@ -82,6 +97,8 @@ const HEARTBEAT_MS = args['heartbeat-ms'] ? Number(args['heartbeat-ms']) : undef
 const FLEET_COUNTS = args.fleets.split(',').map(Number);
 const IDLE_SAMPLE_MS = Number(args['idle-seconds']) * 1000;
 const SIM_PROCESSES = Number(args['sim-processes']);
+const REGION_DEATH = args['region-death'];
+const MODEL = 'scale-model';
 
 interface ScaleFigures {
   fleets: number;
@@ -119,6 +136,8 @@ interface ScaleFigures {
   /** CPU time per promotion (everything else on the machine counts too: Postgres, trainers, other jobs). */
   cpuPerPromotionMs: { worker: number; temporalServer: number | null; simHostAndBench: number };
   monitors: boolean;
+  /** With `--region-death`: what the region's death did (no promotions requested then). */
+  regionDeath?: RegionDeathRun;
 }
 
 /** A free port not handed out before in this process (the OS may offer a just-released port twice). */
@@ -189,14 +208,15 @@ async function layouts(count: number, stateDir: string, run: string): Promise<Fl
   for (let i = 0; i < count; i += 1) {
     const layout = await twoDomainLayout({
       slug: `scale-${run}-${i}`,
-      model: 'scale-model',
+      model: MODEL,
       stateDir: path.join(stateDir, `f${i}`),
       servingPath: '/v1',
       withTraining: !args['without-training'],
       port: uniquePort,
-      // Monitors watch but never promote on their own: the benchmark starts every promotion itself.
+      // Monitors watch but never promote on their own (the benchmark starts every promotion itself), unless
+      // a region dies: then finding and failing over the dead actives is theirs.
       policy: {
-        autoFailover: false,
+        autoFailover: REGION_DEATH,
         ...(HEARTBEAT_MS ? { heartbeatIntervalMs: HEARTBEAT_MS, heartbeatStaleMs: 10 * HEARTBEAT_MS } : {}),
       },
     });
@@ -252,17 +272,26 @@ async function oneScale(
       standby: (_f: string, d: string) => d === 'west',
       nodeArgs: profileArgs(),
     };
-    // With --sim-process, the fleets dealt round-robin over SIM_PROCESSES processes of their own.
-    const hosts: (SimHost & { pid?: number })[] = args['sim-process']
-      ? await Promise.all(
-          Array.from({ length: Math.min(SIM_PROCESSES, count) }, (_, i) =>
-            startSimHostProcess({
-              ...hostOptions,
-              layouts: fleetLayouts.filter((_l, j) => j % SIM_PROCESSES === i),
-            }),
+    // With --region-death the dying actives are hosts of their own, so that killing them kills nothing else.
+    const killedCount = REGION_DEATH ? Math.ceil(count * Number(args['killed-share'])) : 0;
+    const killedSlugs = new Set(fleetLayouts.slice(0, killedCount).map((l) => l.fleet.slug));
+    const inRegion = (f: string, d: string) => d === 'east' && killedSlugs.has(f);
+    const groups = REGION_DEATH ? [inRegion, (f: string, d: string) => !inRegion(f, d)] : [undefined];
+    // With --sim-process, each group's fleets dealt round-robin over SIM_PROCESSES processes of their own.
+    const hostGroups: (SimHost & { pid?: number })[][] = await Promise.all(
+      groups.map(async (runs) => {
+        const served = runs
+          ? fleetLayouts.filter((l) => l.domains.some((d) => runs(l.fleet.slug, d.slug)))
+          : fleetLayouts;
+        if (!args['sim-process']) return [await startSimHost({ ...hostOptions, layouts: served, runs })];
+        return Promise.all(
+          Array.from({ length: Math.min(SIM_PROCESSES, served.length) }, (_, i) =>
+            startSimHostProcess({ ...hostOptions, layouts: served.filter((_l, j) => j % SIM_PROCESSES === i), runs }),
           ),
-        )
-      : [await startSimHost(hostOptions)];
+        );
+      }),
+    );
+    const hosts = hostGroups.flat();
     cleanups.push(() => Promise.all(hosts.map((h) => h.stop())));
     if (args['profile-dir'])
       for (const h of hosts) if (h.pid !== undefined) process.stdout.write(`sim host: pid ${h.pid}\n`);
@@ -272,14 +301,20 @@ async function oneScale(
       const own = process.cpuUsage();
       return (own.user + own.system) / 1000;
     };
-    const fleets = [];
+    const fleets: RegionFleet[] = [];
     for (const layout of fleetLayouts) {
       const { fleetId } = await seedLayout(db.store, layout);
       const snapshot = (await db.store.fleets.snapshot(fleetId))!;
       // Ready from the start (the monitors would get there with their first look; at 100 fleets on two cores
       // that first look alone takes minutes, which is not what this benchmark measures).
       for (const d of snapshot.domains) await db.store.domains.transition(d.id, 'ready');
-      fleets.push({ fleetId, westId: snapshot.domains.find((d) => d.slug === 'west')!.id });
+      fleets.push({
+        slug: layout.fleet.slug,
+        fleetId,
+        eastId: snapshot.domains.find((d) => d.slug === 'east')!.id,
+        westId: snapshot.domains.find((d) => d.slug === 'west')!.id,
+        isKilled: killedSlugs.has(layout.fleet.slug),
+      });
     }
     const taskQueue = `bench-scale-${run}`;
     // Promotions start as the API starts them; the deadline allows for hundreds of starts at once.
@@ -393,6 +428,24 @@ async function oneScale(
     };
 
     if (args['idle-only']) return idleOnly(count, idle, worker, idleCpuShare, rssBefore);
+    if (REGION_DEATH) {
+      const regionDeath = await runRegionDeath({
+        db,
+        client,
+        temporal,
+        taskQueue,
+        workers,
+        fleets,
+        dying: hostGroups[0]!,
+        // The surviving hosts and this process (the clients): a killed process's CPU reads 0 once it is gone.
+        simAndBenchCpuMs: () =>
+          cpuMs(process.pid) + (args['sim-process'] ? hostGroups[1]!.reduce((sum, h) => sum + cpuMs(h.pid!), 0) : 0),
+        model: MODEL,
+        clientEveryMs: Number(args['client-every-ms']),
+        timeline: args.timeline,
+      });
+      return { ...idleOnly(count, idle, worker, idleCpuShare, rssBefore), regionDeath };
+    }
 
     const countersBefore = await countersOf(workers);
     const commitsBefore = countersBefore.of.map((c) => c.commits);
@@ -485,6 +538,65 @@ async function oneScale(
   }
 }
 
+/** The region-death table: one row per fleet count, the killed fleets' figures in ms after the kill. */
+function printRegionDeath(all: ScaleFigures[]): void {
+  printTable(
+    `region death: the actives of ${args['killed-share']} of the fleets killed at once, auto-failover on, a client per fleet every ${args['client-every-ms']} ms; ms after the kill unless noted`,
+    [
+      'fleets',
+      'killed',
+      'decision p50',
+      'p99',
+      'commit p50',
+      'p99',
+      'first answer p50',
+      'p99',
+      'max',
+      'client errors after kill',
+      'in flight failed',
+      'not failed over once',
+      'healthy marked failed',
+      'window',
+      'CPU % workers/temporal/api/sim+bench',
+      'worker lag max / p99 ms',
+      'requests',
+    ],
+    all.flatMap((f) => {
+      const r = f.regionDeath;
+      if (!r) return [];
+      return [
+        [
+          f.fleets,
+          r.figures.killed.length,
+          fmt(r.detectionMs.p50),
+          fmt(r.detectionMs.p99),
+          fmt(r.commitMs.p50),
+          fmt(r.commitMs.p99),
+          fmt(r.firstAnswerMs.p50),
+          fmt(r.firstAnswerMs.p99),
+          fmt(r.firstAnswerMs.max),
+          r.clientErrors,
+          r.inFlightErrors,
+          r.notFailedOverOnce,
+          r.figures.healthyMarkedFailed.length,
+          fmt(r.windowMs),
+          [r.cpuPercent.workers, r.cpuPercent.temporalServer, r.cpuPercent.api, r.cpuPercent.simHostsAndBench]
+            .map((v) => fmt(v))
+            .join(' / '),
+          `${fmt(r.workerLagMs.max)} / ${fmt(r.workerLagMs.p99OfMaxima)}`,
+          r.requests,
+        ],
+      ];
+    }),
+  );
+  for (const f of all)
+    for (const line of [
+      ...(f.regionDeath?.figures.healthyMarkedFailed.map((h) => `${h.fleet} ${h.domain}: ${h.message}`) ?? []),
+      ...(f.regionDeath?.figures.errorSamples ?? []),
+    ])
+      process.stdout.write(`${f.fleets} fleets: ${line}\n`);
+}
+
 async function main(): Promise<void> {
   const { temporal, client, connection, bundle, stop } = await startBenchStack();
   const all: ScaleFigures[] = [];
@@ -564,6 +676,7 @@ async function main(): Promise<void> {
       fmt(f.cpuPerPromotionMs.simHostAndBench),
     ]),
   );
+  if (REGION_DEATH) printRegionDeath(all);
   const file = writeResult('scale', {
     options: {
       fleets: FLEET_COUNTS,
@@ -576,6 +689,9 @@ async function main(): Promise<void> {
       withoutTraining: args['without-training'],
       idleOnly: args['idle-only'],
       idleSeconds: IDLE_SAMPLE_MS / 1000,
+      regionDeath: REGION_DEATH,
+      killedShare: REGION_DEATH ? Number(args['killed-share']) : null,
+      clientEveryMs: REGION_DEATH ? Number(args['client-every-ms']) : null,
     },
     results: all,
   });

@@ -37,7 +37,10 @@ export interface RegionDeathFigures {
   killed: KilledFleetFigures[];
   /** Over the fleets whose active lived: their requests that failed after the kill, and their operations. */
   survivors: { clientErrors: number; operations: number };
-  /** `domain.state` events that marked a domain failed, other than the killed actives (the target is 0). */
+  /**
+   * `domain.state` events that marked a domain failed, other than the killed actives after their kill (the
+   * target is 0).
+   */
   healthyMarkedFailed: { fleet: string; domain: string; message: string }[];
   /** The first few distinct client errors after the kill. */
   errorSamples: string[];
@@ -61,8 +64,10 @@ export async function regionDeathFigures(
       store.operations.list(f.fleetId, { limit: 1_000 }),
       store.events.list(f.fleetId, { limit: 10_000 }),
     ]);
+    // A killed active marked failed before its kill was healthy then.
+    const wasHealthy = (domainId: string, at: string) => !killedIds.has(domainId) || Date.parse(at) < killAt;
     for (const e of events)
-      if (e.type === 'domain.state' && e.data.to === 'failed' && e.domainId && !killedIds.has(e.domainId))
+      if (e.type === 'domain.state' && e.data.to === 'failed' && e.domainId && wasHealthy(e.domainId, e.createdAt))
         healthyMarkedFailed.push({
           fleet: f.slug,
           domain: e.domainId === f.eastId ? 'east' : 'west',
