@@ -6,13 +6,13 @@ import path from 'node:path';
 export const PROJECT_ROOT = path.resolve(__dirname, '..');
 
 /**
- * Finds the `temporal` CLI: `TEMPORAL_CLI` if set, else PATH, else `.haru/tools/bin/temporal` (put there
- * by `npm run setup`). Returns null when none runs.
+ * Finds the `temporal` CLI: `configured` (the dev stack's TEMPORAL_CLI) if given, else PATH, else
+ * `.haru/tools/bin/temporal` (put there by `npm run setup`). Returns null when none runs.
  */
-export function findTemporalCli(env: NodeJS.ProcessEnv = process.env): string | null {
+export function findTemporalCli(configured?: string): string | null {
   const candidates: string[] = [];
-  if (env.TEMPORAL_CLI) candidates.push(env.TEMPORAL_CLI);
-  const which = spawnSync('sh', ['-c', 'command -v temporal'], { encoding: 'utf8', env });
+  if (configured) candidates.push(configured);
+  const which = spawnSync('sh', ['-c', 'command -v temporal'], { encoding: 'utf8' });
   if (which.status === 0 && which.stdout.trim()) candidates.push(which.stdout.trim());
   candidates.push(path.join(PROJECT_ROOT, '.haru', 'tools', 'bin', 'temporal'));
   for (const candidate of candidates) {

@@ -30,6 +30,8 @@ export interface DevServerOptions {
   detached?: boolean;
   /** Extra namespaces to create at launch (`default` always exists). */
   namespaces?: string[];
+  /** The `temporal` CLI to run (the dev stack's TEMPORAL_CLI); default: found as findTemporalCli finds it. */
+  cli?: string;
 }
 
 export interface DevServer {
@@ -45,7 +47,7 @@ export interface DevServer {
  * Throws with the CLI's output when it exits early or never becomes ready.
  */
 export async function startTemporalDevServer(options: DevServerOptions): Promise<DevServer> {
-  const cli = findTemporalCli();
+  const cli = findTemporalCli(options.cli);
   if (!cli) throw new Error(TEMPORAL_MISSING_MESSAGE);
   const ip = options.ip ?? '127.0.0.1';
   const args = ['server', 'start-dev', '--ip', ip, '--port', String(options.port), '--log-level', 'warn'];

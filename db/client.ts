@@ -40,7 +40,10 @@ export interface CreateDatabaseOptions {
    * `databaseUrl` goes through a transaction-mode pooler. Default: `databaseUrl`.
    */
   listenUrl?: string;
-  /** libpq's PGSSLROOTCERT/PGSSLCERT/PGSSLKEY, for URLs whose sslmode verifies (default: process.env). */
+  /**
+   * libpq's PGSSLROOTCERT/PGSSLCERT/PGSSLKEY from the process's parsed environment, for URLs whose sslmode
+   * verifies (default: none, the URL's own parameters only).
+   */
   tlsEnv?: PostgresTlsEnv;
 }
 
@@ -55,27 +58,23 @@ export async function createDatabase(opts: CreateDatabaseOptions): Promise<HaruD
   return createPgliteDatabase(opts.dataDir);
 }
 
-const postgresUrls = new WeakMap<HaruDatabase, string>();
-
-/** The URL a postgres-kind database was opened with (for side connections such as a migration lock). */
-export const postgresUrlOf = (database: HaruDatabase): string | undefined => postgresUrls.get(database);
-
 /**
  * A postgres.js client with Haru's defaults: notices (e.g. "already exists, skipping") are not errors, and
- * the URL's libpq TLS parameters are honoured (`postgresConnectTarget`; `urlVar` names the URL in errors).
+ * the URL's libpq TLS parameters are honoured (`postgresConnectTarget`).
  */
-export function connectPostgres(
-  url: string,
-  max: number,
-  opts: { urlVar?: string; tlsEnv?: PostgresTlsEnv } = {},
-): postgres.Sql {
-  return connectTarget(postgresConnectTarget(url, opts.urlVar ?? 'DATABASE_URL', opts.tlsEnv ?? process.env), max);
-}
-
 const connectTarget = (target: PostgresConnectTarget, max: number) =>
   postgres(target.url, { max, ssl: target.ssl, onnotice: () => {} });
 
 const tlsTargets = new WeakMap<HaruDatabase, PostgresConnectTarget>();
+
+/**
+ * One more session to the server a postgres-kind `database` was opened on, with its URL and TLS settings (a
+ * migration lock's own connection); undefined for the embedded database.
+ */
+export function sideConnection(database: HaruDatabase, max: number): postgres.Sql | undefined {
+  const target = tlsTargets.get(database);
+  return target && connectTarget(target, max);
+}
 
 /**
  * `err` from a query on `database`, as a ConfigError naming the TLS setting to fix when the server's
@@ -87,7 +86,7 @@ export function explainStoreError(database: HaruDatabase, err: unknown): unknown
 }
 
 function createPostgresDatabase(url: string, max: number, opts: CreateDatabaseOptions): HaruDatabase {
-  const tlsEnv = opts.tlsEnv ?? process.env;
+  const tlsEnv = opts.tlsEnv ?? {};
   const target = postgresConnectTarget(url, 'DATABASE_URL', tlsEnv);
   const sql = connectTarget(target, max);
   // LISTEN needs a session of its own; through a transaction pooler it must go to the direct endpoint.
@@ -121,7 +120,6 @@ function createPostgresDatabase(url: string, max: number, opts: CreateDatabaseOp
       return closed;
     },
   };
-  postgresUrls.set(database, url);
   tlsTargets.set(database, target);
   return database;
 }

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { blankable } from '../schemas/env';
+import { postgresTlsEnvShape, type PostgresTlsEnv } from './postgres-tls';
 
 /**
  * Where the state store lives, from the environment: `DATABASE_URL` (postgres:// or postgresql://) for a
@@ -18,6 +19,8 @@ export const dbEnvSchema = z.object({
       .optional(),
   ),
   HARU_STATE_DIR: blankable(z.string().default('.haru')),
+  /** libpq's PGSSLROOTCERT, PGSSLCERT, PGSSLKEY for a DATABASE_URL with sslmode. */
+  ...postgresTlsEnvShape,
 });
 export type DbEnv = z.infer<typeof dbEnvSchema>;
 
@@ -25,12 +28,14 @@ export type DbEnv = z.infer<typeof dbEnvSchema>;
 export interface DbConfig {
   databaseUrl?: string;
   dataDir: string;
+  tlsEnv: PostgresTlsEnv;
 }
 
 /** DbConfig from parsed env; `cwd` anchors a relative HARU_STATE_DIR. */
 export const dbConfigFromEnv = (env: DbEnv, cwd: string): DbConfig => ({
   ...(env.DATABASE_URL ? { databaseUrl: env.DATABASE_URL } : {}),
   dataDir: path.resolve(cwd, env.HARU_STATE_DIR, 'pgdata'),
+  tlsEnv: { PGSSLROOTCERT: env.PGSSLROOTCERT, PGSSLCERT: env.PGSSLCERT, PGSSLKEY: env.PGSSLKEY },
 });
 
 /** Where the store is, for messages: the URL without its password, or the data directory. */

@@ -35,8 +35,9 @@ import {
   tsEntry,
 } from './processes';
 import { writeControlFile } from './vllm/control';
+import type { SimSupervisorTls } from './config';
 
-export { killSimDomain, SIM_STATE_FILE, simDomainMarker, type SimFaults };
+export { killSimDomain, SIM_STATE_FILE, simDomainMarker, type SimFaults, type SimSupervisorTls };
 
 /** The fake nvidia-smi executable (what HARU_GPU_SMI points at in a simulated domain). */
 export const SIM_NVIDIA_SMI = path.join(REPO_ROOT, 'sim/bin/nvidia-smi');
@@ -71,40 +72,8 @@ export interface SimDomainOptions {
    * variable (`SIM_VLLM_API_KEY_ENV`), as an operator's would.
    */
   vllmApiKey?: string;
-  /**
-   * HTTPS for the supervisor, as `haru supervisor` takes it (default: HARU_SUPERVISOR_TLS_CERT_FILE, …_KEY_FILE,
-   * …_CLIENT_CA_FILE and HARU_SUPERVISOR_CLIENT_CERT_FILE/…_KEY_FILE of this process's environment).
-   */
+  /** HTTPS for the supervisor, as `haru supervisor` takes it (`haru sim domain`: simSupervisorTls, sim/config.ts). */
   tls?: SimSupervisorTls;
-}
-
-/**
- * A simulated supervisor's HTTPS: its certificate and key and, to require client certificates (mTLS) like the
- * real one, the CA they must come from, with the client certificate the simulator's own start-up checks present.
- */
-export interface SimSupervisorTls {
-  certFile: string;
-  keyFile: string;
-  clientCaFile?: string;
-  clientCertFile?: string;
-  clientKeyFile?: string;
-}
-
-/** The TLS settings of `haru sim domain` from its environment; undefined without a certificate. */
-export function simSupervisorTlsFromEnv(env: NodeJS.ProcessEnv): SimSupervisorTls | undefined {
-  const value = (name: string) => env[name]?.trim() || undefined;
-  const certFile = value('HARU_SUPERVISOR_TLS_CERT_FILE');
-  const keyFile = value('HARU_SUPERVISOR_TLS_KEY_FILE');
-  const clientCaFile = value('HARU_SUPERVISOR_TLS_CLIENT_CA_FILE');
-  // Anything half-set is the supervisor's to refuse at start, naming the variable: pass it on as given.
-  if (!certFile && !keyFile && !clientCaFile) return undefined;
-  return {
-    certFile: certFile ?? '',
-    keyFile: keyFile ?? '',
-    clientCaFile,
-    clientCertFile: value('HARU_SUPERVISOR_CLIENT_CERT_FILE'),
-    clientKeyFile: value('HARU_SUPERVISOR_CLIENT_KEY_FILE'),
-  };
 }
 
 /**
@@ -182,7 +151,7 @@ export async function startSimDomain(opts: SimDomainOptions): Promise<SimDomain>
   const baseEnv: NodeJS.ProcessEnv = { ...process.env, HARU_SIM_GPU_STATE: gpuStateDir, [SIM_MARKER_ENV]: marker };
   delete baseEnv.HARU_SUPERVISOR_TOKEN;
   delete baseEnv.HARU_SUPERVISOR_CONFIG;
-  const tls = opts.tls ?? simSupervisorTlsFromEnv(process.env);
+  const tls = opts.tls;
   for (const name of TLS_ENV) delete baseEnv[name];
   const ownSupervisor = ownSupervisorAgent(tls);
   const children: SimChild[] = [];

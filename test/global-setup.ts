@@ -15,7 +15,12 @@ export default async function globalSetup(): Promise<void> {
   const runDir = mkdtempSync(path.join(os.tmpdir(), 'haru-test-'));
   process.env.HARU_TEST_RUN_DIR = runDir;
   if (!process.env.TEMPORAL_TEST_ADDRESS) {
-    const server = await startTemporalDevServer({ port: await freePort(), headless: true, startTimeoutMs: 90_000 });
+    const server = await startTemporalDevServer({
+      port: await freePort(),
+      headless: true,
+      startTimeoutMs: 90_000,
+      cli: process.env.TEMPORAL_CLI,
+    });
     process.env.TEMPORAL_TEST_ADDRESS = server.address;
     (globalThis as { __haruTemporal?: typeof server }).__haruTemporal = server;
   }

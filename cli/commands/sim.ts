@@ -8,8 +8,9 @@ import { type Command, InvalidArgumentError } from 'commander';
 import { integerArg } from '../arguments';
 import { domainToken } from '../../clients/supervisor-access';
 import { secretFromEnv } from '../../lib/secret-file';
-import { ConfigError, formatZodError } from '../../schemas/env';
+import { ConfigError, formatZodError, parseEnv } from '../../schemas/env';
 import { type FleetLayout, fleetLayoutSchema } from '../../schemas/layout';
+import { simEnvSchema, simSupervisorTls } from '../../sim/config';
 import { killSimDomain, startSimDomain } from '../../sim/domain';
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
@@ -71,6 +72,8 @@ export function register(program: Command): void {
         standby?: boolean;
       }) => {
         const layout = readLayoutFile(opts.layout);
+        const env = parseEnv(simEnvSchema, process.env, 'simulated host');
+        // The raw environment too: a layout may name the domain's token variable (`supervisor.tokenEnv`).
         const token = simSupervisorToken(layout, opts.domain, process.env);
         const stateDir = opts.stateDir ?? defaultStateDir(opts.domain);
         const domain = await startSimDomain({
@@ -82,6 +85,7 @@ export function register(program: Command): void {
           supervisorToken: token,
           host: opts.host,
           role: opts.standby ? 'standby' : 'active',
+          tls: simSupervisorTls(env),
         });
         out(
           `simulated domain ${domain.domainSlug} (${opts.standby ? 'standby' : 'active'}), state in ${domain.stateDir}`,

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { resolveTemporalSettings, type TemporalSettings, temporalEnvShape } from '../../temporal/config';
+import { postgresTlsEnvShape } from '../../db/postgres-tls';
 import { blankable, parseEnv, portSchema } from '../../schemas/env';
 
 const port = (fallback: number) => blankable(portSchema.min(1).default(fallback));
@@ -9,7 +10,7 @@ const optionalString = blankable(z.string().trim().min(1).optional());
 /**
  * The environment of `haru dev`, parsed once at start (a blank variable counts as unset). The API and the
  * worker inside the dev stack also read their own tuning variables (HARU_CHAT_HOLD_MS, …) from the same
- * environment; only what the dev stack decides itself is listed here.
+ * environment (api/config.ts, workers/config.ts); only what the dev stack decides itself is listed here.
  */
 export const devEnvSchema = z.object({
   /** Local state: embedded Postgres, Temporal's SQLite file, the generated layout, logs, checkpoints. */
@@ -26,6 +27,8 @@ export const devEnvSchema = z.object({
       .regex(/^postgres(?:ql)?:\/\/\S+$/, 'must be a postgres:// or postgresql:// URL (unset: embedded database)')
       .optional(),
   ),
+  /** libpq's PGSSLROOTCERT, PGSSLCERT, PGSSLKEY for a DATABASE_URL with sslmode. */
+  ...postgresTlsEnvShape,
   /**
    * The Temporal settings every Haru process reads (TEMPORAL_ADDRESS, TEMPORAL_PROFILE, …): with an address
    * (variable or profile) the stack uses that server; without one it starts the Temporal dev server.
@@ -38,12 +41,16 @@ export const devEnvSchema = z.object({
   HARU_TEMPORAL_UI_PORT: port(8233),
   /** Where the Temporal Web UI is, for the banner when TEMPORAL_ADDRESS points at your own server. */
   HARU_TEMPORAL_UI_URL: optionalString,
+  /** The `temporal` CLI that runs the dev server (default: PATH, then `.haru/tools/bin/temporal`). */
+  TEMPORAL_CLI: optionalString,
   /** The Haru API (control plane and OpenAI-compatible proxy). */
   PORT: port(8700),
   /** The worker's Prometheus endpoint; 0 picks a free port. */
   HARU_WORKER_METRICS_PORT: blankable(portSchema.default(9464)),
   /** The Temporal SDK runtime's own Prometheus endpoint (`temporal_*`), as `haru worker` serves it; 0 turns it off. */
   HARU_WORKER_SDK_METRICS_PORT: blankable(portSchema.default(9465)),
+  /** The fleet the API serves proxy requests without `X-Haru-Fleet` for (default: the layout's fleet). */
+  HARU_DEFAULT_FLEET: optionalString,
   /** Bearer token for the API; unset leaves /v1/* open on 127.0.0.1 only (with a warning). */
   HARU_API_TOKEN: optionalString,
   /** Bearer token between the worker and the simulated supervisors; unset: loopback only, no token. */

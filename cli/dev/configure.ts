@@ -63,7 +63,7 @@ export function configureDevStack(env: NodeJS.ProcessEnv, cwd: string, projectRo
     PORT: String(e.PORT),
     HOST: '127.0.0.1',
     HARU_API_TOKEN: e.HARU_API_TOKEN ?? '',
-    HARU_DEFAULT_FLEET: env.HARU_DEFAULT_FLEET?.trim() || layout.fleet.slug,
+    HARU_DEFAULT_FLEET: e.HARU_DEFAULT_FLEET ?? layout.fleet.slug,
   });
   // Both parts connect where the stack decided (its own dev server, or the configured one).
   api.temporal = config.temporal;

@@ -85,7 +85,7 @@ async function preflight(setup: DevSetup, io: DevIo): Promise<DevRegistryHandle>
 /** Opens the state store, migrates it and applies the layout. */
 async function openStore(setup: DevSetup, cwd: string, closers: Closer[]) {
   const { config, layout } = setup;
-  const dbConfig = dbConfigFromEnv({ DATABASE_URL: config.env.DATABASE_URL, HARU_STATE_DIR: config.stateDir }, cwd);
+  const dbConfig = dbConfigFromEnv({ ...config.env, HARU_STATE_DIR: config.stateDir }, cwd);
   const database: HaruDatabase = await createDatabase(dbConfig);
   closers.push({ what: 'the state store', fn: () => database.close() });
   await migrate(database);
@@ -143,6 +143,7 @@ export async function startDevStack(
         logStream: temporalLog,
         namespaces: config.temporal.namespace === 'default' ? [] : [config.temporal.namespace],
         startTimeoutMs: 120_000,
+        cli: e.TEMPORAL_CLI,
       });
       groups.add(server.process.pid!);
       registry.add('temporal dev server', server.process.pid!, 'start-dev');
@@ -253,7 +254,7 @@ export async function startDevStack(
       if (d.state !== 'ready')
         io.err(`haru dev: domain ${d.slug} is ${d.state}${d.lastError ? `: ${d.lastError}` : ''}`);
 
-    const banner = bannerFor(setup, snapshot, { apiUrl, temporalUiUrl, cwd, env, ...metrics });
+    const banner = bannerFor(setup, snapshot, { apiUrl, temporalUiUrl, cwd, ...metrics });
     io.out(banner);
 
     let stopping: Promise<void> | undefined;
@@ -286,7 +287,6 @@ function bannerFor(
   snapshot: FleetSnapshot,
   at: Pick<BannerInfo, 'apiUrl' | 'temporalUiUrl' | 'metricsUrl' | 'sdkMetricsUrl'> & {
     cwd: string;
-    env: NodeJS.ProcessEnv;
   },
 ): string {
   const { config, layout } = setup;
@@ -294,7 +294,7 @@ function bannerFor(
   const active = slugOfActive(snapshot) ?? layout.fleet.activeDomain;
   const activeLayout = layout.domains.find((d) => d.slug === active) ?? layout.domains[0]!;
   const model = activeLayout.slots.flatMap((s) => (s.kind === 'inference' ? s.models.map((m) => m.name) : []))[0];
-  const temporal = findTemporalCli(at.env);
+  const temporal = findTemporalCli(config.env.TEMPORAL_CLI);
   const haru = `node ${show(path.join(PROJECT_ROOT, 'bin', 'haru.js'))}`;
   // Named outright: `haru sim kill --domain X` would look in .haru/sim/X of wherever it runs.
   const simDir = show(simStateDir(config.stateDir, active));

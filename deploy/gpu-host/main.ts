@@ -23,7 +23,12 @@ import { planHost, type VllmServerPlan } from './plan';
 
 const ROOT = path.resolve(__dirname, '../..');
 
-const launcherEnvSchema = z.object({
+/**
+ * The image's own variables (deploy/README.md, "The GPU-host image"); the supervisor's are its own schema's
+ * (supervisor/config.ts), read from the same environment.
+ */
+export const gpuHostEnvSchema = z.object({
+  /** Where each vLLM server's environment file (`NAME.env`) is. */
   HARU_VLLM_ENV_DIR: z.string().min(1).default('/etc/haru/vllm'),
   /** How long one server may take to load (download included) before the host gives up. */
   HARU_VLLM_READY_TIMEOUT_S: z.coerce.number().int().positive().default(1800),
@@ -40,7 +45,7 @@ interface Running {
 /** Runs the host until a process exits (exit 1) or a signal stops it (exit 0). */
 export async function runHost(env: NodeJS.ProcessEnv): Promise<never> {
   const logger = createJsonLogger({ write: (line) => process.stdout.write(line), base: { component: 'gpu-host' } });
-  const settings = parseEnv(launcherEnvSchema, env, 'GPU host');
+  const settings = parseEnv(gpuHostEnvSchema, env, 'GPU host');
   const supervisorEnv = loadSupervisorEnv(env);
   const config = loadSupervisorConfig(supervisorEnv.HARU_SUPERVISOR_CONFIG, (file) => readFileSync(file, 'utf8'));
   const plan = planHost(config, (name) => readFileSync(path.join(settings.HARU_VLLM_ENV_DIR, `${name}.env`), 'utf8'));

@@ -8,9 +8,17 @@
  * Prints one JSON line `{"event":"listening",...}` when ready; exits 0 on SIGTERM/SIGINT.
  */
 import { parseArgs } from 'node:util';
+import { z } from 'zod';
+import { blankable, parseEnv } from '../../schemas/env';
 import { createFakeVllm } from './server';
 
-export async function runFakeVllm(argv: string[]): Promise<void> {
+/** The one variable a fake vLLM reads, as `vllm serve` does: the key `--api-key` gives when it is absent. */
+export const fakeVllmEnvSchema = z.object({
+  VLLM_API_KEY: blankable(z.string().min(1).optional()),
+});
+
+export async function runFakeVllm(argv: string[], env: NodeJS.ProcessEnv = {}): Promise<void> {
+  const settings = parseEnv(fakeVllmEnvSchema, env, 'fake vLLM');
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -54,7 +62,7 @@ export async function runFakeVllm(argv: string[]): Promise<void> {
       return { name: name!, path: rest.join('=') || name! };
     }),
     // As `vllm serve`: --api-key, else VLLM_API_KEY.
-    apiKey: values['api-key'] ?? (process.env.VLLM_API_KEY || undefined),
+    apiKey: values['api-key'] ?? settings.VLLM_API_KEY,
     maxNumSeqs: num(values['max-num-seqs']),
     sleepDelayMs: num(values['sleep-delay-ms']),
     firstSleepDelayMs: num(values['first-sleep-delay-ms']),
@@ -72,7 +80,7 @@ export async function runFakeVllm(argv: string[]): Promise<void> {
 }
 
 if (require.main === module) {
-  runFakeVllm(process.argv.slice(2)).catch((err: Error) => {
+  runFakeVllm(process.argv.slice(2), process.env).catch((err: Error) => {
     process.stderr.write(`fake vllm: ${err.message}\n`);
     process.exit(1);
   });

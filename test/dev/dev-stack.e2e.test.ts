@@ -244,7 +244,7 @@ describe('haru dev, end to end', () => {
   });
 
   it('shows the completed promotion in `temporal workflow list`', async () => {
-    const temporal = findTemporalCli();
+    const temporal = findTemporalCli(process.env.TEMPORAL_CLI);
     expect(temporal).not.toBeNull();
     const { operations } = (await (await fetch(`${apiUrl}/v1/fleets/dev/operations?limit=1`)).json()) as {
       operations: { id: string; fleetId: string; kind: string; state: string }[];

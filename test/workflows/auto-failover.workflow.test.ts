@@ -112,7 +112,7 @@ it('4. kills the active host; the monitor fails it and promotes the standby with
 });
 
 describe('6. through the temporal CLI', () => {
-  const cli = findTemporalCli();
+  const cli = findTemporalCli(process.env.TEMPORAL_CLI);
   const temporal = async (...args: string[]) => {
     if (!cli) throw new Error(TEMPORAL_MISSING_MESSAGE);
     const { stdout } = await run(
