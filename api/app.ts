@@ -96,7 +96,6 @@ export function createApp(deps: ApiDeps): ApiApp {
   const cache = createRoutingCache({
     store: deps.store,
     ttlMs: config.HARU_SNAPSHOT_CACHE_TTL_MS,
-    maxEntries: config.HARU_SNAPSHOT_CACHE_MAX,
     storeTimeoutMs: config.HARU_STORE_TIMEOUT_MS,
     now,
     logger,
@@ -118,7 +117,6 @@ export function createApp(deps: ApiDeps): ApiApp {
     inFlight: createInFlightRegistry({ cache, logger }),
     monitorSignals: createMonitorSignals({
       checkNow: (fleetId) => deps.orchestrator.checkNow(fleetId),
-      debounceMs: config.HARU_CHECK_NOW_DEBOUNCE_MS,
       announceServedAnswer:
         deps.store.domains && ((domainId, at) => deps.store.domains!.announceServedAnswer(domainId, at)),
       now,

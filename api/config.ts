@@ -77,13 +77,10 @@ export const apiConfigSchema = z.object({
    */
   HARU_RESEND_MAX_BODY_BYTES: blankable(positiveInt.default(1 * MIB)),
   HARU_SNAPSHOT_CACHE_TTL_MS: blankable(positiveMsSchema.default(2_000)),
-  HARU_SNAPSHOT_CACHE_MAX: blankable(positiveInt.default(1_000)),
   /** Bound on one routing read from the store; past it the last known routing is served as stale. */
   HARU_STORE_TIMEOUT_MS: blankable(positiveMsSchema.default(500)),
   /** Bound on one Temporal call; past it the route answers 503 `orchestrator_unavailable`. */
   HARU_TEMPORAL_TIMEOUT_MS: blankable(positiveMsSchema.default(5_000)),
-  /** Minimum gap between two passive `checkNow` signals for one fleet. */
-  HARU_CHECK_NOW_DEBOUNCE_MS: blankable(positiveMsSchema.default(1_000)),
   /** How long `POST /reconcile` waits for the monitor's fresh poll before answering. */
   HARU_RECONCILE_WAIT_MS: blankable(z.coerce.number().int().min(0).default(3_000)),
   /** Poll interval of `GET /events?follow=1`. */

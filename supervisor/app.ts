@@ -42,8 +42,6 @@ export interface SupervisorAppDeps {
   vllm: VllmClient;
   /** What /v1/status answers from (refreshed in the background; never waits on a slow vLLM). */
   statusView: StatusView;
-  /** The most /v1/status waits for the refresh it starts. */
-  statusFreshWaitMs: number;
   metrics: SupervisorMetrics;
   logger: Logger;
   now: () => Date;
@@ -110,7 +108,7 @@ export function createApp(deps: SupervisorAppDeps): express.Express {
   v1.get(
     '/status',
     route(async (_req, res) => {
-      const models = await deps.statusView.snapshot(deps.statusFreshWaitMs);
+      const models = await deps.statusView.snapshot();
       metrics.observeModels(models);
       const body: SupervisorStatus = { models, training: training.status(), at: now().toISOString() };
       res.json(body);

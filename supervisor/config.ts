@@ -39,15 +39,6 @@ export const supervisorEnvSchema = z.object({
    * prints host pids, mapped through it into the container's (NSpid). Unset in a container: no pid is matched.
    */
   HARU_HOST_PROC: blankable(z.string().optional()),
-  HARU_GPU_SMI_TIMEOUT_MS: blankable(positiveMsSchema.default(10_000)),
-  /** Timeout of short vLLM calls (is_sleeping, metrics, reset_prefix_cache). */
-  HARU_VLLM_TIMEOUT_MS: blankable(positiveMsSchema.default(5_000)),
-  /** How often the status view re-reads every vLLM server in the background (/v1/status answers from it). */
-  HARU_STATUS_REFRESH_MS: blankable(positiveMsSchema.default(1_000)),
-  /** The most a /v1/status request waits for the refresh it starts before answering from the view as it is. */
-  HARU_STATUS_FRESH_WAIT_MS: blankable(z.coerce.number().int().min(0).max(10_000).default(200)),
-  /** A vLLM read unanswered this long makes its model `busy` in the status (it is not abandoned). */
-  HARU_VLLM_SLOW_MS: blankable(positiveMsSchema.default(1_000)),
   /**
    * Requests in an awake engine with no progress for this long make its model `wedged`; an idle one gets a
    * synthetic completion every half of it, answered within the other half (supervisor/engine-progress.ts).
@@ -57,8 +48,6 @@ export const supervisorEnvSchema = z.object({
   HARU_VLLM_WAKE_TIMEOUT_MS: blankable(positiveMsSchema.default(300_000)),
   /** On its own SIGTERM the supervisor stops every training run with this grace, then exits. */
   HARU_SUPERVISOR_SHUTDOWN_GRACE_MS: blankable(z.coerce.number().int().min(0).default(10_000)),
-  /** Grace used when a run's leader exits on its own and its process group still has members. */
-  HARU_TRAINING_ORPHAN_GRACE_MS: blankable(z.coerce.number().int().min(0).default(10_000)),
   LOG_LEVEL: blankable(z.enum(['debug', 'info', 'warn', 'error']).default('info')),
 });
 export type SupervisorEnv = z.infer<typeof supervisorEnvSchema>;

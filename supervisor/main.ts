@@ -81,13 +81,11 @@ export async function startSupervisor(
     vendor: settings.HARU_GPU_VENDOR,
     exec: execFileTool,
     binary: settings.HARU_GPU_SMI,
-    timeoutMs: settings.HARU_GPU_SMI_TIMEOUT_MS,
     mig: migSlots,
     hostProc: settings.HARU_HOST_PROC,
   });
   await gpu.checkConfig();
   const vllm = createVllmClient({
-    timeoutMs: settings.HARU_VLLM_TIMEOUT_MS,
     wakeTimeoutMs: settings.HARU_VLLM_WAKE_TIMEOUT_MS,
     apiKeys: resolveVllmApiKeys(config, env, (file) => readFileSync(file, 'utf8')),
   });
@@ -110,7 +108,6 @@ export async function startSupervisor(
     now,
     logger,
     output: opts.trainingOutput ?? 'inherit',
-    orphanGraceMs: settings.HARU_TRAINING_ORPHAN_GRACE_MS,
     onExit: (gpu, exit) =>
       metrics.trainingExits.inc({ gpu: String(gpu), how: exit.signal ?? `code ${exit.code ?? 'unknown'}` }),
   });
@@ -121,10 +118,9 @@ export async function startSupervisor(
     logger,
     listeners,
     now,
-    slowMs: settings.HARU_VLLM_SLOW_MS,
     wedgeMs: settings.HARU_VLLM_WEDGE_MS,
   });
-  statusView.start(settings.HARU_STATUS_REFRESH_MS);
+  statusView.start();
   const metrics = createSupervisorMetrics({ trainingStatus: () => training.status(), defaults: true });
   const app = createApp({
     token,
@@ -136,7 +132,6 @@ export async function startSupervisor(
     listeners,
     vllm,
     statusView,
-    statusFreshWaitMs: settings.HARU_STATUS_FRESH_WAIT_MS,
     metrics,
     logger,
     now,

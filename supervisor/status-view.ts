@@ -19,6 +19,24 @@ import type { ListenerTable } from './listeners';
 import { describeVllmStatus } from '../schemas/probe-answer';
 import { VllmError, type VllmClient, type VllmErrorKind } from './vllm';
 
+/**
+ * A vLLM read unanswered this long makes its model `busy`: a healthy loopback read takes milliseconds, so a
+ * second means the engine's event loop is behind (a long prefill, a burst), which the monitor tells from dead.
+ */
+export const SLOW_READ_MS = 1_000;
+
+/**
+ * How often the view re-reads every vLLM server in the background: the monitor's own polls (every 500 ms by
+ * default) keep it fresher still, so this only matters for a host nobody is asking.
+ */
+export const STATUS_REFRESH_MS = 1_000;
+
+/**
+ * The most a /v1/status request waits for the refresh it starts before answering from the view as it is: the
+ * monitor polls every 500 ms and must get an answer in time even from a host whose vLLM reads are slow.
+ */
+export const STATUS_FRESH_WAIT_MS = 200;
+
 /** The last answer of one endpoint and when it came. */
 interface Reading<T> {
   value: T;
@@ -58,8 +76,8 @@ export interface StatusViewDeps {
   vllm: VllmClient;
   listeners: ListenerTable;
   now: () => Date;
-  /** A read unanswered for this long (or one that timed out) makes its model `busy`. */
-  slowMs: number;
+  /** A read unanswered for this long (or one that timed out) makes its model `busy` (default SLOW_READ_MS). */
+  slowMs?: number;
   /**
    * A model's HTTP reads start at most this often (default 0: at every refresh, what a real host does, so its
    * status is as fresh as the monitor asks). The benchmarks' simulated hosts, hundreds in one process, set it
@@ -92,6 +110,7 @@ const errorOf = (err: unknown): Pick<Outcome, 'kind' | 'message'> =>
  * serving the port, stopped or not; `/health`) is kept apart from model state (sleep state, requests).
  */
 export function createStatusView(deps: StatusViewDeps) {
+  const slowMs = deps.slowMs ?? SLOW_READ_MS;
   const { vllm, listeners } = deps;
   const nowMs = () => deps.now().getTime();
   const views = new Map<string, ModelView>(
@@ -236,7 +255,7 @@ export function createStatusView(deps: StatusViewDeps) {
     if (latest && !latest.ok && latest.kind === 'refused' && !(pids && pids.length > 0)) return 'gone';
     // Before busy: a stuck engine core also leaves /is_sleeping unanswered while /metrics still speaks.
     if (engine) return engine.condition;
-    const isSlow = Object.values(view.inFlightSinceMs).some((since) => at - since >= deps.slowMs);
+    const isSlow = Object.values(view.inFlightSinceMs).some((since) => at - since >= slowMs);
     if (isSlow || outcomes.some((o) => !o.ok && o.kind === 'timeout')) return 'busy';
     if (outcomes.length === 0) return 'unknown';
     return 'ready';
@@ -255,7 +274,7 @@ export function createStatusView(deps: StatusViewDeps) {
     const failed = view.outcomes.sleeping?.ok === false ? view.outcomes.sleeping : null;
     const slowSince = view.inFlightSinceMs.sleeping;
     const slow =
-      slowSince !== undefined && at - slowSince >= deps.slowMs
+      slowSince !== undefined && at - slowSince >= slowMs
         ? `GET /is_sleeping on port ${model.port} unanswered for ${at - slowSince} ms`
         : null;
     const known = condition !== 'gone' && view.sleeping;
@@ -298,7 +317,7 @@ export function createStatusView(deps: StatusViewDeps) {
      * (every 500 ms by default) its requests keep the view fresh, and a tick would only double vLLM's admin
      * reads.
      */
-    start(refreshMs: number) {
+    start(refreshMs = STATUS_REFRESH_MS) {
       void refresh();
       const staleMs = Math.floor(refreshMs * 0.9);
       timer ??= setInterval(() => {
@@ -317,7 +336,7 @@ export function createStatusView(deps: StatusViewDeps) {
      * Every model as the view holds it now, after waiting at most `freshWaitMs` for a refresh this call
      * starts (so an idle host answers with fresh figures and a busy one answers in time regardless).
      */
-    async snapshot(freshWaitMs: number): Promise<ModelStatus[]> {
+    async snapshot(freshWaitMs = STATUS_FRESH_WAIT_MS): Promise<ModelStatus[]> {
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([refresh(), new Promise((resolve) => (timer = setTimeout(resolve, freshWaitMs)))]);
       clearTimeout(timer);
@@ -352,7 +371,7 @@ export function createObservedInference(deps: {
   logger: Logger;
   listeners: ListenerTable;
   now: () => Date;
-  slowMs: number;
+  slowMs?: number;
   minReadIntervalMs?: number;
   wedgeMs?: number;
 }) {

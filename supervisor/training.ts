@@ -71,6 +71,12 @@ export function buildTrainingEnv(
   return env;
 }
 
+/**
+ * Grace given to what is left of a run's process group once its leader exited on its own (DataLoader workers,
+ * a launcher's children): the same ten seconds the supervisor's own shutdown gives a run by default.
+ */
+export const ORPHAN_GRACE_MS = 10_000;
+
 export interface TrainingManagerDeps {
   slots: TrainingSlot[];
   /** The supervisor's environment (secrets are stripped per run). */
@@ -82,8 +88,8 @@ export interface TrainingManagerDeps {
   logger: Logger;
   /** Where a run's stdout/stderr go. */
   output?: 'inherit' | 'ignore';
-  /** Grace given to what is left of a group after its leader exits on its own. */
-  orphanGraceMs: number;
+  /** Grace given to what is left of a group after its leader exits on its own (default ORPHAN_GRACE_MS). */
+  orphanGraceMs?: number;
   /** How often a group is checked for remaining members once its leader is gone. */
   pollMs?: number;
   /** Called once per finished run (metrics). */
@@ -359,7 +365,7 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
     if (run.state === 'running') run.endedOnItsOwn = true;
     // Members left behind (dataloaders, launched workers) may still hold VRAM: they get the orphan grace.
     if (run.state === 'running' && members(run).length > 0) {
-      beginStop(run, deps.orphanGraceMs, 'leader exited');
+      beginStop(run, deps.orphanGraceMs ?? ORPHAN_GRACE_MS, 'leader exited');
     } else if (run.state === 'stopping') {
       signalAll(run, 'SIGTERM'); // the leader had its turn: now the rest of the run
     }

@@ -22,11 +22,17 @@ export class VllmError extends Error {
   }
 }
 
+/**
+ * Timeout of the short vLLM calls (version, is_sleeping, health, metrics, reset_prefix_cache): a loopback call a
+ * healthy server answers in milliseconds, and one a busy engine delays still comes back well within it.
+ */
+export const VLLM_CALL_TIMEOUT_MS = 5_000;
+
 export interface VllmClientOptions {
   /** The connection pool (default: a keep-alive Agent of this client's own). */
   dispatcher?: Dispatcher;
-  /** Timeout of short calls: is_sleeping, metrics, reset_prefix_cache. */
-  timeoutMs: number;
+  /** Timeout of short calls: is_sleeping, metrics, reset_prefix_cache (default VLLM_CALL_TIMEOUT_MS). */
+  timeoutMs?: number;
   /** Timeout of each sleep, wake_up and collective_rpc call. */
   wakeTimeoutMs: number;
   /** The `--api-key` of the server on each port that has one: a bearer token on every call to that port. */
@@ -55,6 +61,7 @@ export function createVllmClient(opts: VllmClientOptions) {
   // supervisor several times the CPU of the calls themselves. Each call ends at its own deadline whatever phase
   // it is in (`bound`); the connect timeout bounds how long a connect it abandoned keeps a socket.
   const dispatcher = opts.dispatcher ?? new Agent({ keepAliveTimeout: 10_000, connect: { timeout: 5_000 } });
+  const shortTimeoutMs = opts.timeoutMs ?? VLLM_CALL_TIMEOUT_MS;
 
   async function call(
     port: number,
@@ -132,7 +139,7 @@ export function createVllmClient(opts: VllmClientOptions) {
     },
     /** `GET /version`: the server's vLLM version (`{"version": "0.17.1"}`); throws VllmError otherwise. */
     async version(port: number): Promise<string> {
-      const text = await expectOk(port, 'GET', '/version', opts.timeoutMs);
+      const text = await expectOk(port, 'GET', '/version', shortTimeoutMs);
       let body: unknown = null;
       try {
         body = JSON.parse(text);
@@ -159,7 +166,7 @@ export function createVllmClient(opts: VllmClientOptions) {
      * vllm/engine/protocol.py); an empty 200, as vllm/entrypoints/serve/cache/api_router.py sends, is success.
      */
     async resetPrefixCache(port: number): Promise<boolean> {
-      const text = await expectOk(port, 'POST', '/reset_prefix_cache', opts.timeoutMs);
+      const text = await expectOk(port, 'POST', '/reset_prefix_cache', shortTimeoutMs);
       try {
         return (JSON.parse(text) as { success?: unknown })?.success !== false;
       } catch {
@@ -168,7 +175,7 @@ export function createVllmClient(opts: VllmClientOptions) {
     },
     /** `GET /is_sleeping`, parsed. Throws VllmError when unreachable or the body is not `{is_sleeping: bool}`. */
     async isSleeping(port: number): Promise<boolean> {
-      const text = await expectOk(port, 'GET', '/is_sleeping', opts.timeoutMs);
+      const text = await expectOk(port, 'GET', '/is_sleeping', shortTimeoutMs);
       let parsed: z.ZodSafeParseResult<{ is_sleeping: boolean }>;
       try {
         parsed = isSleepingSchema.safeParse(JSON.parse(text));
@@ -182,11 +189,11 @@ export function createVllmClient(opts: VllmClientOptions) {
     },
     /** `GET /health`: resolves on 200 (vLLM answers it from the API server after asking the engine core). */
     async health(port: number): Promise<void> {
-      await expectOk(port, 'GET', '/health', opts.timeoutMs);
+      await expectOk(port, 'GET', '/health', shortTimeoutMs);
     },
     /** `GET /metrics`, parsed into samples. */
     async metrics(port: number): Promise<PromSample[]> {
-      return parsePrometheusText(await expectOk(port, 'GET', '/metrics', opts.timeoutMs));
+      return parsePrometheusText(await expectOk(port, 'GET', '/metrics', shortTimeoutMs));
     },
     /**
      * `POST /v1/chat/completions` with `body`, bounded by `timeoutMs` (a timeout throws VllmError). Any HTTP

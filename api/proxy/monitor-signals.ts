@@ -13,9 +13,16 @@ export interface MonitorSignals {
   servedAnswer(domainId: string): boolean;
 }
 
+/**
+ * Least time between two `checkNow` signals for one fleet: a burst of failed requests costs the monitor one
+ * extra poll, and the monitor's own cadence (500 ms) covers anything sooner.
+ */
+export const CHECK_NOW_DEBOUNCE_MS = 1_000;
+
 export function createMonitorSignals(opts: {
   checkNow: (fleetId: string) => Promise<void>;
-  debounceMs: number;
+  /** Default CHECK_NOW_DEBOUNCE_MS. */
+  debounceMs?: number;
   /** Publishes a served answer (the store's `announceServedAnswer`); absent: served answers are not announced. */
   announceServedAnswer?: (domainId: string, at: Date) => Promise<void>;
   servedAnswerDebounceMs?: number;
@@ -44,7 +51,7 @@ export function createMonitorSignals(opts: {
     upstreamFailed(fleetId) {
       const t = now();
       const previous = lastFailure.get(fleetId);
-      if (previous !== undefined && t - previous < opts.debounceMs) return false;
+      if (previous !== undefined && t - previous < (opts.debounceMs ?? CHECK_NOW_DEBOUNCE_MS)) return false;
       lastFailure.set(fleetId, t);
       if (lastFailure.size > 10_000) lastFailure.clear(); // bounded; losing debounce state only costs one extra signal
       opts.checkNow(fleetId).then(

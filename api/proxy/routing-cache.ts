@@ -10,13 +10,22 @@ export interface Routing {
   stale: boolean;
 }
 
+/**
+ * Fleets kept in the routing cache (and unknown names remembered): a snapshot is a few KiB, and an API serves
+ * far fewer fleets than this; past it the least recently used is read from the store again.
+ */
+export const ROUTING_CACHE_MAX_FLEETS = 1_000;
+
 export interface RoutingCacheOptions {
   /** Only the routing reads: the cache never writes. */
   store: { fleets: Pick<ApiStore['fleets'], 'list' | 'snapshot' | 'routeRevision'> };
   /** An entry younger than this is used without touching the store. */
   ttlMs: number;
-  /** Most fleets cached (and most unknown names remembered); the least recently used is evicted first. */
-  maxEntries: number;
+  /**
+   * Most fleets cached (and most unknown names remembered); the least recently used is evicted first. Default
+   * ROUTING_CACHE_MAX_FLEETS.
+   */
+  maxEntries?: number;
   /** How long a name the store does not know answers `fleet_not_found` without a store read (default ttlMs). */
   missTtlMs?: number;
   /** Bound on one store read; past it the last known routing is served (stale). */
@@ -62,6 +71,7 @@ const FULL_RELOAD_TTLS = 10;
 /** Creates the bounded LRU snapshot cache the proxy routes from. */
 export function createRoutingCache(opts: RoutingCacheOptions): RoutingCache {
   const now = () => (opts.now ? opts.now().getTime() : Date.now());
+  const maxEntries = opts.maxEntries ?? ROUTING_CACHE_MAX_FLEETS;
   const entries = new Map<string, Entry>(); // fleetId -> entry, insertion order = recency
   const aliases = new Map<string, string>(); // slug or id -> fleetId
   const inflight = new Map<string, Promise<Routing>>();
@@ -69,7 +79,7 @@ export function createRoutingCache(opts: RoutingCacheOptions): RoutingCache {
   const missTtlMs = opts.missTtlMs ?? opts.ttlMs;
   const rememberMiss = (ref: string) => {
     misses.delete(ref);
-    if (misses.size >= opts.maxEntries) misses.delete(misses.keys().next().value as string);
+    if (misses.size >= maxEntries) misses.delete(misses.keys().next().value as string);
     misses.set(ref, now() + missTtlMs);
   };
   const knownMissing = (ref: string): boolean => {
@@ -85,7 +95,7 @@ export function createRoutingCache(opts: RoutingCacheOptions): RoutingCache {
   const touch = (id: string, entry: Entry) => {
     entries.delete(id);
     entries.set(id, entry);
-    while (entries.size > opts.maxEntries) {
+    while (entries.size > maxEntries) {
       const oldest = entries.keys().next().value as string;
       entries.delete(oldest);
       for (const [alias, target] of aliases) if (target === oldest) aliases.delete(alias);

@@ -189,7 +189,6 @@ export async function startSimHost(opts: {
           // benchmark measures Haru's polls, not the simulator's.
           minReadIntervalMs: SIM_VLLM_READ_INTERVAL_MS,
         }),
-        statusFreshWaitMs: 200,
         training,
         config: plan.supervisorConfig,
         listeners,

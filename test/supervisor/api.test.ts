@@ -108,7 +108,6 @@ beforeAll(async () => {
       now: () => new Date(),
       slowMs: 1_000,
     }),
-    statusFreshWaitMs: 200,
     training,
     config,
     listeners: createListenerTable(),
