@@ -18,14 +18,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import autocannon from 'autocannon';
 import { Client } from 'undici';
 import { createTestDatabase } from '../db/testing';
 import { eventually } from '../test/support/eventually';
 import { freePort } from '../test/support/ports';
-import { cpuMs } from './support/cpu';
 import { startHaruProcess } from './support/processes';
 import { answers, startBenchFleet } from './support/proxy-fleet';
+import { load } from './support/proxy-load';
 import { printTable, writeResult } from './support/report';
 import { fmt, median, percentile } from './support/stats';
 
@@ -98,21 +97,13 @@ async function probe(urls: Record<'direct' | Side, string>) {
   return { directP50: percentile(times.direct, 50), addedA: added('a'), addedB: added('b') };
 }
 
-async function load(url: string, pid: number) {
-  const before = cpuMs(pid);
-  const r = await autocannon({
-    url,
-    connections: Number(args.connections),
-    duration: Number(args.duration),
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body,
+/** `--connections` autocannon load on one build: its throughput and the API's CPU ms per request. */
+async function loadOn(url: string, pid: number, upstreamPid: number) {
+  const r = await load(url, body, Number(args.connections), Number(args.duration), {
+    upstream: upstreamPid,
+    proxy: [pid],
   });
-  return {
-    rps: r.requests.average,
-    cpuPerRequestMs: (cpuMs(pid) - before) / (r.requests.total || 1),
-    errors: r.errors + r.non2xx,
-  };
+  return { rps: r.rps, cpuPerRequestMs: r.cpuPerRequestMs.proxy, errors: r.errors + r.non2xx };
 }
 
 async function main(): Promise<void> {
@@ -152,15 +143,15 @@ async function main(): Promise<void> {
     }
     type Round = Awaited<ReturnType<typeof probe>> & {
       round: number;
-      loads: Record<Side, Awaited<ReturnType<typeof load>>>;
+      loads: Record<Side, Awaited<ReturnType<typeof loadOn>>>;
       loadAverage: number;
     };
     const rounds: Round[] = [];
     for (let round = 1; round <= ROUNDS; round += 1) {
       const p = await probe(urls);
       const order: Side[] = round % 2 ? ['a', 'b'] : ['b', 'a'];
-      const loads = {} as Record<Side, Awaited<ReturnType<typeof load>>>;
-      for (const side of order) loads[side] = await load(urls[side], pids[side]);
+      const loads = {} as Record<Side, Awaited<ReturnType<typeof loadOn>>>;
+      for (const side of order) loads[side] = await loadOn(urls[side], pids[side], vllm.pid!);
       const r: Round = { round, ...p, loads, loadAverage: os.loadavg()[0]! };
       rounds.push(r);
       process.stdout.write(

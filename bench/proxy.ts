@@ -15,7 +15,6 @@
  * the request to the last body byte. The proxy's added latency is Haru minus direct in that probe.
  */
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
-import autocannon from 'autocannon';
 import { Client } from 'undici';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -23,12 +22,14 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { createTestDatabase } from '../db/testing';
 import { freePort } from '../test/support/ports';
-import { childPids, cpuMs } from './support/cpu';
+import { startBareForwarder } from './support/bare-forwarder';
+import { childPids } from './support/cpu';
 import { startHaruProcess } from './support/processes';
 import { answers, startBenchFleet } from './support/proxy-fleet';
+import { load, type Pids } from './support/proxy-load';
 import { printTable, writeResult } from './support/report';
 import { eventually } from '../test/support/eventually';
-import { fmt, median, percentile } from './support/stats';
+import { fmt, mean, median, percentile } from './support/stats';
 
 const { values: args } = parseArgs({
   options: {
@@ -47,7 +48,6 @@ const DURATION_S = Number(args.duration);
 const ROUNDS = Number(args.rounds);
 const STREAM_TOKENS = Number(args['stream-tokens']);
 const PROBE_REQUESTS = Number(args['probe-requests']);
-const REPO_ROOT = path.resolve(__dirname, '..');
 const MODEL = 'bench-model';
 
 /** `node`: a bare Node forwarder (http server + undici, no routing, auth or metrics), the floor of any Node proxy. */
@@ -56,8 +56,6 @@ type Kind = 'json' | 'sse';
 
 type Sample = { target: Target; kind: Kind } & Awaited<ReturnType<typeof load>>;
 type ProbeSample = { kind: Kind; round: number } & Awaited<ReturnType<typeof probe>>;
-
-const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : null);
 
 const bodies: Record<Kind, string> = {
   json: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'hello' }], max_tokens: 4 }),
@@ -68,55 +66,6 @@ const bodies: Record<Kind, string> = {
     stream: true,
   }),
 };
-
-/** The processes on a request's path whose CPU time is counted per request. */
-interface Pids {
-  upstream: number;
-  proxy: number[];
-}
-
-/**
- * Runs autocannon (in this process, which does nothing else meanwhile) and counts the CPU time the load
- * generator, the proxy and the upstream spent per request: on a machine with few cores that, not the
- * network, is what bounds throughput.
- */
-async function load(url: string, kind: Kind, connections: number, durationS: number, pids: Pids) {
-  const before = { self: process.cpuUsage(), upstream: cpuMs(pids.upstream), proxy: pids.proxy.map(cpuMs) };
-  const run = autocannon({
-    url,
-    connections,
-    duration: durationS,
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: bodies[kind],
-  });
-  // Each 2xx response's time in ms with the fraction (autocannon's histogram truncates to whole ms).
-  const times: number[] = [];
-  // `on` returns the run itself (a thenable), which is awaited below.
-  void run.on('response', (_client: unknown, status: number, _bytes: number, ms: number) => {
-    if (status >= 200 && status < 300) times.push(ms);
-  });
-  const r = await run;
-  const self = process.cpuUsage(before.self);
-  const total = r.requests.total || 1;
-  const proxyMs = pids.proxy.reduce((n, pid, i) => n + cpuMs(pid) - before.proxy[i]!, 0);
-  return {
-    connections,
-    rps: r.requests.average,
-    p50: percentile(times, 50),
-    p99: percentile(times, 99),
-    mean: mean(times),
-    /** autocannon's own figures, from a histogram of whole milliseconds (kept for comparison). */
-    autocannon: { p50: r.latency.p50, p99: r.latency.p99, mean: r.latency.mean },
-    errors: r.errors + r.timeouts,
-    non2xx: r.non2xx,
-    cpuPerRequestMs: {
-      loadGenerator: (self.user + self.system) / 1000 / total,
-      proxy: pids.proxy.length ? proxyMs / total : 0,
-      upstream: (cpuMs(pids.upstream) - before.upstream) / total,
-    },
-  };
-}
 
 /**
  * Sequential requests, one keep-alive connection per target, the targets taking turns: each request timed
@@ -170,40 +119,6 @@ async function probe(urls: Record<Target, string>, kind: Kind, requests: number)
     addedMs: { haru: added('haru'), nginx: added('nginx'), node: added('node') },
   };
 }
-
-/**
- * A bare forwarder in one Node process: reads the body, sends it upstream on a keep-alive undici Agent
- * (dispatch interface) and writes the answer back chunk by chunk. No routing, auth, validation or metrics:
- * what any single-process Node proxy pays at least.
- */
-const BARE_FORWARDER = `
-const http = require('node:http');
-const { Agent, util } = require('undici');
-const [origin, port] = process.argv.slice(1);
-const agent = new Agent({ headersTimeout: 0, bodyTimeout: 0 });
-const HOP = new Set(['connection', 'keep-alive', 'transfer-encoding']);
-http.createServer((req, res) => {
-  const chunks = [];
-  req.on('data', (c) => chunks.push(c));
-  req.on('end', () => {
-    agent.dispatch(
-      { origin, path: req.url, method: req.method, headers: { 'content-type': req.headers['content-type'] }, body: Buffer.concat(chunks) },
-      {
-        onConnect() {},
-        onHeaders(status, raw) {
-          const h = util.parseHeaders(raw);
-          for (const k of HOP) delete h[k];
-          res.writeHead(status, h);
-          return true;
-        },
-        onData(c) { res.write(c); return true; },
-        onComplete() { res.end(); },
-        onError() { res.destroy(); },
-      },
-    );
-  });
-}).listen(Number(port), '127.0.0.1', () => process.stdout.write('ready\\n'));
-`;
 
 /** Debian's nginx: installed with apt-get when `nginx` is not on the machine. */
 function ensureNginx(): string {
@@ -289,7 +204,7 @@ async function main(): Promise<void> {
     await eventually('the Haru proxy', () => answers(haru, bodies.json), 60_000, 100);
 
     if (args['profile-dir']) {
-      const s = await load(haru, 'json', CONNECTIONS, DURATION_S, { upstream: vllm.pid!, proxy: [api.pid] });
+      const s = await load(haru, bodies.json, CONNECTIONS, DURATION_S, { upstream: vllm.pid!, proxy: [api.pid] });
       process.stdout.write(`profiled json haru c=${CONNECTIONS}: ${fmt(s.rps)} req/s, p50 ${s.p50} ms\n`);
       await api.stop(); // the profile is written when the process exits
       return;
@@ -301,10 +216,7 @@ async function main(): Promise<void> {
     await eventually('nginx', () => answers(viaNginx, bodies.json), 60_000, 100);
 
     const nodePort = await freePort();
-    const bare = spawn(process.execPath, ['-e', BARE_FORWARDER, `http://127.0.0.1:${vllmPort}`, String(nodePort)], {
-      cwd: REPO_ROOT,
-      stdio: 'ignore',
-    });
+    const bare = startBareForwarder(`http://127.0.0.1:${vllmPort}`, nodePort);
     children.push(bare);
     const viaNode = `http://127.0.0.1:${nodePort}/v1/chat/completions`;
     await eventually('the bare Node forwarder', () => answers(viaNode, bodies.json), 60_000, 100);
@@ -320,12 +232,17 @@ async function main(): Promise<void> {
     const samples: Sample[] = [];
     const probes: ProbeSample[] = [];
     for (const kind of ['json', 'sse'] as Kind[]) {
-      for (const target of Object.keys(urls) as Target[]) await load(urls[target], kind, CONNECTIONS, 2, pids[target]); // warm-up
+      for (const target of Object.keys(urls) as Target[])
+        await load(urls[target], bodies[kind], CONNECTIONS, 2, pids[target]); // warm-up
       // Rounds interleave the targets so a load change on the machine hits all three alike.
       for (let round = 1; round <= ROUNDS; round += 1) {
         for (const target of Object.keys(urls) as Target[]) {
           for (const connections of [CONNECTIONS, 1]) {
-            const s = { target, kind, ...(await load(urls[target], kind, connections, DURATION_S, pids[target])) };
+            const s = {
+              target,
+              kind,
+              ...(await load(urls[target], bodies[kind], connections, DURATION_S, pids[target])),
+            };
             samples.push(s);
             process.stdout.write(
               `${kind} ${target} c=${connections} round ${round}: ${fmt(s.rps)} req/s, ` +

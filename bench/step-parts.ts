@@ -8,106 +8,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { createSupervisorClient } from '../activities/supervisor-client';
 import { testLayout } from '../db/fixtures';
 import { createTestDatabase, seedLayout } from '../db/testing';
-import { fleetLayoutSchema } from '../schemas/layout';
-import { SIM_TRAINER, startSimDomain } from '../sim/domain';
-import { freePort } from '../test/support/ports';
 import { printTable, writeResult } from './support/report';
 import { fmt, median } from './support/stats';
+import { supervisorParts, timed } from './support/supervisor-parts';
 
 const { values: args } = parseArgs({ options: { rounds: { type: 'string', default: '7' } } });
 const ROUNDS = Number(args.rounds);
 if (!Number.isInteger(ROUNDS) || ROUNDS < 1) throw new Error('--rounds must be a positive integer');
-
-const nowMs = () => Number(process.hrtime.bigint()) / 1e6;
-async function timed<T>(into: number[], fn: () => Promise<T>): Promise<T> {
-  const t = nowMs();
-  const value = await fn();
-  into.push(nowMs() - t);
-  return value;
-}
-
-async function supervisorParts(stateDir: string): Promise<Record<string, number[]>> {
-  const domain = async (slug: string, training: boolean) => ({
-    slug,
-    supervisorUrl: `http://127.0.0.1:${await freePort()}`,
-    slots: [
-      {
-        kind: 'inference' as const,
-        gpuIndex: 0,
-        models: [{ name: 'm', servingUrl: `http://127.0.0.1:${await freePort()}/v1` }],
-      },
-      ...(training
-        ? [
-            {
-              kind: 'training' as const,
-              gpuIndex: 0,
-              command: ['node', SIM_TRAINER],
-              checkpointDir: path.join(stateDir, 'ckpt'),
-            },
-          ]
-        : []),
-    ],
-  });
-  const layout = fleetLayoutSchema.parse({
-    fleet: { slug: 'parts', activeDomain: 'east', policy: {} },
-    domains: [await domain('east', false), await domain('west', true)],
-  });
-  const host = await startSimDomain({
-    layout,
-    domainSlug: 'west',
-    stateDir: path.join(stateDir, 'west'),
-    role: 'standby',
-    wakeDelayMs: 0,
-  });
-  const client = createSupervisorClient({});
-  const url = { slug: 'west', supervisorUrl: host.supervisorUrl }; // the domain as the client sees it
-  const parts: Record<string, number[]> = {
-    'status read (models asleep)': [],
-    'stop training request': [],
-    'stop request -> trainer group gone (status polled)': [],
-    'GPU memory read (two fake nvidia-smi runs)': [],
-    'wake request (zero wake delay)': [],
-    'status read (models awake)': [],
-    'probe (4 tokens)': [],
-  };
-  const p = (name: string) => parts[name]!;
-  try {
-    for (let round = 0; round <= ROUNDS; round += 1) {
-      const sink: Record<string, number[]> =
-        round === 0 ? Object.fromEntries(Object.keys(parts).map((k) => [k, []])) : parts;
-      const q = (name: string) => (round === 0 ? sink[name]! : p(name));
-      await timed(q('status read (models asleep)'), () => client.status(url, {}));
-      const stopAt = nowMs();
-      await timed(q('stop training request'), () =>
-        client.stopTraining(url, { gpuIndex: 0, graceMs: 5_000 }, { timeoutMs: 10_000 }),
-      );
-      for (;;) {
-        const s = await client.status(url, {});
-        if (s.training.every((r) => r.state === 'idle' && r.pids.length === 0)) break;
-      }
-      q('stop request -> trainer group gone (status polled)').push(nowMs() - stopAt);
-      await timed(q('GPU memory read (two fake nvidia-smi runs)'), () => client.gpuMemory(url, {}));
-      await timed(q('wake request (zero wake delay)'), () => client.wake(url, { gpuIndex: 0 }, { timeoutMs: 10_000 }));
-      await timed(q('status read (models awake)'), () => client.status(url, {}));
-      await timed(q('probe (4 tokens)'), () =>
-        client.probe(url, { prompt: 'ping', maxTokens: 4, timeoutMs: 5_000, models: ['m'] }, { timeoutMs: 10_000 }),
-      );
-      // Back to standby for the next round (not timed).
-      await client.sleep(url, { gpuIndex: 0, level: 1 }, { timeoutMs: 10_000 });
-      await client.startTraining(url, { gpuIndex: 0 }, { timeoutMs: 10_000 });
-      for (;;) {
-        const s = await client.status(url, {});
-        if (s.training.every((r) => r.state === 'running' && r.pids.length > 0)) break;
-      }
-    }
-  } finally {
-    await host.stop();
-  }
-  return parts;
-}
 
 async function storeParts(): Promise<Record<string, number[]>> {
   const db = await createTestDatabase();
@@ -159,7 +68,7 @@ async function storeParts(): Promise<Record<string, number[]>> {
 async function main(): Promise<void> {
   const stateDir = mkdtempSync(path.join(os.tmpdir(), 'haru-bench-parts-'));
   try {
-    const parts = { ...(await supervisorParts(stateDir)), ...(await storeParts()) };
+    const parts = { ...(await supervisorParts(stateDir, ROUNDS)), ...(await storeParts()) };
     const rows = Object.entries(parts).map(([name, v]) => [
       name,
       fmt(median(v), 1),

@@ -44,9 +44,18 @@ export async function writeWorkflowBundle(file: string): Promise<string> {
  * it with its connection (for deadlines), and the workflow bundle written to a file for `haru worker` processes. `stop` undoes all of it.
  */
 export async function startBenchStack() {
-  const temporal = await startBenchTemporal(process.env.TEMPORAL_ADDRESS || undefined);
   const dir = mkdtempSync(path.join(os.tmpdir(), 'haru-bench-'));
-  const bundle = await writeWorkflowBundle(path.join(dir, 'workflow-bundle.js'));
+  // The server starts while the workflows bundle: the two take about as long.
+  const [started, bundled] = await Promise.allSettled([
+    startBenchTemporal(process.env.TEMPORAL_ADDRESS || undefined),
+    writeWorkflowBundle(path.join(dir, 'workflow-bundle.js')),
+  ]);
+  if (bundled.status === 'rejected') {
+    if (started.status === 'fulfilled') await started.value.stop();
+    throw bundled.reason;
+  }
+  if (started.status === 'rejected') throw started.reason;
+  const [temporal, bundle] = [started.value, bundled.value];
   const connection = await Connection.connect({ address: temporal.address });
   return {
     temporal,

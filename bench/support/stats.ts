@@ -16,6 +16,9 @@ export function median(values: readonly (number | null)[]): number | null {
   return xs.length % 2 ? xs[mid]! : (xs[mid - 1]! + xs[mid]!) / 2;
 }
 
+/** The arithmetic mean; null for no values. */
+export const mean = (values: readonly number[]): number | null =>
+  values.length ? values.reduce((a, b) => a + b, 0) / values.length : null;
 export const max = (values: readonly number[]): number | null => (values.length ? Math.max(...values) : null);
 export const min = (values: readonly number[]): number | null => (values.length ? Math.min(...values) : null);
 
