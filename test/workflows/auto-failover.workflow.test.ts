@@ -73,6 +73,17 @@ it('4. kills the active host; the monitor fails it and promotes the standby with
     const demotion = server.client.workflow.getHandle(demotionChildWorkflowId(fleet.fleetId, operation!.id));
     expect((await demotion.describe()).status.name).toBe('COMPLETED');
     expect(await demotion.result()).toMatchObject({ domainId: fleet.east.id, state: 'unreachable', drained: null });
+    // The Web UI's rows read: what each workflow does, from where to where and why; the dead host's demotion
+    // says on its page that it demoted nothing.
+    const fleetSlug = fleet.layout.fleet.slug;
+    expect(await (await promotion.describe()).staticSummary()).toMatch(
+      new RegExp(`^promote ${fleetSlug}: east → west \\(monitor: auto-failover: active domain east `),
+    );
+    expect(await (await demotion.describe()).staticSummary()).toMatch(
+      new RegExp(`^demote ${fleetSlug}/east, the old active`),
+    );
+    const metadata = await demotion.query<{ currentDetails?: string }>('__temporal_workflow_metadata');
+    expect(metadata.currentDetails).toMatch(/^\*\*Not demoted\*\*: the host did not answer/);
     const progress = await promotion.query(progressQuery);
     expect(progress.steps.find((s) => s.step === 'demoteOldActive')).toMatchObject({
       status: 'failed',
