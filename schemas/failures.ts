@@ -41,6 +41,13 @@ export const FailureType = {
   ProvisioningUnavailable: 'ProvisioningUnavailable',
   /** A state store statement failed (the message is the database's, the SQL only in the worker log): retryable. */
   StateStoreError: 'StateStoreError',
+  /**
+   * A provisioning workflow's own outcome: a step failed and the domain is `failed`; the details carry the
+   * step and the step's failure `{step, code, message}`.
+   */
+  ProvisioningFailed: 'ProvisioningFailed',
+  /** A teardown workflow's own outcome: the machines could not be taken down and the domain is `failed`. */
+  TeardownFailed: 'TeardownFailed',
 } as const;
 export type FailureType = (typeof FailureType)[keyof typeof FailureType];
 

@@ -139,3 +139,56 @@ export function watchShardActivities(checkpointMs: number, handedTo?: string): A
     retry: { ...retry, maximumInterval: '10s' },
   });
 }
+
+/** Default limit of `sky launch` / `sky serve up`: machines, images, model weights. */
+export const DEFAULT_LAUNCH_TIMEOUT_MS = 45 * 60_000;
+/** Default time the launched supervisor gets to answer with every model loaded. */
+export const DEFAULT_READY_TIMEOUT_MS = 20 * 60_000;
+
+/** The `sky` CLI's retries: slower than the store's, its commands take seconds to minutes. */
+const provisioningRetry = {
+  initialInterval: '1s',
+  backoffCoefficient: 2,
+  maximumInterval: '30s',
+  nonRetryableErrorTypes: [...NON_RETRYABLE_FAILURES],
+} satisfies ActivityOptions['retry'];
+
+/**
+ * `provisioning`: the activities of the provisioning and teardown workflows. A launch runs for up to its
+ * limit and heartbeats every few seconds, so a dead worker is noticed in a minute and the launch retried
+ * elsewhere (it reuses the cluster). Limits left out take their defaults.
+ */
+export function provisioningActivities(opts: { launchTimeoutMs?: number; readyTimeoutMs?: number } = {}) {
+  const launchTimeoutMs = opts.launchTimeoutMs ?? DEFAULT_LAUNCH_TIMEOUT_MS;
+  const readyTimeoutMs = opts.readyTimeoutMs ?? DEFAULT_READY_TIMEOUT_MS;
+  return {
+    launchDomain: proxyActivities<Activities>({
+      // The command's own limit ends it first; the margin lets the activity report why.
+      startToCloseTimeout: ms(launchTimeoutMs + 60_000),
+      scheduleToCloseTimeout: ms(3 * (launchTimeoutMs + 60_000)),
+      heartbeatTimeout: '60s',
+      cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+      retry: { ...provisioningRetry, maximumAttempts: 3 },
+    }).launchDomain,
+    awaitSupervisor: proxyActivities<Activities>({
+      scheduleToCloseTimeout: ms(readyTimeoutMs),
+      startToCloseTimeout: ms(readyTimeoutMs),
+      heartbeatTimeout: '60s',
+      cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+      retry: provisioningRetry,
+    }).awaitSupervisor,
+    // One short `sky status --endpoint`; a failing or unreadable answer (SkyCommandFailed) is asked again.
+    resolveSupervisorUrl: proxyActivities<Activities>({
+      startToCloseTimeout: '3m',
+      scheduleToCloseTimeout: '10m',
+      retry: provisioningRetry,
+    }).resolveSupervisorUrl,
+    // `sky down` takes minutes; failures are retried (SkyCommandFailed) within this budget.
+    destroyDomain: proxyActivities<Activities>({
+      startToCloseTimeout: '15m',
+      scheduleToCloseTimeout: '1h',
+      heartbeatTimeout: '60s',
+      retry: provisioningRetry,
+    }).destroyDomain,
+  };
+}

@@ -1,75 +1,13 @@
+import { ApplicationFailure, CancellationScope, isCancellation, log } from '@temporalio/workflow';
+import { FailureType } from '../schemas/failures';
 import {
-  ActivityCancellationType,
-  ApplicationFailure,
-  CancellationScope,
-  isCancellation,
-  log,
-  patched,
-  proxyActivities,
-  type ActivityOptions,
-} from '@temporalio/workflow';
-import type { Activities } from '../activities';
-import { NON_RETRYABLE_FAILURES } from '../schemas/failures';
-import { controlActivities, lifecycleActivities } from './activity-options';
+  controlActivities,
+  DEFAULT_LAUNCH_TIMEOUT_MS,
+  lifecycleActivities,
+  provisioningActivities,
+} from './activity-options';
 import type { ProvisionDomainInput, ProvisionDomainResult } from './definitions';
 import { describeFailure } from './failure-info';
-
-/** Default limit of `sky launch` / `sky serve up`: machines, images, model weights. */
-export const DEFAULT_LAUNCH_TIMEOUT_MS = 45 * 60_000;
-/** Default time the launched supervisor gets to answer with every model loaded. */
-export const DEFAULT_READY_TIMEOUT_MS = 20 * 60_000;
-
-const ms = (n: number): string => `${n}ms`;
-
-/** Patch id of the step that reads the supervisor's address from SkyPilot after the launch. */
-export const SUPERVISOR_ENDPOINT_PATCH = 'provision-supervisor-endpoint';
-
-const retry = {
-  initialInterval: '1s',
-  backoffCoefficient: 2,
-  maximumInterval: '30s',
-  nonRetryableErrorTypes: [...NON_RETRYABLE_FAILURES],
-} satisfies ActivityOptions['retry'];
-
-/**
- * Activity proxies of the provisioning workflows (the `provisioning` latency class): a launch runs for
- * up to its limit and heartbeats every few seconds, so a dead worker is noticed in a minute and the
- * launch retried elsewhere (it reuses the cluster). Shared by provision and teardown.
- */
-export function provisioningActivities(opts: { launchTimeoutMs: number; readyTimeoutMs: number }) {
-  const long = (budgetMs: number) =>
-    proxyActivities<Activities>({
-      // The command's own limit ends it first; the margin lets the activity report why.
-      startToCloseTimeout: ms(budgetMs + 60_000),
-      scheduleToCloseTimeout: ms(3 * (budgetMs + 60_000)),
-      heartbeatTimeout: '60s',
-      cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-      retry: { ...retry, maximumAttempts: 3 },
-    });
-  return {
-    launchDomain: long(opts.launchTimeoutMs).launchDomain,
-    awaitSupervisor: proxyActivities<Activities>({
-      scheduleToCloseTimeout: ms(opts.readyTimeoutMs),
-      startToCloseTimeout: ms(opts.readyTimeoutMs),
-      heartbeatTimeout: '60s',
-      cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-      retry,
-    }).awaitSupervisor,
-    // One short `sky status --endpoint`; a failing or unreadable answer (SkyCommandFailed) is asked again.
-    resolveSupervisorUrl: proxyActivities<Activities>({
-      startToCloseTimeout: '3m',
-      scheduleToCloseTimeout: '10m',
-      retry,
-    }).resolveSupervisorUrl,
-    // `sky down` takes minutes; failures are retried (SkyCommandFailed) within this budget.
-    destroyDomain: proxyActivities<Activities>({
-      startToCloseTimeout: '15m',
-      scheduleToCloseTimeout: '1h',
-      heartbeatTimeout: '60s',
-      retry,
-    }).destroyDomain,
-  };
-}
 
 /**
  * Brings a skypilot/skyserve domain up (docs/architecture.md §4.6, `haru/<domainId>/provision`): `sky launch` (or
@@ -89,24 +27,16 @@ export async function provisionDomainWorkflow(input: ProvisionDomainInput): Prom
       ...info,
     });
   });
-  const steps = provisioningActivities({
-    launchTimeoutMs: input.launchTimeoutMs ?? DEFAULT_LAUNCH_TIMEOUT_MS,
-    readyTimeoutMs: input.readyTimeoutMs ?? DEFAULT_READY_TIMEOUT_MS,
-  });
+  const launchTimeoutMs = input.launchTimeoutMs ?? DEFAULT_LAUNCH_TIMEOUT_MS;
+  const steps = provisioningActivities({ launchTimeoutMs, readyTimeoutMs: input.readyTimeoutMs });
   const { policy } = target;
   const standby = !target.isActive;
 
   let step = 'launch';
   try {
-    const launched = await steps.launchDomain({
-      domainId,
-      timeoutMs: input.launchTimeoutMs ?? DEFAULT_LAUNCH_TIMEOUT_MS,
-    });
-    // Deployed after the first release: provisionings started before it go straight to the wait.
-    if (patched(SUPERVISOR_ENDPOINT_PATCH)) {
-      step = 'resolveSupervisorUrl';
-      await steps.resolveSupervisorUrl({ domainId });
-    }
+    const launched = await steps.launchDomain({ domainId, timeoutMs: launchTimeoutMs });
+    step = 'resolveSupervisorUrl';
+    await steps.resolveSupervisorUrl({ domainId });
     step = 'awaitSupervisor';
     await steps.awaitSupervisor({ domainId });
     if (standby) {
@@ -122,7 +52,7 @@ export async function provisionDomainWorkflow(input: ProvisionDomainInput): Prom
     if (finished.state !== 'ready') {
       throw ApplicationFailure.nonRetryable(
         `domain ${target.slug} is ${finished.state}, not provisioning, at the end of its provisioning`,
-        'StateConflict',
+        FailureType.StateConflict,
       );
     }
     log.info('domain provisioned', { domainId, skyName: launched.skyName, standby });
@@ -132,10 +62,10 @@ export async function provisionDomainWorkflow(input: ProvisionDomainInput): Prom
     const info = describeFailure(err);
     const reason = `${step}: ${info.message}`;
     await CancellationScope.nonCancellable(() => control.finishProvisioning({ domainId, outcome: 'failed', reason }));
-    throw ApplicationFailure.nonRetryable(`provisioning of ${target.slug} failed at ${reason}`, 'ProvisioningFailed', {
-      step,
-      code: info.code,
-      message: info.message,
-    });
+    throw ApplicationFailure.nonRetryable(
+      `provisioning of ${target.slug} failed at ${reason}`,
+      FailureType.ProvisioningFailed,
+      { step, code: info.code, message: info.message },
+    );
   }
 }

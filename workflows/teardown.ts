@@ -5,10 +5,10 @@ import {
   isCancellation,
   log,
 } from '@temporalio/workflow';
-import { controlActivities, lifecycleActivities } from './activity-options';
+import { FailureType } from '../schemas/failures';
+import { controlActivities, lifecycleActivities, provisioningActivities } from './activity-options';
 import { provisionWorkflowId, type TeardownDomainInput, type TeardownDomainResult } from './definitions';
 import { describeFailure } from './failure-info';
-import { DEFAULT_LAUNCH_TIMEOUT_MS, DEFAULT_READY_TIMEOUT_MS, provisioningActivities } from './provision';
 
 /**
  * Takes a skypilot/skyserve domain down (`haru/<domainId>/teardown`). Refuses the fleet's active domain
@@ -48,10 +48,7 @@ export async function teardownDomainWorkflow(input: TeardownDomainInput): Promis
     );
   }
 
-  const steps = provisioningActivities({
-    launchTimeoutMs: DEFAULT_LAUNCH_TIMEOUT_MS,
-    readyTimeoutMs: DEFAULT_READY_TIMEOUT_MS,
-  });
+  const steps = provisioningActivities();
   let result: TeardownDomainResult['result'];
   try {
     ({ result } = await steps.destroyDomain({ domainId, mode }));
@@ -60,10 +57,14 @@ export async function teardownDomainWorkflow(input: TeardownDomainInput): Promis
     await CancellationScope.nonCancellable(() =>
       control.finishTeardown({ domainId, outcome: 'failed', reason: `destroy: ${info.message}` }),
     );
-    throw ApplicationFailure.nonRetryable(`teardown of ${target.slug} failed: ${info.message}`, 'TeardownFailed', {
-      step: 'destroy',
-      ...info,
-    });
+    throw ApplicationFailure.nonRetryable(
+      `teardown of ${target.slug} failed: ${info.message}`,
+      FailureType.TeardownFailed,
+      {
+        step: 'destroy',
+        ...info,
+      },
+    );
   }
   await control.finishTeardown({ domainId, outcome: 'stopped' });
   log.info('domain torn down', { domainId, result, mode });
