@@ -30,6 +30,29 @@
     return tr;
   }
 
+  /** Milliseconds as `850ms`, `12.3s`, `4m05s` or `2h07m` (formatAge in core/monitor-look.ts). */
+  function age(ms) {
+    if (ms < 1000) return `${Math.round(ms)}ms`;
+    if (ms < 60000) return `${(ms / 1000).toFixed(1)}s`;
+    const minutes = Math.floor(ms / 60000);
+    if (minutes < 60) return `${minutes}m${String(Math.floor((ms % 60000) / 1000)).padStart(2, '0')}s`;
+    return `${Math.floor(minutes / 60)}h${String(minutes % 60).padStart(2, '0')}m`;
+  }
+
+  /** When the watcher last heard the domain, as the API computed it (`sighting`), STALE past the stale limit. */
+  const heard = (s) => (s.ageMs === null ? 'never' : `${age(s.ageMs)} ago`) + (s.isStale ? ' STALE' : '');
+
+  /** Each slot with its state as the host last reported it, or `unknown` once that report is not current. */
+  const slots = (d) =>
+    d.slots
+      .map((s) => {
+        const state = d.sighting.isReportCurrent ? s.state : 'unknown';
+        return s.kind === 'inference'
+          ? `gpu${s.gpuIndex}:${state}[${s.models.map((m) => m.name).join(',')}]`
+          : `gpu${s.gpuIndex}:train:${state}`;
+      })
+      .join(' ');
+
   async function showFleet() {
     if (!fleetRef) fleetRef = (await get('/v1/fleets')).fleets[0]?.slug;
     if (!fleetRef) throw new Error('no fleet');
@@ -45,20 +68,8 @@
     $('domains').replaceChildren(
       ...f.domains.map((d) =>
         row(
-          [
-            d.slug,
-            d.id === f.activeDomainId ? 'active' : 'standby',
-            d.state,
-            d.lastSeenAt,
-            d.slots
-              .map((s) =>
-                s.kind === 'inference'
-                  ? `gpu${s.gpuIndex}:${s.models.map((m) => m.name).join(',')}`
-                  : `gpu${s.gpuIndex}:train`,
-              )
-              .join(' '),
-          ],
-          d.id === f.activeDomainId ? 'active' : '',
+          [d.slug, d.id === f.activeDomainId ? 'active' : 'standby', d.state, heard(d.sighting), slots(d)],
+          [d.id === f.activeDomainId ? 'active' : '', d.sighting.isReportCurrent ? '' : 'stale'].join(' ').trim(),
         ),
       ),
     );

@@ -69,6 +69,30 @@ describeWithTools('the fleet page in headless Chromium', [CHROMIUM], () => {
     if (process.env.HARU_UI_SCREENSHOT) await page.screenshot({ path: process.env.HARU_UI_SCREENSHOT, fullPage: true });
   });
 
+  it('shows a host that stopped answering as stale, with its age since it was last heard and its slots unknown', async () => {
+    const page = await browser!.newPage();
+    await page.goto(`${live.url}/ui?fleet=${live.slug}#token=${token}`);
+    const eastRow = () =>
+      page.$$eval('#domains tr', (rows) => rows.find((r) => r.firstChild?.textContent === 'east')?.textContent ?? '');
+    await page.waitForFunction(() => /^east.*ago/.test(document.getElementById('domains')!.textContent!), {
+      timeout: 30_000,
+    });
+    expect(await eastRow()).toMatch(/ago(?! STALE)/);
+    expect(await eastRow()).not.toContain('unknown');
+    await live.fleet.east.sim.kill();
+    // Its refusals fail it at once: what its host last said is no longer shown, though it was heard a moment ago.
+    const isStaleRow = () =>
+      [...document.querySelectorAll('#domains tr.stale')].some((r) => r.firstChild?.textContent === 'east');
+    await page.waitForFunction(isStaleRow, { timeout: 60_000, polling: 100 });
+    expect(await eastRow()).toMatch(/^eaststandbyfailed.*ago.*gpu0:unknown\[llama-1b\] gpu0:train:unknown$/);
+    // Silent past the stale limit: its age since it was last heard, said stale.
+    await page.waitForFunction(
+      () => /^east.*STALE/m.test([...document.querySelectorAll('#domains tr')].map((r) => r.textContent).join('\n')),
+      { timeout: 60_000, polling: 100 },
+    );
+    expect(await eastRow()).toMatch(/^east.*\d+(\.\d)?m?s ago STALEgpu0:unknown\[llama-1b\]/);
+  });
+
   it('holds no data itself: without the token the page shows the API refusal', async () => {
     const page = await browser!.newPage();
     await page.evaluateOnNewDocument(() => localStorage.clear());
