@@ -7,7 +7,9 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { createApiMetrics } from '../../api/metrics';
 import type { Logger } from '../../lib/logger';
+import { parsePrometheusText } from '../../supervisor/prometheus-text';
 import { createWorkerMetrics } from '../../workers/metrics';
 import { call } from '../api/support/harness';
 import { type LiveFleet, startLiveFleet } from '../api/support/live-fleet';
@@ -26,12 +28,25 @@ describeWithTools('Prometheus alert rules', [PROMTOOL], () => {
     execFileSync('promtool', args, { cwd: path.join(DEPLOY, 'prometheus'), encoding: 'utf8' });
 
   it('are valid rules, and a valid scrape configuration loads them', () => {
-    expect(promtool('check', 'rules', 'haru.rules.yml')).toContain('SUCCESS: 7 rules found');
+    expect(promtool('check', 'rules', 'haru.rules.yml')).toContain('SUCCESS: 11 rules found');
     expect(promtool('check', 'config', 'prometheus.yml')).toContain('SUCCESS');
   });
 
   it("each fire on the series that should raise them and stay quiet before (promtool's unit tests)", () => {
     expect(promtool('test', 'rules', 'haru.rules.test.yml')).toContain('SUCCESS');
+  });
+});
+
+describe('the alert rules on a vanished target', () => {
+  it('watch with absent() series the worker and the API each export from their start, before any event', async () => {
+    const rules = readFileSync(path.join(DEPLOY, 'prometheus/haru.rules.yml'), 'utf8');
+    const watched = [...rules.matchAll(/absent\((haru_[a-z0-9_]+)\)/g)].map((m) => m[1]!).sort();
+    expect(watched).toEqual(['haru_proxy_held_requests', 'haru_worker_watch_shards']);
+    const fresh = [
+      ...parsePrometheusText(await createWorkerMetrics().registry.metrics()),
+      ...parsePrometheusText(await createApiMetrics().registry.metrics()),
+    ];
+    for (const name of watched) expect([name, fresh.some((s) => s.name === name)]).toEqual([name, true]);
   });
 });
 
