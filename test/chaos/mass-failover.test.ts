@@ -12,14 +12,18 @@ import os from 'node:os';
 import path from 'node:path';
 import { startSimHost, type SimHost } from '../../bench/support/sim-host';
 import { monitorTaskQueue } from '../../core/task-queues';
-import { createTestDatabase, seedLayout, type TestDatabase } from '../../db/testing';
-import { fleetLayoutSchema, type FleetLayout } from '../../schemas/layout';
-import { SIM_TRAINER } from '../../sim/domain';
+import { createTestDatabase, type TestDatabase } from '../../db/testing';
 import { monitorWorkflowId } from '../../workflows/definitions';
-import { freePort } from '../support/ports';
 import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';
 import { TEST_POLICY } from '../workflows/support/sim-fleet';
-import { eventually, uniqueTaskQueue, useTestServer } from '../workflows/support/temporal';
+import { uniqueTaskQueue, useTestServer } from '../workflows/support/temporal';
+import {
+  type SeededFleet,
+  seedReadyFleets,
+  simLayouts,
+  terminateMonitors,
+  untilEveryDomainPolled,
+} from './support/many-fleets';
 
 jest.setTimeout(600_000);
 
@@ -47,55 +51,15 @@ const POLICY = {
   startTrainingTimeoutMs: 120_000,
 };
 
-interface Fleet {
-  slug: string;
-  fleetId: string;
-  westId: string;
-  eastId: string;
-  routeRevision: number;
-}
-
-/** The fleet's layout as the simulated host runs it, with ports of its own. */
-async function simLayout(slug: string, stateDir: string): Promise<FleetLayout> {
-  const domain = async (name: 'east' | 'west') => ({
-    slug: name,
-    supervisorUrl: `http://127.0.0.1:${await freePort()}`,
-    slots: [
-      {
-        kind: 'inference' as const,
-        gpuIndex: 0,
-        models: [{ name: 'mass-model', servingUrl: `http://127.0.0.1:${await freePort()}/v1` }],
-      },
-      {
-        kind: 'training' as const,
-        gpuIndex: 0,
-        command: ['node', SIM_TRAINER],
-        checkpointDir: path.join(stateDir, slug, name, 'checkpoints'),
-      },
-    ],
-  });
-  return fleetLayoutSchema.parse({
-    fleet: { slug, activeDomain: 'east', policy: POLICY },
-    domains: [await domain('east'), await domain('west')],
-  });
-}
-
 let db: TestDatabase | undefined;
 let host: SimHost | undefined;
 let worker: WorkerProcess | undefined;
 let stateDir: string | undefined;
-const fleets: Fleet[] = [];
+const fleets: SeededFleet[] = [];
 
 afterAll(async () => {
   await worker?.stop();
-  await Promise.all(
-    fleets.map((f) =>
-      server.client.workflow
-        .getHandle(monitorWorkflowId(f.fleetId))
-        .terminate('test over')
-        .catch(() => undefined),
-    ),
-  );
+  await terminateMonitors(server.client, fleets);
   await host?.stop();
   await db?.drop();
   if (stateDir) rmSync(stateDir, { recursive: true, force: true });
@@ -105,41 +69,16 @@ it('20 fleets failing over at once, monitors running, each move routing exactly 
   const taskQueue = uniqueTaskQueue('chaos-mass-failover');
   stateDir = mkdtempSync(path.join(os.tmpdir(), 'haru-mass-failover-'));
   db = await createTestDatabase();
-  const layouts: FleetLayout[] = [];
-  for (let i = 0; i < FLEETS; i += 1) layouts.push(await simLayout(`mass-${i}`, stateDir));
+  const layouts = await simLayouts(FLEETS, 'mass', stateDir, POLICY);
   host = await startSimHost({ layouts, stateDir, standby: (_fleet, domain) => domain === 'west' });
-
-  for (const layout of layouts) {
-    const { fleetId } = await seedLayout(db.store, layout);
-    const snapshot = (await db.store.fleets.snapshot(fleetId))!;
-    // Ready from the start, as a fleet that has served for a while (a first look is not what this tests).
-    for (const d of snapshot.domains) await db.store.domains.transition(d.id, 'ready');
-    fleets.push({
-      slug: layout.fleet.slug,
-      fleetId,
-      westId: snapshot.domains.find((d) => d.slug === 'west')!.id,
-      eastId: snapshot.domains.find((d) => d.slug === 'east')!.id,
-      routeRevision: snapshot.routeRevision,
-    });
-  }
+  fleets.push(...(await seedReadyFleets(db, layouts)));
 
   worker = await startWorkerProcess({ databaseUrl: db.url, taskQueue, env: { LOG_LEVEL: 'info' } });
   // Every monitor is polling: the failover competes with the monitoring, as it does in production.
-  await eventually(
-    'every monitor to have polled both its domains',
-    async () => {
-      for (const f of fleets) {
-        const snapshot = (await db!.store.fleets.snapshot(f.fleetId))!;
-        if (!snapshot.domains.every((d) => d.lastSeenAt !== null)) return false;
-      }
-      return true;
-    },
-    120_000,
-    250,
-  );
+  await untilEveryDomainPolled(db, fleets);
 
   const orchestrator = server.orchestrator(taskQueue);
-  const request = (f: Fleet) =>
+  const request = (f: SeededFleet) =>
     db!.store.operations.create({
       fleetId: f.fleetId,
       kind: 'promote',
