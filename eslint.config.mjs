@@ -1,6 +1,7 @@
 import js from '@eslint/js';
 import { createNodeResolver, importX } from 'eslint-plugin-import-x';
 import tseslint from 'typescript-eslint';
+import direction from './dependency-direction.cjs';
 
 export default tseslint.config(
   { ignores: ['node_modules/', '.haru/', 'dist/', 'db/migrations/', 'coverage/', '.stryker-tmp/', 'reports/'] },
@@ -67,8 +68,8 @@ export default tseslint.config(
     },
   },
   {
-    // Workflow code is deterministic: no Node built-ins, no db, no activity implementations (STYLE.md).
-    // Pure decisions come from core/.
+    // Workflow code is deterministic: no Node built-ins (STYLE.md). The folders it may import are fenced with
+    // every other row of §2.2 below; activities come in as `import type` only.
     files: ['workflows/**/*.ts'],
     rules: {
       'no-restricted-imports': [
@@ -79,62 +80,18 @@ export default tseslint.config(
               group: ['node:*', 'fs', 'net', 'http', 'child_process', 'crypto', 'os', 'path'],
               message: 'workflows/ must stay deterministic.',
             },
-            {
-              group: ['../db', '../db/*', '../api', '../api/*'],
-              message: 'workflows/ never imports db or api.',
-            },
-            {
-              group: ['../activities', '../activities/*'],
-              message: 'import activities as `import type` only.',
-              allowTypeImports: true,
-            },
+            ...direction.typeOnlyPatterns('workflows/'),
           ],
         },
       ],
     },
   },
   {
-    // Activities run under workflows, never the other way round: they share decisions through core/.
-    files: ['activities/**/*.ts'],
+    // Dependency direction (docs/architecture.md §2.2): one zone per row of the table in
+    // dependency-direction.cjs, on resolved paths. Tests beside the code are harnesses, like test/.
+    ignores: direction.HARNESS_FILES,
     rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            {
-              group: ['../workflows', '../workflows/*'],
-              message: 'activities/ imports workflows/ as `import type` only; shared decisions live in core/.',
-              allowTypeImports: true,
-            },
-          ],
-        },
-      ],
-    },
-  },
-  {
-    // The supervisor ships alone to GPU hosts: it imports only schemas/ and lib/.
-    files: ['supervisor/**/*.ts'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            {
-              group: [
-                '../core/*',
-                '../db/*',
-                '../api/*',
-                '../workflows/*',
-                '../activities/*',
-                '../workers/*',
-                '../sim/*',
-                '../cli/*',
-              ],
-              message: 'supervisor/ imports only schemas/ and lib/.',
-            },
-          ],
-        },
-      ],
+      'import-x/no-restricted-paths': ['error', { zones: direction.restrictedPathZones(import.meta.dirname) }],
     },
   },
   {
