@@ -62,8 +62,6 @@ export const apiConfigSchema = z.object({
   HARU_CHAT_HOLD_MAX: blankable(positiveInt.default(1_000)),
   /** Interval of SSE comment pings sent to held streaming requests. */
   HARU_CHAT_HOLD_PING_MS: blankable(positiveMsSchema.default(5_000)),
-  /** How often a held request re-checks the routing while it waits (a missed push is caught here). */
-  HARU_CHAT_HOLD_RECHECK_MS: blankable(positiveMsSchema.default(500)),
   /**
    * Most times one request is sent again after its upstream died in flight (0 turns resending off);
    * inference has no side effects, so a re-sent request only costs GPU time.

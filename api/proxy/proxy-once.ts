@@ -63,6 +63,12 @@ type Step =
   | { to: 'closed' }
   | { to: 'failed'; error: HaruError; holdOutcome: HoldOutcome };
 
+/**
+ * How often a held request re-reads its fleet's routing while it waits for a move: route moves are pushed at
+ * once, so this only bounds a missed push and paces retries of a refused upstream.
+ */
+export const HOLD_RECHECK_MS = 500;
+
 const ROUTE: Step = { to: 'route' };
 const CLOSED: Step = { to: 'closed' };
 const failed = (error: HaruError, holdOutcome: HoldOutcome = 'failed'): Step => ({ to: 'failed', error, holdOutcome });
@@ -275,7 +281,7 @@ class ProxiedRequest {
         return failed(new HaruError('overloaded', message, { retryAfterSeconds }));
       }
     }
-    const recheckMs = Math.min(deps.config.HARU_CHAT_HOLD_RECHECK_MS, leftMs);
+    const recheckMs = Math.min(HOLD_RECHECK_MS, leftMs);
     const woke = await waitForRouteMove(
       deps.cache,
       m.snapshot.id,
