@@ -153,7 +153,10 @@ describe('lookAtFleet', () => {
 
   it('takes a served answer as evidence of life for an unreachable supervisor, and fails it once they stop', async () => {
     let servedAtMs: number | null = Date.now() + 60_000;
-    const { a, east, look, domain } = await setup({ lastServedAnswerAtMs: () => servedAtMs });
+    const { a, east, look, domain } = await setup({
+      lastServedAnswerAtMs: () => servedAtMs,
+      missedSinceServed: () => null,
+    });
     a.onStatus = () => {
       throw unreachable();
     };
@@ -178,7 +181,10 @@ describe('lookAtFleet', () => {
   });
 
   it('takes a confirmed refusal over a served answer: answers relayed a moment ago do not keep a dead host alive', async () => {
-    const { a, east, look, domain } = await setup({ lastServedAnswerAtMs: () => Date.now() });
+    const { a, east, look, domain } = await setup({
+      lastServedAnswerAtMs: () => Date.now(),
+      missedSinceServed: () => null,
+    });
     a.onStatus = () => {
       throw refused();
     };

@@ -4,7 +4,7 @@ import type { DomainState } from '../schemas/enums';
 import { DOMAIN_TRANSITIONS, predecessorsOf } from '../schemas/transitions';
 import type { SupervisorStatus } from '../schemas/supervisor';
 import { assessDomain } from '../core/domain-health';
-import { nextDomainState, observeDomain, recoversFailedActive } from '../core/domain-observation';
+import { missedAnswerProblem, nextDomainState, observeDomain, recoversFailedActive } from '../core/domain-observation';
 import { toFleetView } from '../core/fleet-view';
 import { isBlindRound, lastSeenRefreshMs, needsPollWrite, type PollSight } from '../core/poll-record';
 import { judgePoll, type PollOutcome, pollTimeoutMs } from '../core/poll-verdict';
@@ -187,7 +187,8 @@ export function createPollRound(deps: ActivityDeps): PollRound {
       if (assessment.status !== 'failed') return updated;
       return (await transition(fleet, domain, 'failed', assessment.reasons.join(', '))) ?? updated;
     }
-    const observed = observeDomain(domain, isActive, polled.status);
+    const missed = missedAnswerProblem(servedAnswers.missedSinceServed(domain.id), deps.now().getTime());
+    const observed = observeDomain(domain, isActive, polled.status, missed);
     const to = nextDomainState(domain.state, isActive, observed.state, domain.provider);
     if (isActive && domain.state === 'failed' && !isInOperation) {
       const since = observed.state === 'ready' ? (healthySince.get(domain.id) ?? polled.at.getTime()) : null;

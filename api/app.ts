@@ -119,6 +119,8 @@ export function createApp(deps: ApiDeps): ApiApp {
       checkNow: (fleetId) => deps.orchestrator.checkNow(fleetId),
       announceServedAnswer:
         deps.store.domains && ((domainId, at) => deps.store.domains!.announceServedAnswer(domainId, at)),
+      announceMissedAnswer:
+        deps.store.domains && ((domainId, at, why) => deps.store.domains!.announceMissedAnswer(domainId, at, why)),
       now,
       logger,
     }),

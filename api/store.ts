@@ -37,6 +37,7 @@ export interface ApiStore {
   domains?: {
     /** NOTIFY SERVED_ANSWER_CHANNEL: the domain answered a user successfully at `at`. */
     announceServedAnswer(domainId: string, at: Date): Promise<void>;
+    announceMissedAnswer(domainId: string, at: Date, why: string): Promise<void>;
   };
   events: {
     append(input: {

@@ -1,5 +1,11 @@
 import type { SupervisorStatus } from '../schemas/supervisor';
-import { nextDomainState, observeDomain, recoversFailedActive } from './domain-observation';
+import {
+  MISSED_ANSWER_WINDOW_MS,
+  missedAnswerProblem,
+  nextDomainState,
+  observeDomain,
+  recoversFailedActive,
+} from './domain-observation';
 import { domainSnapshot, ID, NOW } from './fleet-fixtures';
 
 const T0 = NOW.toISOString();
@@ -83,6 +89,31 @@ describe('observeDomain', () => {
       training: [],
     });
     expect(observeDomain(domainSnapshot('a'), true, awake)).toEqual({ state: 'ready', problems: [], slotChanges: [] });
+  });
+
+  it('degrades an active its supervisor calls healthy when the proxy gets no answer from it', () => {
+    const awake = status({
+      models: [{ name: 'llama', gpuIndex: 0, port: 1, state: 'awake', runningRequests: 0, error: null }],
+      training: [],
+    });
+    const missed = 'connect timeout to 10.0.0.9:8000';
+    const o = observeDomain(domainSnapshot('a'), true, awake, missedAnswerProblem({ atMs: 0, why: missed }, 1_000));
+    expect(o.state).toBe('degraded');
+    expect(o.problems).toEqual([`the proxy gets no answer from it: ${missed}`]);
+    // A standby gets no traffic: a late miss from before a failover says nothing about it.
+    expect(observeDomain(domainSnapshot('b'), false, status(), 'the proxy gets no answer from it: x').state).toBe(
+      'ready',
+    );
+  });
+});
+
+describe('missedAnswerProblem', () => {
+  it('holds a missed answer against the active for the window, and nothing without one', () => {
+    const missed = { atMs: 1_000, why: 'connection refused' };
+    expect(missedAnswerProblem(missed, 1_000)).toBe('the proxy gets no answer from it: connection refused');
+    expect(missedAnswerProblem(missed, 1_000 + MISSED_ANSWER_WINDOW_MS)).not.toBeNull();
+    expect(missedAnswerProblem(missed, 1_001 + MISSED_ANSWER_WINDOW_MS)).toBeNull();
+    expect(missedAnswerProblem(null, 1_000)).toBeNull();
   });
 });
 

@@ -28,12 +28,37 @@ function observedSlotState(slot: Slot, status: SupervisorStatus): SlotState | nu
 }
 
 /**
+ * How long a missed answer of the proxy (the active sent no answer to a request: refused, reset, or no headers
+ * in time) keeps the active degraded while nothing was served after it: three of the proxy's 5 s connect
+ * timeouts, so clients failing one request after another keep it degraded, and an active whose clients
+ * stopped, or that serves again, is ready again.
+ */
+export const MISSED_ANSWER_WINDOW_MS = 15_000;
+
+/**
+ * The problem a missed answer makes of an active that its supervisor reports healthy (a broken load balancer,
+ * security group or route between the proxy and its models), or null when there is none: no miss since the
+ * last served answer, or one older than MISSED_ANSWER_WINDOW_MS. Pure.
+ */
+export function missedAnswerProblem(missed: { atMs: number; why: string } | null, nowMs: number): string | null {
+  if (missed === null || nowMs - missed.atMs > MISSED_ANSWER_WINDOW_MS) return null;
+  return `the proxy gets no answer from it: ${missed.why}`;
+}
+
+/**
  * Interprets one supervisor status for a domain. Pure. The active must have every layout model awake;
  * a standby only needs every model known (asleep is its normal state). A model missing from the status or
- * in state `unknown` makes the domain degraded, unless it is `busy` (alive, its admin endpoints slow).
+ * in state `unknown` makes the domain degraded, unless it is `busy` (alive, its admin endpoints slow). An
+ * active the proxy cannot get answers from (`missedAnswer`, from `missedAnswerProblem`) is degraded whatever
+ * its supervisor says: the clients' path is what serving means.
  */
-export function observeDomain(domain: DomainSnapshot, isActive: boolean, status: SupervisorStatus): DomainObservation {
-  const problems: string[] = [];
+export function observeDomain(
+  domain: DomainSnapshot,
+  isActive: boolean,
+  status: SupervisorStatus,
+  missedAnswer: string | null = null,
+): DomainObservation {
+  const problems: string[] = isActive && missedAnswer !== null ? [missedAnswer] : [];
   for (const slot of domain.slots) {
     if (slot.kind !== 'inference') continue;
     for (const binding of slot.models) {

@@ -12,13 +12,13 @@ describe('monitor signals', () => {
       debounceMs: 1_000,
       now: () => new Date(clock),
     });
-    expect(signal.upstreamFailed('a')).toBe(true);
-    expect(signal.upstreamFailed('a')).toBe(false);
-    expect(signal.upstreamFailed('b')).toBe(true);
+    expect(signal.upstreamFailed('a', 'a1', 'refused')).toBe(true);
+    expect(signal.upstreamFailed('a', 'a1', 'refused')).toBe(false);
+    expect(signal.upstreamFailed('b', 'b1', 'refused')).toBe(true);
     clock += 999;
-    expect(signal.upstreamFailed('a')).toBe(false);
+    expect(signal.upstreamFailed('a', 'a1', 'refused')).toBe(false);
     clock += 1;
-    expect(signal.upstreamFailed('a')).toBe(true);
+    expect(signal.upstreamFailed('a', 'a1', 'refused')).toBe(true);
     await Promise.resolve();
     expect(sent).toEqual(['a', 'b', 'a']);
   });
@@ -48,5 +48,31 @@ describe('monitor signals', () => {
       ['x', 250],
     ]);
     expect(createMonitorSignals({ checkNow: async () => {}, debounceMs: 1 }).servedAnswer('x')).toBe(false);
+  });
+
+  it("announces an upstream failure as the domain's missed answer, once per domain per window, and never throws", async () => {
+    let clock = 0;
+    const missed: [string, number, string][] = [];
+    const signal = createMonitorSignals({
+      checkNow: async () => {},
+      debounceMs: 1_000,
+      announceMissedAnswer: async (domainId, at, why) => {
+        missed.push([domainId, at.getTime(), why]);
+        if (domainId === 'y') throw new Error('database down');
+      },
+      servedAnswerDebounceMs: 250,
+      now: () => new Date(clock),
+    });
+    signal.upstreamFailed('f', 'x', 'connect timeout');
+    signal.upstreamFailed('f', 'x', 'connect timeout');
+    signal.upstreamFailed('f', 'y', 'refused');
+    clock += 250;
+    signal.upstreamFailed('f', 'x', 'no headers within 60000 ms');
+    await Promise.resolve();
+    expect(missed).toEqual([
+      ['x', 0, 'connect timeout'],
+      ['y', 0, 'refused'],
+      ['x', 250, 'no headers within 60000 ms'],
+    ]);
   });
 });

@@ -3,12 +3,16 @@ import type { Logger } from '../../lib/logger';
 /**
  * What the proxy tells the fleet monitor from the traffic it carries: an upstream failure (the active refused,
  * reset or timed out) asks the monitor to re-check now, debounced per fleet so a burst of failed requests
- * sends one signal; a served answer (a 2xx relayed from a domain) is evidence the domain is alive, announced
- * at most once per `servedAnswerDebounceMs` per domain.
+ * sends one signal, and is announced as the domain's missed answer; a served answer (a 2xx relayed from a
+ * domain) is evidence the domain is alive. Each domain's answers, served or missed, are announced at most once
+ * per `servedAnswerDebounceMs`.
  */
 export interface MonitorSignals {
-  /** Fire and forget; never throws. Returns true when a signal was sent (not debounced). */
-  upstreamFailed(fleetId: string): boolean;
+  /**
+   * The proxy got no answer from `domainId` (`why`). Fire and forget; never throws. Returns true when the
+   * `checkNow` signal was sent (not debounced).
+   */
+  upstreamFailed(fleetId: string, domainId: string, why: string): boolean;
   /** A successful answer relayed from `domainId`. Fire and forget; never throws. Returns true when announced. */
   servedAnswer(domainId: string): boolean;
 }
@@ -25,6 +29,8 @@ export function createMonitorSignals(opts: {
   debounceMs?: number;
   /** Publishes a served answer (the store's `announceServedAnswer`); absent: served answers are not announced. */
   announceServedAnswer?: (domainId: string, at: Date) => Promise<void>;
+  /** Publishes a missed answer (the store's `announceMissedAnswer`); absent: missed answers are not announced. */
+  announceMissedAnswer?: (domainId: string, at: Date, why: string) => Promise<void>;
   servedAnswerDebounceMs?: number;
   now?: () => Date;
   logger?: Logger;
@@ -32,24 +38,30 @@ export function createMonitorSignals(opts: {
   const now = () => (opts.now ? opts.now().getTime() : Date.now());
   const lastFailure = new Map<string, number>();
   const lastServedAnswer = new Map<string, number>();
+  const lastMissedAnswer = new Map<string, number>();
+  /** Whether `domainId`'s answer of this kind was announced within the debounce; if not, notes it now. */
+  const isDebounced = (last: Map<string, number>, domainId: string, t: number) => {
+    const previous = last.get(domainId);
+    if (previous !== undefined && t - previous < (opts.servedAnswerDebounceMs ?? 250)) return true;
+    last.set(domainId, t);
+    if (last.size > 10_000) last.clear(); // bounded; losing debounce state only costs one extra NOTIFY
+    return false;
+  };
+  const announced = (what: string, domainId: string) => (err: unknown) =>
+    opts.logger?.warn(`${what} not announced`, { domainId, error: err instanceof Error ? err.message : String(err) });
   return {
     servedAnswer(domainId) {
       if (!opts.announceServedAnswer) return false;
       const t = now();
-      const previous = lastServedAnswer.get(domainId);
-      if (previous !== undefined && t - previous < (opts.servedAnswerDebounceMs ?? 250)) return false;
-      lastServedAnswer.set(domainId, t);
-      if (lastServedAnswer.size > 10_000) lastServedAnswer.clear();
-      opts.announceServedAnswer(domainId, new Date(t)).catch((err: unknown) =>
-        opts.logger?.warn('served answer not announced', {
-          domainId,
-          error: err instanceof Error ? err.message : String(err),
-        }),
-      );
+      if (isDebounced(lastServedAnswer, domainId, t)) return false;
+      opts.announceServedAnswer(domainId, new Date(t)).catch(announced('served answer', domainId));
       return true;
     },
-    upstreamFailed(fleetId) {
+    upstreamFailed(fleetId, domainId, why) {
       const t = now();
+      if (opts.announceMissedAnswer && !isDebounced(lastMissedAnswer, domainId, t)) {
+        opts.announceMissedAnswer(domainId, new Date(t), why).catch(announced('missed answer', domainId));
+      }
       const previous = lastFailure.get(fleetId);
       if (previous !== undefined && t - previous < (opts.debounceMs ?? CHECK_NOW_DEBOUNCE_MS)) return false;
       lastFailure.set(fleetId, t);

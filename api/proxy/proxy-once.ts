@@ -312,7 +312,6 @@ class ProxiedRequest {
       );
       return { ...miss(error, snapshot), mayHaveArrived: true };
     }
-    this.deps.monitorSignals.upstreamFailed(snapshot.id);
     const error =
       outcome.kind === 'timeout'
         ? new HaruError(
@@ -320,6 +319,10 @@ class ProxiedRequest {
             `domain ${slug} sent no response headers within ${this.deps.config.HARU_CHAT_HEADER_TIMEOUT_MS} ms`,
           )
         : new HaruError('upstream_unreachable', `domain ${slug} refused the connection for model "${model}"`);
+    // The monitor re-checks at once and hears of the missed answer: a domain the proxy cannot reach is degraded
+    // even where its supervisor answers (core/domain-observation.ts).
+    const cause = outcome.kind === 'timeout' ? 'no response headers in time' : describeRefusal(outcome.error);
+    this.deps.monitorSignals.upstreamFailed(snapshot.id, target.domain.id, `model ${model}: ${cause}`);
     // A timeout or a reset after sending may have reached the upstream (a dead host that sends no reset times
     // out): held and sent again only where a resend is allowed.
     const mayHaveArrived = outcome.kind !== 'refused' || !neverSent(outcome.error);
@@ -356,4 +359,12 @@ function noteResponse(
 ): void {
   deps.metrics.proxyTtfb.observe({ endpoint }, ttfbSeconds);
   if (statusCode >= 200 && statusCode < 300) deps.monitorSignals.servedAnswer(domainId);
+}
+
+/** What a refused forward met, in a few words: the error's code where it has one (ECONNREFUSED, a connect timeout). */
+function describeRefusal(error: unknown): string {
+  const cause = (error as { cause?: { code?: string; message?: string } } | null)?.cause;
+  const code = (error as { code?: string } | null)?.code ?? cause?.code;
+  const message = error instanceof Error ? error.message : String(error);
+  return code ? `${code} (${message})` : message;
 }

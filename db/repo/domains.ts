@@ -29,6 +29,9 @@ export type DomainRepo = ReturnType<typeof createDomainRepo>;
 
 /** Failure domains: reads, guarded state transitions and heartbeat bookkeeping. */
 export function createDomainRepo({ db, now }: RepoDeps) {
+  const notifyAnswer = async (payload: ServedAnswerPush) => {
+    await db.execute(sql`select pg_notify(${SERVED_ANSWER_CHANNEL}, ${JSON.stringify(payload)})`);
+  };
   return {
     /** The domain with this id, or null. */
     async get(id: string): Promise<Domain | null> {
@@ -125,8 +128,16 @@ export function createDomainRepo({ db, now }: RepoDeps) {
      * listeners connected now.
      */
     async announceServedAnswer(domainId: string, at: Date): Promise<void> {
-      const payload: ServedAnswerPush = { domainId, at: at.toISOString() };
-      await db.execute(sql`select pg_notify(${SERVED_ANSWER_CHANNEL}, ${JSON.stringify(payload)})`);
+      await notifyAnswer({ domainId, at: at.toISOString() });
+    },
+
+    /**
+     * Announces on the same channel that the proxy sent `domainId` a request at `at` and got no answer (`why`:
+     * refused, reset before any header, or no headers in time): the monitor's evidence that the clients' path to
+     * a domain is broken even where its supervisor answers.
+     */
+    async announceMissedAnswer(domainId: string, at: Date, why: string): Promise<void> {
+      await notifyAnswer({ domainId, at: at.toISOString(), missed: why.slice(0, 500) });
     },
 
     /**
