@@ -16,9 +16,16 @@ describe('detectActiveFailure', () => {
     expect(detectActiveFailure(domain({ consecutiveFailures: 2 }), p, NOW, true)).toBeNull();
   });
 
-  it('fails an active whose heartbeat went stale past heartbeatStaleMs', () => {
-    expect(detectActiveFailure(domain({ lastSeenAt: ago(5_001) }), p, NOW, true)?.reason).toBe('stale');
-    expect(detectActiveFailure(domain({ lastSeenAt: ago(5_000) }), p, NOW, true)).toBeNull();
+  it('fails an active whose heartbeat went stale past heartbeatStaleMs with a failed poll since', () => {
+    expect(detectActiveFailure(domain({ lastSeenAt: ago(5_001), consecutiveFailures: 1 }), p, NOW, true)?.reason).toBe(
+      'stale',
+    );
+    expect(detectActiveFailure(domain({ lastSeenAt: ago(5_000), consecutiveFailures: 1 }), p, NOW, true)).toBeNull();
+  });
+
+  it('holds silence against the host only when a poll that counted failed since it was last heard', () => {
+    // Long unheard, yet no counted poll failed: the watcher lagged, saw nothing, or did not poll. Its problem.
+    expect(detectActiveFailure(domain({ lastSeenAt: ago(60_000), consecutiveFailures: 0 }), p, NOW, true)).toBeNull();
   });
 
   it('fails an active degraded past degradedGraceMs while a viable standby exists', () => {

@@ -15,7 +15,7 @@ export interface ActiveFailure {
 /**
  * Decides whether the active domain has failed. In order: no active domain at all; the store already
  * says `failed`; it is stopping or stopped; it missed `failureThreshold` consecutive polls; its last
- * successful poll is older than `heartbeatStaleMs`; or it has been `degraded` for at least
+ * successful poll is older than `heartbeatStaleMs` and a poll since has failed; or it has been `degraded` for at least
  * `degradedGraceMs` while a viable standby exists (a degraded active with nowhere to go keeps serving).
  * Returns null when the active is fine. Pure function of its arguments.
  */
@@ -38,7 +38,10 @@ export function detectActiveFailure(
       message: `active domain ${active.slug} failed ${active.consecutiveFailures} consecutive polls (threshold ${policy.failureThreshold})`,
     };
   }
-  if (isStale(active, policy, now)) {
+  // Silence is held against the host only when polls that counted failed since it was last heard: a watcher
+  // that lagged (its polls not recorded), saw nothing (a blind round) or did not poll at all has no evidence
+  // about the host, and a stale age alone would blame the host for the watcher (docs/architecture.md §9.2).
+  if (active.consecutiveFailures > 0 && isStale(active, policy, now)) {
     return {
       reason: 'stale',
       message: `active domain ${active.slug} has not answered for ${silenceMs(active, now)} ms (stale after ${policy.heartbeatStaleMs} ms)`,

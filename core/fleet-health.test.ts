@@ -25,7 +25,9 @@ describe('summarizeHealth', () => {
   });
 
   it('says why a failed active is not being replaced', () => {
-    const f = fleet({ domains: [domain({ lastSeenAt: ago(8_000) }), domain({ id: ID.b, slug: 'b' })] });
+    const f = fleet({
+      domains: [domain({ lastSeenAt: ago(8_000), consecutiveFailures: 1 }), domain({ id: ID.b, slug: 'b' })],
+    });
     const h = summarizeHealth(f, p, NOW, { isAutoFailoverPaused: true });
     expect(h.activeFailure?.reason).toBe('stale');
     expect(h.failoverBlockedBy).toBe('paused');

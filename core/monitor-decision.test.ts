@@ -24,7 +24,7 @@ describe('decideMonitorAction', () => {
   });
 
   it('holds when the active is failed by silence alone and every other domain is as silent: the watcher is blind', () => {
-    const silent = domain({ lastSeenAt: ago(6_000) });
+    const silent = domain({ lastSeenAt: ago(6_000), consecutiveFailures: 1 });
     const f = fleet({ domains: [silent, domain({ id: ID.b, slug: 'b', lastSeenAt: ago(6_000) })] });
     expect(decideMonitorAction(f, p, NOW, running)).toEqual({
       kind: 'none',
@@ -35,7 +35,9 @@ describe('decideMonitorAction', () => {
   });
 
   it('fails over a silent active while another domain answers: a dying region, not a blind watcher', () => {
-    const f = fleet({ domains: [domain({ lastSeenAt: ago(6_000) }), domain({ id: ID.b, slug: 'b' })] });
+    const f = fleet({
+      domains: [domain({ lastSeenAt: ago(6_000), consecutiveFailures: 1 }), domain({ id: ID.b, slug: 'b' })],
+    });
     expect(decideMonitorAction(f, p, NOW, running)).toMatchObject({
       kind: 'failover',
       shouldMarkActiveFailed: true,
@@ -169,7 +171,9 @@ describe('decideMonitorAction', () => {
   });
 
   it('marks a stale active failed even with no standby to go to', () => {
-    const f = fleet({ domains: [domain({ lastSeenAt: ago(9_000) }), domain({ id: ID.b, state: 'failed' })] });
+    const f = fleet({
+      domains: [domain({ lastSeenAt: ago(9_000), consecutiveFailures: 1 }), domain({ id: ID.b, state: 'failed' })],
+    });
     expect(decideMonitorAction(f, p, NOW, running)).toMatchObject({
       kind: 'failover',
       shouldMarkActiveFailed: true,
