@@ -1,10 +1,6 @@
 import { z } from 'zod';
 import { secretFromEnv } from '../lib/secret-file';
-import {
-  loadSupervisorClientTls,
-  supervisorClientEnvShape,
-  type SupervisorClientTls,
-} from '../clients/supervisor-tls';
+import { loadSupervisorClientTls, supervisorClientEnvShape, type SupervisorClientTls } from '../clients/supervisor-tls';
 import {
   defaultTemporalSettings,
   resolveTemporalSettings,

@@ -1,10 +1,6 @@
 import { z } from 'zod';
 import { resolveTemporalSettings, type TemporalSettings, temporalEnvShape } from '../temporal/config';
-import {
-  loadSupervisorClientTls,
-  supervisorClientEnvShape,
-  type SupervisorClientTls,
-} from '../clients/supervisor-tls';
+import { loadSupervisorClientTls, supervisorClientEnvShape, type SupervisorClientTls } from '../clients/supervisor-tls';
 import {
   loadSupervisorCertificateIssuer,
   supervisorCaEnvShape,
