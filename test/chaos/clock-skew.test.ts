@@ -12,8 +12,8 @@ import { eventually, uniqueTaskQueue, useTestServer } from '../workflows/support
 import { type ChaosApi, proxiedCompletion, startChaosApi } from './support/api';
 import { activeOf, killAndFailOver, untilViableStandby } from './support/failover-again';
 import { type ChaosRig, startChaosRig } from './support/rig';
-import { startTcpRelay, type TcpRelay } from './support/tcp-relay';
-import { seedLayout } from '../../db/testing';
+import { relaySupervisor } from './support/relayed';
+import type { TcpRelay } from './support/tcp-relay';
 
 jest.setTimeout(420_000);
 
@@ -41,11 +41,7 @@ it('keeps a served active whose supervisor is cut off with the worker 30 s ahead
   const { fleet } = rig;
   // The worker reaches east's supervisor only through a relay the test can turn dark; clients reach east's
   // models directly through the proxy.
-  relay = await startTcpRelay({ host: '127.0.0.1', port: Number(new URL(fleet.east.supervisorUrl).port) });
-  await seedLayout(fleet.db.store, {
-    ...fleet.layout,
-    domains: fleet.layout.domains.map((d) => (d.slug === 'east' ? { ...d, supervisorUrl: relay!.url } : d)),
-  });
+  relay = await relaySupervisor(fleet, 'east');
   api = await startChaosApi({ databaseUrl: fleet.db.url, temporalAddress: rig.temporalAddress, taskQueue });
   const monitor = server.client.workflow.getHandle(monitorWorkflowId(fleet.fleetId));
   const model = fleet.east.sim.models[0]!.name;

@@ -5,13 +5,13 @@
  * the state HaruActiveDomainDown alerts on), and once the degraded grace passes with a viable standby, routing
  * moves to the standby and clients are answered again. Then the path comes back and the fleet fails over again.
  */
-import { seedLayout } from '../../db/testing';
 import { monitorWorkflowId } from '../../workflows/definitions';
 import { eventually, uniqueTaskQueue, useTestServer } from '../workflows/support/temporal';
 import { type ChaosApi, proxiedCompletion, startChaosApi } from './support/api';
 import { killAndFailOver, untilViableStandby } from './support/failover-again';
 import { type ChaosRig, startChaosRig } from './support/rig';
-import { startTcpRelay, type TcpRelay } from './support/tcp-relay';
+import { relayModel } from './support/relayed';
+import type { TcpRelay } from './support/tcp-relay';
 
 jest.setTimeout(420_000);
 
@@ -45,22 +45,7 @@ it('degrades an active the proxy cannot reach while its supervisor answers, fail
   const model = fleet.east.sim.models[0]!.name;
   // Clients (and the promotion's probe) reach east's model only through a relay the test can turn dark; the
   // worker reaches east's supervisor directly.
-  const eastModelUrl = new URL(fleet.east.servingUrl);
-  relay = await startTcpRelay({ host: '127.0.0.1', port: Number(eastModelUrl.port) });
-  const relayed = `${relay.url}/v1`;
-  await seedLayout(fleet.db.store, {
-    ...fleet.layout,
-    domains: fleet.layout.domains.map((d) =>
-      d.slug === 'east'
-        ? {
-            ...d,
-            slots: d.slots.map((s) =>
-              s.kind === 'inference' ? { ...s, models: s.models.map((m) => ({ ...m, servingUrl: relayed })) } : s,
-            ),
-          }
-        : d,
-    ),
-  });
+  relay = await relayModel(fleet, 'east');
   api = await startChaosApi({
     databaseUrl: fleet.db.url,
     temporalAddress: rig.temporalAddress,

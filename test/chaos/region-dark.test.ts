@@ -4,12 +4,12 @@
  * end at its own deadline, the standby's polls must not wait on it, and the monitor must fail over by its failed
  * polls while the region stays dark; then the fleet fails over again.
  */
-import { seedLayout } from '../../db/testing';
 import { monitorWorkflowId } from '../../workflows/definitions';
 import { eventually, uniqueTaskQueue, useTestServer } from '../workflows/support/temporal';
 import { killAndFailOver, reviveAsStandby, untilViableStandby } from './support/failover-again';
 import { type ChaosRig, startChaosRig } from './support/rig';
-import { startTcpRelay, type TcpRelay } from './support/tcp-relay';
+import { relaySupervisor } from './support/relayed';
+import type { TcpRelay } from './support/tcp-relay';
 
 jest.setTimeout(420_000);
 
@@ -33,11 +33,7 @@ it('fails over from an active whose region went dark while it stays dark, and fa
   });
   const { fleet } = rig;
   // Haru reaches east's supervisor only through a relay the test can turn dark.
-  relay = await startTcpRelay({ host: '127.0.0.1', port: Number(new URL(fleet.east.supervisorUrl).port) });
-  await seedLayout(fleet.db.store, {
-    ...fleet.layout,
-    domains: fleet.layout.domains.map((d) => (d.slug === 'east' ? { ...d, supervisorUrl: relay!.url } : d)),
-  });
+  relay = await relaySupervisor(fleet, 'east');
   await rig.startWorker();
   const monitor = server.client.workflow.getHandle(monitorWorkflowId(fleet.fleetId));
   await untilViableStandby(monitor, fleet.west);

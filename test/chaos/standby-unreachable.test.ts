@@ -4,11 +4,11 @@
  * once the supervisor is reachable again the standby is put back on standby (asleep, training) and the
  * monitor counts it as ready again.
  */
-import { seedLayout } from '../../db/testing';
 import { hostState, MODEL } from '../workflows/support/sim-fleet';
 import { eventually, uniqueTaskQueue, useTestServer } from '../workflows/support/temporal';
 import { type ChaosRig, startChaosRig } from './support/rig';
-import { startTcpRelay, type TcpRelay } from './support/tcp-relay';
+import { relaySupervisor } from './support/relayed';
+import type { TcpRelay } from './support/tcp-relay';
 
 jest.setTimeout(300_000);
 
@@ -29,11 +29,7 @@ it('fails before commit when the standby supervisor is unreachable, routing unch
   });
   const { fleet } = rig;
   // Haru reaches west's supervisor only through a relay the test can cut.
-  relay = await startTcpRelay({ host: '127.0.0.1', port: Number(new URL(fleet.west.supervisorUrl).port) });
-  await seedLayout(fleet.db.store, {
-    ...fleet.layout,
-    domains: fleet.layout.domains.map((d) => (d.slug === 'west' ? { ...d, supervisorUrl: relay!.url } : d)),
-  });
+  relay = await relaySupervisor(fleet, 'west');
   await rig.startWorker();
   const before = await rig.routing();
 
