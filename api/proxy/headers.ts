@@ -12,8 +12,25 @@ const HOP_BY_HOP = new Set([
   'transfer-encoding',
   'upgrade',
 ]);
-// Never sent upstream: the client's credentials are for Haru, not for vLLM; the body length is recomputed.
-const NOT_UPSTREAM = new Set(['host', 'authorization', 'cookie', 'content-length', 'expect', 'accept-encoding']);
+// Never sent upstream: the client's credentials are for Haru, not for vLLM (`x-api-key` is how Azure- and
+// Anthropic-style clients send theirs); the body length is recomputed; `forwarded` and `x-forwarded-*` are the client's word about where the
+// request came from, which vLLM and a gateway in front of it would believe.
+const NOT_UPSTREAM = new Set([
+  'host',
+  'authorization',
+  'x-api-key',
+  'cookie',
+  'content-length',
+  'expect',
+  'accept-encoding',
+  'forwarded',
+  'x-forwarded-for',
+  'x-forwarded-host',
+  'x-forwarded-proto',
+  'x-forwarded-port',
+  'x-forwarded-prefix',
+  'x-real-ip',
+]);
 // Never passed back: an upstream must not set cookies on Haru's origin.
 const NOT_TO_CLIENT = new Set(['set-cookie', 'set-cookie2']);
 // One lookup per header on the hot path.
@@ -32,8 +49,9 @@ const connectionListed = (headers: IncomingHttpHeaders): ReadonlySet<string> =>
       );
 
 /**
- * Headers forwarded to the upstream: the client's, minus hop-by-hop ones, `Authorization`, cookies,
- * `X-Haru-*` and the length (undici sets it from the byte-identical body).
+ * Headers forwarded to the upstream: the client's, minus hop-by-hop ones, `Authorization` and `X-Api-Key`,
+ * cookies, the client's forwarding claims (`Forwarded`, `X-Forwarded-*`, `X-Real-IP`), `X-Haru-*` and the
+ * length (undici sets it from the byte-identical body).
  */
 export function upstreamRequestHeaders(client: IncomingHttpHeaders): Record<string, string> {
   const listed = connectionListed(client);
