@@ -144,6 +144,53 @@ describe('fleet layout validation', () => {
   });
 });
 
+describe('URLs Haru calls', () => {
+  const servingUrlProblems = (servingUrl: string) => {
+    const input = layout();
+    const slot = input.domains[0]!.slots[0]!;
+    if (slot.kind === 'inference') slot.models[0]!.servingUrl = servingUrl;
+    return problemPaths(input).filter((p) => p.path === '$.domains[0].slots[0].models[0].servingUrl');
+  };
+
+  it('refuses a link-local or cloud metadata address, at its JSON path, saying why', () => {
+    for (const url of [
+      'http://169.254.169.254/latest/meta-data',
+      'http://metadata.google.internal/computeMetadata/v1',
+      'http://METADATA.GOOGLE.INTERNAL./v1',
+      'http://100.100.100.200/latest',
+      'http://[fd00:ec2::254]/latest',
+      'http://[fe80::1]:8000/v1',
+    ]) {
+      expect(servingUrlProblems(url)).toEqual([
+        expect.objectContaining({ message: expect.stringMatching(/link-local or cloud metadata address/) }),
+      ]);
+    }
+    const input = layout();
+    input.domains[1]!.supervisorUrl = 'http://169.254.169.254:8701';
+    expect(problemPaths(input).map((p) => p.path)).toContain('$.domains[1].supervisorUrl');
+  });
+
+  it('refuses credentials in the URL and a host that is neither a name nor an address', () => {
+    expect(servingUrlProblems('http://user:secret@10.0.0.1:8000/v1')).toEqual([
+      expect.objectContaining({ message: expect.stringMatching(/must not carry a user or password/) }),
+    ]);
+    // The URL parser takes these; an nginx config the host is written into would not survive them.
+    expect(servingUrlProblems('http://a;}{b:8000/v1')).toEqual([
+      expect.objectContaining({ message: 'host "a;}{b" is not a host name or an IP address' }),
+    ]);
+  });
+
+  it('accepts names (container service names with _ included), IPv4 and IPv6 addresses', () => {
+    for (const url of [
+      'http://vllm_east:8000/v1',
+      'https://gpu-1.example.com/v1',
+      'http://10.0.0.1:8000',
+      'http://[::1]:8000/v1',
+    ])
+      expect(servingUrlProblems(url)).toEqual([]);
+  });
+});
+
 describe('launch spec', () => {
   const withLaunch = (launch: Record<string, unknown>) => {
     const input = layout();

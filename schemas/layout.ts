@@ -9,7 +9,58 @@ export const slugSchema = z
   .regex(/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/, 'must be a slug: lowercase letters, digits and inner dashes (1-63)');
 
 /** An absolute http(s) URL. Other schemes (file:, javascript:, ftp:) are refused. */
-export const httpUrlSchema = z.url({ protocol: /^https?$/, error: 'must be an absolute http:// or https:// URL' });
+/**
+ * Hosts of clouds' instance metadata services besides link-local 169.254.169.254 (GCP's name, Alibaba's
+ * address, AWS's IPv6 address): a URL there would have the proxy or the worker fetch the host's cloud
+ * credentials and relay the answer.
+ */
+const METADATA_HOSTS: ReadonlySet<string> = new Set([
+  'metadata.google.internal',
+  'metadata',
+  '100.100.100.200',
+  '[fd00:ec2::254]',
+]);
+
+/**
+ * A host as the URL parser leaves it: DNS labels (with `_`, which container service names use), an IPv4
+ * literal, or a bracketed IPv6 literal. The WHATWG parser accepts `;{}` and more in a host, and renderers write
+ * hosts into configs (nginx), so anything else is refused.
+ */
+const HOST_SYNTAX =
+  /^(\[[0-9a-f:.]+\]|[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?)*\.?)$/i;
+
+/** 169.254.0.0/16 and fe80::/10: link-local, where the metadata services and nothing Haru should serve live. */
+const isLinkLocal = (hostname: string) =>
+  /^169\.254\.\d+\.\d+$/.test(hostname) || /^\[fe[89ab][0-9a-f]:/i.test(hostname);
+
+/**
+ * An absolute http(s) URL that Haru will call (a model's servingUrl, a supervisor): no credentials in it (they go
+ * in `upstreamAuth` or the supervisor's token), a host that is a name or an address, and never a link-local or
+ * cloud metadata address (docs/architecture.md §9.3).
+ */
+export const httpUrlSchema = z
+  .url({ protocol: /^https?$/, error: 'must be an absolute http:// or https:// URL' })
+  .superRefine((value, ctx) => {
+    // Zod runs this after a failed URL check too: that issue is the one to report.
+    if (!URL.canParse(value)) return;
+    const { protocol, username, password, hostname } = new URL(value);
+    if (protocol !== 'http:' && protocol !== 'https:') return;
+    if (username || password) {
+      ctx.addIssue({
+        code: 'custom',
+        message:
+          'must not carry a user or password (user:password@): credentials go in upstreamAuth or the supervisor token',
+      });
+    }
+    if (!HOST_SYNTAX.test(hostname)) {
+      ctx.addIssue({ code: 'custom', message: `host "${hostname}" is not a host name or an IP address` });
+    } else if (isLinkLocal(hostname) || METADATA_HOSTS.has(hostname.toLowerCase().replace(/\.$/, ''))) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `host ${hostname} is a link-local or cloud metadata address: Haru never sends requests there`,
+      });
+    }
+  });
 
 export const modelNameSchema = z.string().min(1).max(256);
 export const gpuIndexSchema = z.number().int().min(0).max(63);
