@@ -21,16 +21,17 @@ export function healthRoutes(ctx: RouteContext): Router {
       ]);
     // The orchestrator bounds its own calls with a gRPC deadline; the database ping gets a timer here.
     const [postgres, temporal] = await Promise.allSettled([bounded(ctx.database.ping()), ctx.orchestrator.ping()]);
+    // /readyz is open to anyone who reaches the API (a load balancer's probe): it says what is down, and the
+    // driver's error text (host names, users, database names) goes to the log only.
     if (postgres.status === 'rejected') {
+      ctx.logger.warn('readiness: Postgres is unreachable', { error: errorMessage(postgres.reason) });
       const also = temporal.status === 'rejected' ? '; Temporal is unreachable too' : '';
-      throw new HaruError(
-        'state_store_unavailable',
-        `Postgres is unreachable: ${errorMessage(postgres.reason)}${also}`,
-      );
+      throw new HaruError('state_store_unavailable', `Postgres is unreachable${also}`);
     }
     if (temporal.status === 'rejected') {
-      if (temporal.reason instanceof HaruError) throw temporal.reason;
-      throw new HaruError('orchestrator_unavailable', `Temporal is unreachable: ${errorMessage(temporal.reason)}`);
+      ctx.logger.warn('readiness: Temporal is unreachable', { error: errorMessage(temporal.reason) });
+      const reason = temporal.reason instanceof HaruError ? temporal.reason : null;
+      throw new HaruError(reason?.code ?? 'orchestrator_unavailable', 'Temporal is unreachable', reason?.details);
     }
     res.json({ status: 'ready', checks: { postgres: 'ok', temporal: 'ok' } });
   });

@@ -73,6 +73,16 @@ describe('a state store that refuses to serve', () => {
       expect(res.status).toBe(503);
       expect(res.body.error).toEqual({ code: 'state_store_unavailable', message: expect.stringContaining('55000') });
       expect(api.logs).toContainEqual(expect.objectContaining({ msg: 'state store unavailable', code: '55000' }));
+      // /readyz is open to anyone: it says what is down; the driver's text (it names the database) goes to the log.
+      const ready = await call(`${api.url}/readyz`);
+      expect(ready.status).toBe(503);
+      expect(ready.body.error).toEqual({
+        code: 'state_store_unavailable',
+        message: 'Postgres is unreachable; Temporal is unreachable too',
+      });
+      expect(api.logs).toContainEqual(
+        expect.objectContaining({ msg: 'readiness: Postgres is unreachable', error: expect.stringContaining(name) }),
+      );
     } finally {
       await api.close();
       const undo = admin();
