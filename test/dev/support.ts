@@ -1,37 +1,21 @@
 /** Helpers for tests that run `haru dev` as a user would: a child process on free ports with its own state. */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { fleetLayoutSchema } from '../../schemas/layout';
 import { simulatorPorts } from '../../cli/dev/layout';
-import { freePort } from '../support/ports';
+import { freeOffset, freePort } from '../support/ports';
 
 export const ROOT = path.resolve(__dirname, '../..');
 export const HARU = path.join(ROOT, 'bin', 'haru.js');
 
-/** True when nothing listens on 127.0.0.1:`port` right now. */
-export function isFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = net.createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-  });
-}
-
 /**
- * An HARU_SIM_PORT_OFFSET under which every simulated port of the dev layout is free now. The ports stay
- * below Linux's ephemeral range (32768+), where the OS hands out ports to other tests' listeners.
+ * An HARU_SIM_PORT_OFFSET under which every simulated port of the dev layout is free now, below Linux's
+ * ephemeral range and apart from every port `freePort` hands out in this process (and the reverse).
  */
 export async function freeSimOffset(): Promise<number> {
   const layout = fleetLayoutSchema.parse(JSON.parse(readFileSync(path.join(ROOT, 'examples/dev.layout.json'), 'utf8')));
-  const ports = simulatorPorts(layout).map((p) => p.port);
-  for (let attempt = 0; attempt < 200; attempt++) {
-    const offset = 10_000 + Math.floor(Math.random() * 13_000);
-    const free = await Promise.all(ports.map((p) => isFree(p + offset)));
-    if (free.every(Boolean)) return offset;
-  }
-  throw new Error('no free range of simulator ports found');
+  return freeOffset(simulatorPorts(layout).map((p) => p.port));
 }
 
 /** The environment of a dev stack on free ports in `stateDir`, with no inherited Haru settings. */

@@ -41,3 +41,23 @@ export async function freePort(): Promise<number> {
   }
   throw new Error(`no free port found in ${RANGE.low}-${RANGE.high} after 200 tries`);
 }
+
+/**
+ * An offset under which every one of `ports` (+ offset) is free now and none was handed out by this process,
+ * kept below the ephemeral range like `freePort`; the ports are then counted as handed out, so a later
+ * `freePort` never returns one of them (a dev stack's simulators bind them only after it starts).
+ */
+export async function freeOffset(ports: number[]): Promise<number> {
+  const highest = Math.max(...ports);
+  const lowest = Math.min(...ports);
+  for (let tries = 0; tries < 200; tries++) {
+    const offset = RANGE.low - lowest + Math.floor(Math.random() * (RANGE.high - highest - (RANGE.low - lowest) + 1));
+    const shifted = ports.map((p) => p + offset);
+    if (shifted.some((p) => handedOut.has(p))) continue;
+    const free = await Promise.all(shifted.map(canListen));
+    if (!free.every(Boolean)) continue;
+    for (const p of shifted) handedOut.add(p);
+    return offset;
+  }
+  throw new Error(`no offset with ${ports.length} free ports found after 200 tries`);
+}
