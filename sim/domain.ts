@@ -188,7 +188,12 @@ export async function startSimDomain(opts: SimDomainOptions): Promise<SimDomain>
     tsEntry('supervisor/main.ts'),
     {
       ...baseEnv,
-      HARU_SUPERVISOR_CONFIG: JSON.stringify(withApiKeyRefs(plan.supervisorConfig, opts.vllmApiKey)),
+      HARU_SUPERVISOR_CONFIG: JSON.stringify(
+        withTrainerSimEnv(withApiKeyRefs(plan.supervisorConfig, opts.vllmApiKey), {
+          HARU_SIM_GPU_STATE: gpuStateDir,
+          [SIM_MARKER_ENV]: marker,
+        }),
+      ),
       ...(opts.vllmApiKey ? { [SIM_VLLM_API_KEY_ENV]: opts.vllmApiKey } : {}),
       PORT: String(plan.supervisorPort),
       HARU_SUPERVISOR_HOST: host,
@@ -327,6 +332,15 @@ async function stopProcesses(children: SimChild[], supervisor: SimChild, graceMs
 }
 
 /** The config with every model's `apiKey` naming SIM_VLLM_API_KEY_ENV, when the fakes run with a key. */
+/**
+ * The config with `simEnv` added to every training slot's `env`: a trainer inherits none of the supervisor's
+ * variables beyond its base ones (supervisor/training-env.ts), and the fake trainer needs the simulated GPU
+ * state, and the domain's marker so that `haru sim kill` finds it.
+ */
+function withTrainerSimEnv(config: SupervisorConfig, simEnv: Record<string, string>): SupervisorConfig {
+  return { ...config, training: config.training.map((slot) => ({ ...slot, env: { ...slot.env, ...simEnv } })) };
+}
+
 function withApiKeyRefs(config: SupervisorConfig, apiKey: string | undefined): SupervisorConfig {
   if (!apiKey) return config;
   return {

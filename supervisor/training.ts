@@ -22,19 +22,11 @@ import { type ProcessTable, signalGroup, signalProcess } from './process-group';
 import { type RunAsUser, runAsCommand } from './run-as';
 import { DEFAULT_RESTART_POLICY, nextRestart, type RestartPolicy } from './restart-backoff';
 import { createKeyedSerializer } from './serial';
-import { clearProgress, PROGRESS_ENV, progressFile, readProgress } from './training-progress';
+import { clearProgress, readProgress } from './training-progress';
+import { buildTrainingEnv } from './training-env';
 import { openInTrainerDir, readUpTo, replaceInTrainerDir } from './trainer-dir';
 
 type TrainingSlot = SupervisorConfig['training'][number];
-
-/** Supervisor variables that never reach a training process. */
-export const SUPERVISOR_SECRET_ENV = [
-  'HARU_SUPERVISOR_TOKEN',
-  'HARU_SUPERVISOR_TOKEN_FILE',
-  'HARU_SUPERVISOR_TOKEN_PREVIOUS',
-  'HARU_SUPERVISOR_TOKEN_PREVIOUS_FILE',
-  'HARU_SUPERVISOR_CONFIG',
-] as const;
 
 /**
  * Written in the checkpoint dir while a run is alive, so a restarted supervisor adopts the run. A `runAs` trainer
@@ -46,32 +38,6 @@ export const RUN_FILE = '.haru-training-run.json';
 const MAX_RUN_FILE_BYTES = 4096;
 
 /**
- * The environment of a training process: the supervisor's own minus its secrets, plus the slot's `env`, plus
- * `HARU_CHECKPOINT_DIR`, `HARU_GPU_INDEX`, `HARU_TRAINING_PROGRESS_FILE` (supervisor/training-progress.ts),
- * `CUDA_VISIBLE_DEVICES` (the slot's MIG instance, else its GPU index) and `CUDA_DEVICE_ORDER=PCI_BUS_ID`, none of which the slot can override. CUDA numbers devices fastest first
- * unless told PCI_BUS_ID, the order nvidia-smi's indexes follow (CUDA C Programming Guide, "CUDA Environment
- * Variables"); and a trainer that ignores HARU_GPU_INDEX (a Ray task on SkyPilot inherits every GPU) would
- * otherwise start on device 0, the inference GPU. Secrets are removed after the merge, so a slot's `env`
- * cannot put them back either.
- */
-export function buildTrainingEnv(
-  base: NodeJS.ProcessEnv,
-  slot: TrainingSlot,
-  checkpointDir: string,
-  user?: RunAsUser,
-): NodeJS.ProcessEnv {
-  const own = user ? { HOME: user.home, USER: user.name, LOGNAME: user.name } : {};
-  const env: NodeJS.ProcessEnv = { ...base, ...own, ...slot.env };
-  for (const key of SUPERVISOR_SECRET_ENV) delete env[key];
-  env.HARU_CHECKPOINT_DIR = checkpointDir;
-  env.HARU_GPU_INDEX = String(slot.gpuIndex);
-  env[PROGRESS_ENV] = progressFile(checkpointDir);
-  env.CUDA_VISIBLE_DEVICES = slot.mig ?? String(slot.gpuIndex);
-  env.CUDA_DEVICE_ORDER = 'PCI_BUS_ID';
-  return env;
-}
-
-/**
  * Grace given to what is left of a run's process group once its leader exited on its own (DataLoader workers,
  * a launcher's children): the same ten seconds the supervisor's own shutdown gives a run by default.
  */
@@ -79,7 +45,7 @@ export const ORPHAN_GRACE_MS = 10_000;
 
 export interface TrainingManagerDeps {
   slots: TrainingSlot[];
-  /** The supervisor's environment (secrets are stripped per run). */
+  /** The supervisor's environment: a run inherits only its base variables (supervisor/training-env.ts). */
   baseEnv: NodeJS.ProcessEnv;
   /** Working directory of training commands; relative checkpoint dirs resolve against it. */
   cwd: string;

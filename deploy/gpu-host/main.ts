@@ -17,7 +17,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { ConfigError, parseEnv } from '../../schemas/env';
 import { loadSupervisorConfig, loadSupervisorEnv } from '../../supervisor/config';
-import { SUPERVISOR_SECRET_ENV } from '../../supervisor/training';
+import { SUPERVISOR_SECRET_ENV } from '../../supervisor/training-env';
 import { createJsonLogger } from '../../lib/logger';
 import { planHost, type VllmServerPlan } from './plan';
 

@@ -83,6 +83,7 @@ beforeAll(async () => {
         gpuIndex: 0,
         command: [process.execPath, TRAINER, '--interval-ms', '50', '--vram-mib', '30000'],
         checkpointDir: path.join(dir, 'ckpt0'),
+        env: { HARU_SIM_GPU_STATE: gpuStateDir },
       },
     ],
   };
@@ -90,7 +91,7 @@ beforeAll(async () => {
   const vllm = createVllmClient({ timeoutMs: 20_000, wakeTimeoutMs: 30_000 });
   training = createTrainingManager({
     slots: config.training,
-    baseEnv: { ...process.env, HARU_SIM_GPU_STATE: gpuStateDir, HARU_SUPERVISOR_TOKEN: TOKEN },
+    baseEnv: { ...process.env, HARU_SUPERVISOR_TOKEN: TOKEN },
     cwd: dir,
     processTable: createProcessTable(),
     now: () => new Date(),

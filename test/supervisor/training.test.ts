@@ -33,7 +33,8 @@ import {
   RUN_FILE,
   type TrainingManager,
 } from '../../supervisor/training';
-import { PROGRESS_FILE } from '../../supervisor/training-progress';
+import { PROGRESS_ENV, PROGRESS_FILE } from '../../supervisor/training-progress';
+import { TRAINER_BASE_ENV } from '../../supervisor/training-env';
 import { createSupervisorMetrics } from '../../supervisor/metrics';
 import { checkpointStep, tempDirs, TRAINER, trainerEvents, waitFor } from './support';
 
@@ -245,8 +246,8 @@ describe('training runs', () => {
       fault: null,
     });
     const { manager, checkpointDir, gpuIndex } = setup(
-      { command: trainer('--cuda-device-0'), ...slot },
-      { env: { HARU_SIM_GPU_STATE: gpuState, CUDA_VISIBLE_DEVICES: '0,1' } }, // as Ray hands every GPU down
+      { command: trainer('--cuda-device-0'), env: { HARU_SIM_GPU_STATE: gpuState }, ...slot },
+      { env: { CUDA_VISIBLE_DEVICES: '0,1' } }, // as Ray hands every GPU down
     );
     const pid = await startTraining(manager, gpuIndex, checkpointDir);
     const holders = listLiveHolders(gpuState).filter((h) => h.pid === pid);
@@ -293,19 +294,24 @@ describe('training runs', () => {
     expect(trainerEvents(checkpointDir).filter((e) => e.event === 'started')).toHaveLength(1);
   });
 
-  it('keeps the supervisor secrets out of the training environment', async () => {
+  it('gives the trainer only its base variables, its slot’s env and the contract: no secret of the supervisor', async () => {
     const dump =
       "require('fs').writeFileSync(process.env.HARU_CHECKPOINT_DIR + '/env.json', JSON.stringify(process.env))";
-    const { manager, checkpointDir, gpuIndex } = setup({
-      command: [process.execPath, '-e', dump],
-      env: {
-        LORA_RANK: '16',
-        HARU_SUPERVISOR_TOKEN: 'smuggled',
-        HARU_GPU_INDEX: '7',
-        CUDA_VISIBLE_DEVICES: '0,1,2,3',
-        CUDA_DEVICE_ORDER: 'FASTEST_FIRST',
+    // Secrets a supervisor may hold that no deny-list names: a trainer must see none of them.
+    const unlisted = { AWS_SECRET_ACCESS_KEY: 'cloud-key-must-not-leak', HARU_API_TOKEN: 'api-token-must-not-leak' };
+    const { manager, checkpointDir, gpuIndex } = setup(
+      {
+        command: [process.execPath, '-e', dump],
+        env: {
+          LORA_RANK: '16',
+          HARU_SUPERVISOR_TOKEN: 'smuggled',
+          HARU_GPU_INDEX: '7',
+          CUDA_VISIBLE_DEVICES: '0,1,2,3',
+          CUDA_DEVICE_ORDER: 'FASTEST_FIRST',
+        },
       },
-    });
+      { env: unlisted },
+    );
     await manager.start({ gpuIndex });
     await manager.idle(gpuIndex);
     expect(manager.status()[0]!.lastExit).toMatchObject({ code: 0, signal: null });
@@ -313,6 +319,15 @@ describe('training runs', () => {
     expect(env).not.toHaveProperty('HARU_SUPERVISOR_TOKEN');
     expect(env).not.toHaveProperty('HARU_SUPERVISOR_CONFIG');
     expect(JSON.stringify(env)).not.toContain(SECRETS.HARU_SUPERVISOR_TOKEN);
+    for (const [name, value] of Object.entries(unlisted)) {
+      expect(env).not.toHaveProperty(name);
+      expect(JSON.stringify(env)).not.toContain(value);
+    }
+    const allowed = [...TRAINER_BASE_ENV, 'LORA_RANK', 'HARU_CHECKPOINT_DIR', 'HARU_GPU_INDEX', PROGRESS_ENV];
+    const unexpected = Object.keys(env).filter(
+      (name) => !allowed.includes(name) && !name.startsWith('LC_') && !name.startsWith('CUDA_'),
+    );
+    expect(unexpected).toEqual([]);
     expect(env).toMatchObject({
       LORA_RANK: '16',
       HARU_GPU_INDEX: String(gpuIndex),
