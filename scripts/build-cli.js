@@ -22,7 +22,10 @@ const sourceDirPlugin = {
   name: 'source-dir',
   setup(build) {
     build.onLoad({ filter: /\.ts$/ }, async (args) => {
-      if (args.path.includes(`${path.sep}node_modules${path.sep}`)) return undefined;
+      // Only Haru's own sources: a dependency's are left as they are. Tested on the path inside the package,
+      // since an installed Haru is itself in a node_modules folder (`npm i -g`).
+      const own = path.relative(root, args.path);
+      if (own.startsWith('..') || own.split(path.sep).includes('node_modules')) return undefined;
       let contents = await fs.promises.readFile(args.path, 'utf8');
       if (!contents.includes('__dirname') && !contents.includes('require.resolve(')) return { contents, loader: 'ts' };
       const rel = JSON.stringify(path.relative(root, path.dirname(args.path)).split(path.sep).join('/'));
