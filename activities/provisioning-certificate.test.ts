@@ -95,7 +95,7 @@ it('is off without HARU_SUPERVISOR_CA_KEY_FILE, and refuses at start what cannot
   copyFileSync(caKey, loose);
   chmodSync(loose, 0o640);
   expect(load({ HARU_SUPERVISOR_CA_FILE: pki.ca, HARU_SUPERVISOR_CA_KEY_FILE: loose })).toThrow(
-    /^HARU_SUPERVISOR_CA_KEY_FILE: .*loose-ca\.key is readable by others \(mode 0640\); chmod 600 it$/,
+    /^HARU_SUPERVISOR_CA_KEY_FILE: .*loose-ca\.key is open to group or others \(mode 0640\); chmod 600 it$/,
   );
   const otherKey = path.join(pki.dir, 'other-ca.key');
   chmodSync(otherKey, 0o600);

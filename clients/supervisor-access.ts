@@ -163,8 +163,11 @@ export function createSupervisorAccess(options: SupervisorAccessOptions = {}): S
     return agent;
   }
 
-  const tokenFor = (target: SupervisorTarget) =>
-    domainToken(target, env, options.token, { read: (file) => readFile(file).toString('utf8') });
+  // A token file is read by lib/secret-file.ts, which refuses one that group or others may read; an injected
+  // reader (tests) reads instead.
+  const injectedRead = options.readFile;
+  const tokenRead = injectedRead ? { read: (file: string) => injectedRead(file).toString('utf8') } : {};
+  const tokenFor = (target: SupervisorTarget) => domainToken(target, env, options.token, tokenRead);
 
   return {
     tokenFor,

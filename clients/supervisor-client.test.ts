@@ -160,7 +160,7 @@ describe("a domain's supervisor settings", () => {
   it("sends the token from the domain's tokenEnv or tokenFile (trimmed), else the fleet-wide one", async () => {
     const seen = seenAuth();
     const file = path.join(dir, 'east.token');
-    writeFileSync(file, 'from-file\n');
+    writeFileSync(file, 'from-file\n', { mode: 0o600 });
     const c = fleetWide({ EAST_TOKEN: 'from-env' });
     await c.status(host);
     expect(seen()).toBe('Bearer fleet');

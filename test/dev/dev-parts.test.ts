@@ -79,7 +79,7 @@ describe("a dev domain's supervisor token", () => {
 
   it("is the one the domain's layout names, for the simulated supervisor as for the worker", () => {
     const tokenFile = path.join(dir, 'west.token');
-    writeFileSync(tokenFile, 'west-from-file\n');
+    writeFileSync(tokenFile, 'west-from-file\n', { mode: 0o600 });
     const byEnv = layoutWith({ tokenEnv: 'WEST_TOKEN' });
     expect(simSupervisorToken(byEnv.layout, byEnv.slug, { WEST_TOKEN: 'w', HARU_SUPERVISOR_TOKEN: 'f' })).toBe('w');
     expect(simSupervisorToken(byEnv.layout, 'east', { WEST_TOKEN: 'w', HARU_SUPERVISOR_TOKEN: 'f' })).toBe('f');

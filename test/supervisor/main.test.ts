@@ -3,7 +3,7 @@
  * every training run before it exits.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -164,6 +164,17 @@ describe('supervisor process', () => {
     expect(parentEnv).not.toContain(token);
     sup.child.kill('SIGTERM');
     expect(await sup.exited).toEqual({ code: 0, signal: null });
+  });
+
+  it('refuses at start a HARU_SUPERVISOR_TOKEN_FILE that group or others may read, naming the file and its mode', async () => {
+    const tokenFile = path.join(dirs.make(), 'token');
+    writeFileSync(tokenFile, 'tok-world-readable\n');
+    chmodSync(tokenFile, 0o644);
+    const sup = spawnSupervisor({ HARU_SUPERVISOR_CONFIG: CONFIG, PORT: '0', HARU_SUPERVISOR_TOKEN_FILE: tokenFile });
+    expect(await sup.exited).toEqual({ code: 2, signal: null });
+    expect(sup.stderr()).toContain(
+      `HARU_SUPERVISOR_TOKEN_FILE: ${tokenFile} is open to group or others (mode 0644); chmod 600 it`,
+    );
   });
 
   it('stops every training run within the shutdown grace on SIGTERM, then exits 0', async () => {

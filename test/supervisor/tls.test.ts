@@ -141,7 +141,7 @@ describe('supervisor over HTTPS', () => {
     const started = start({ HARU_SUPERVISOR_TLS_KEY_FILE: loose });
     await expect(started).rejects.toThrow(ConfigError);
     await expect(started).rejects.toThrow(
-      /^HARU_SUPERVISOR_TLS_KEY_FILE: .*loose\.key is readable by others \(mode 0644\)/,
+      /^HARU_SUPERVISOR_TLS_KEY_FILE: .*loose\.key is open to group or others \(mode 0644\)/,
     );
     await expect(start({ HARU_SUPERVISOR_TLS_KEY_FILE: '' })).rejects.toThrow(/set both/);
     await expect(start({ HARU_SUPERVISOR_TLS_CERT_FILE: '/nope.pem' })).rejects.toThrow(
