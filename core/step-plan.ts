@@ -1,4 +1,4 @@
-import { DEMOTION_STEPS, PROMOTION_STEPS } from '../schemas/enums';
+import { DEMOTION_STEPS, PROMOTION_STEPS } from '../schemas/operation-steps';
 
 export type PromotionStep = (typeof PROMOTION_STEPS)[number];
 export type DemotionStep = (typeof DEMOTION_STEPS)[number];

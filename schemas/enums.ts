@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { OPERATION_STEPS } from './operation-steps';
 
 /** How a domain's machines come to exist: by hand (`static`), a SkyPilot cluster, or a SkyServe service. */
 export const PROVIDERS = ['static', 'skypilot', 'skyserve'] as const;
@@ -48,17 +49,6 @@ export type OperationState = z.infer<typeof operationStateSchema>;
 /** Operations in these states hold the fleet's single in-flight slot (partial unique index). */
 export const IN_FLIGHT_OPERATION_STATES = ['pending', 'running'] as const satisfies readonly OperationState[];
 
-/** The promotion's steps, in order. Names are stored in operation rows and workflow progress. */
-export const PROMOTION_STEPS = [
-  'stopTraining',
-  'verifyGpuReleased',
-  'wakeModels',
-  'probeModels',
-  'commitRouting',
-  'demoteOldActive',
-] as const;
-export const DEMOTION_STEPS = ['drain', 'sleepModels', 'startTraining'] as const;
-export const OPERATION_STEPS = [...PROMOTION_STEPS, ...DEMOTION_STEPS, 'compensate'] as const;
 export const operationStepSchema = z.enum(OPERATION_STEPS);
 export type OperationStep = z.infer<typeof operationStepSchema>;
 
