@@ -11,7 +11,7 @@ import { quietEnvironment } from '../test/support/activity-environment';
 import { FakeHost, gpuMemory } from '../test/support/fake-host';
 import { fakeStore } from '../test/support/fake-store';
 import { domainSnapshot, IDS } from '../test/support/fleet-fixtures';
-import { createSupervisorActivities } from './supervisor';
+import { createSupervisorActivities, WAKE_MEMORY_MAX_AGE_MS } from './supervisor';
 
 function setup(opts: Parameters<typeof fakeStore>[0] = {}) {
   const host = new FakeHost();
@@ -260,6 +260,20 @@ describe('wakeModels', () => {
     expect(host.calls.filter((c) => c.startsWith('wake'))).toEqual([]);
   });
 
+  it("re-checks memory with the host's reading of the release step when it is at most a second old", async () => {
+    const { host, acts, env } = wakeSetup();
+    const asked: (number | undefined)[] = [];
+    const read = host.client.gpuMemory;
+    host.client.gpuMemory = async (t, o) => {
+      asked.push(o?.maxAgeMs);
+      return read(t, o);
+    };
+    host.onStatus = (h) => (h.models[0]!.state = 'awake');
+    await env.run(acts.wakeModels, { domainId: IDS.b });
+    expect(asked).toEqual([WAKE_MEMORY_MAX_AGE_MS]);
+    expect(WAKE_MEMORY_MAX_AGE_MS).toBe(1_000);
+  });
+
   it('wakes every inference GPU and waits until every layout model reports awake', async () => {
     const { host, store, acts, env, heartbeats } = wakeSetup();
     host.client.wake = async (_u, body) => {
@@ -383,6 +397,17 @@ describe('probeModels', () => {
     const unset = await failureOf(unsetKey.env.run(unsetKey.acts.probeModels, input));
     expect(unset).toMatchObject({ type: FailureType.InvalidTarget, nonRetryable: true });
     expect(unset.message).toMatch(/upstreamAuth names HARU_TEST_UNSET, which is not set$/);
+  });
+
+  it('asks through the servingUrl while the host answers, and reports the host failure first when both fail', async () => {
+    const { host, acts, env } = setup();
+    host.probeResults = [{ model: 'llama', ok: false, latencyMs: 3, error: 'empty completion' }];
+    host.serving = 'refused';
+    const failure = await failureOf(env.run(acts.probeModels, input));
+    expect(failure).toMatchObject({ type: FailureType.ProbeFailed, nonRetryable: true });
+    expect(failure.message).toBe('model llama failed its probe: empty completion');
+    // Sent before the host's answer was judged: the two probes run at once.
+    expect(host.servingCalls).toEqual([{ url: 'http://vllm-b/v1/chat/completions', authorization: null }]);
   });
 
   it('fails a servingUrl that answers empty content', async () => {

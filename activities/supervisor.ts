@@ -47,6 +47,9 @@ export interface StepResult {
   attempt: number;
 }
 
+/** How old the host's GPU memory reading may be for the wake's re-check (see wakeModels). */
+export const WAKE_MEMORY_MAX_AGE_MS = 1_000;
+
 const invalidTarget = (message: string) => ApplicationFailure.nonRetryable(message, FailureType.InvalidTarget);
 
 /** Throws retryable NotYet when the supervisor accepted only part of an action. */
@@ -188,7 +191,9 @@ export function createSupervisorActivities(deps: ActivityDeps) {
       }
       // And that the memory verifyGpuReleased found free is still free: a trainer (or anything else) that
       // came back between the check and the wake would leave the engines too little to wake into.
-      const memory = await supervisor.gpuMemory(host, { signal: cancellation() });
+      // The release step's own reading, taken a moment ago on the host, is reused rather than run again (100 ms
+      // and more of nvidia-smi); a wake that starts later than that (a retry, a resumed attempt) reads afresh.
+      const memory = await supervisor.gpuMemory(host, { signal: cancellation(), maxAgeMs: WAKE_MEMORY_MAX_AGE_MS });
       const asleep = new Set(before.models.filter((m) => m.state === 'asleep').map((m) => m.name));
       const short = memory.gpus.flatMap((gpu) => {
         const sleeping = gpu.models.filter((m) => asleep.has(m.name));
@@ -231,8 +236,9 @@ export function createSupervisorActivities(deps: ActivityDeps) {
     },
 
     /**
-     * Sends a synthetic completion to every model of the layout, through its supervisor (the host's loopback),
-     * then through its servingUrl (probeServingUrls). Any model that errors, answers empty or is missing from
+     * Sends a synthetic completion to every model of the layout, through its supervisor (the host's loopback)
+     * and, at the same time, through its servingUrl (probeServingUrls), then checks the woken models'
+     * fingerprints. Any model that errors, answers empty or is missing from
      * the answer fails the step with non-retryable ProbeFailed (Unauthorized for a 401).
      */
     async probeModels(
@@ -240,14 +246,21 @@ export function createSupervisorActivities(deps: ActivityDeps) {
     ): Promise<StepResult & { results: { model: string; latencyMs: number; fingerprint?: ReportedCheck }[] }> {
       const target = await loadTarget(deps, input.domainId);
       const names = modelNamesOf(target.inference);
-      const response = await heartbeatWhile(
-        `probe of ${names.join(', ')}`,
-        supervisor.probe(
-          target.domain,
-          { prompt: input.prompt, maxTokens: input.maxTokens, timeoutMs: input.timeoutMs, models: names },
-          { signal: cancellation(), timeoutMs: input.timeoutMs + 5_000 },
-        ),
+      // Both probes run at once (each is a completion the engine answers in model time), and are judged in this
+      // order, so a model that fails on its host is reported as such even when its servingUrl failed too.
+      const onHost = supervisor.probe(
+        target.domain,
+        { prompt: input.prompt, maxTokens: input.maxTokens, timeoutMs: input.timeoutMs, models: names },
+        { signal: cancellation(), timeoutMs: input.timeoutMs + 5_000 },
       );
+      // As the proxy will reach them: the layout's servingUrl, from this worker, with its upstreamAuth.
+      const throughServingUrl = probeServingUrls(target.inference, input, {
+        fetch: deps.fetch,
+        credentials: deps.upstreamCredentials,
+      });
+      // Judged only after the host's answer: a failure there must not leave this rejection unhandled.
+      throughServingUrl.catch(() => undefined);
+      const response = await heartbeatWhile(`probe of ${names.join(', ')}`, onHost);
       const results = names.map((name) => {
         const r = response.results.find((x) => x.model === name);
         if (!r)
@@ -267,11 +280,8 @@ export function createSupervisorActivities(deps: ActivityDeps) {
         }
         return { model: name, latencyMs: r.latencyMs };
       });
-      // Then as the proxy will reach them: the layout's servingUrl, from this worker, with its upstreamAuth.
-      await heartbeatWhile(
-        `probe of ${names.join(', ')} through their servingUrl`,
-        probeServingUrls(target.inference, input, { fetch: deps.fetch, credentials: deps.upstreamCredentials }),
-      );
+      await heartbeatWhile(`probe of ${names.join(', ')} through their servingUrl`, throughServingUrl);
+      // The fingerprint check comes after both, on a model known to answer where clients will reach it.
       // Executions scheduled before the fingerprint check pass no settings: they get the policy defaults.
       const checks = await checkFingerprints(
         deps,

@@ -59,7 +59,11 @@ export interface SupervisorRequestOptions {
  */
 export interface SupervisorClient {
   status(target: SupervisorTarget, opts?: SupervisorRequestOptions): Promise<SupervisorStatus>;
-  gpuMemory(target: SupervisorTarget, opts?: SupervisorRequestOptions): Promise<GpuMemoryReport>;
+  /** `maxAgeMs`: the host's last reading may be reused when it is at most this old (the wake's re-check). */
+  gpuMemory(
+    target: SupervisorTarget,
+    opts?: SupervisorRequestOptions & { maxAgeMs?: number },
+  ): Promise<GpuMemoryReport>;
   sleep(
     target: SupervisorTarget,
     body: SleepRequest,
@@ -204,7 +208,15 @@ export function createSupervisorClient(options: SupervisorClientOptions = {}): S
 
   return {
     status: (target, opts) => call('GET', target, 'v1/status', supervisorStatusSchema, undefined, opts),
-    gpuMemory: (target, opts) => call('GET', target, 'v1/gpu/memory', gpuMemoryReportSchema, undefined, opts),
+    gpuMemory: (target, opts) =>
+      call(
+        'GET',
+        target,
+        opts?.maxAgeMs ? `v1/gpu/memory?maxAgeMs=${opts.maxAgeMs}` : 'v1/gpu/memory',
+        gpuMemoryReportSchema,
+        undefined,
+        opts,
+      ),
     sleep: (target, body, opts) => call('POST', target, 'v1/vllm/sleep', supervisorActionResponseSchema, body, opts),
     wake: (target, body, opts) => call('POST', target, 'v1/vllm/wake', supervisorActionResponseSchema, body, opts),
     startTraining: (target, body, opts) =>

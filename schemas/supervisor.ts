@@ -372,8 +372,19 @@ export const gpuMemorySchema = z.object({
   models: z.array(gpuModelMemorySchema).default([]),
 });
 export type GpuMemory = z.infer<typeof gpuMemorySchema>;
+/** `at`: when the vendor tool was run for these figures (a reading reused under `maxAgeMs` keeps its own time). */
 export const gpuMemoryReportSchema = z.object({ gpus: z.array(gpuMemorySchema), at: z.string() });
 export type GpuMemoryReport = z.infer<typeof gpuMemoryReportSchema>;
+
+/** The longest `maxAgeMs` a caller may ask for: a reading older than this says nothing about now. */
+export const GPU_MEMORY_MAX_AGE_LIMIT_MS = 5_000;
+/**
+ * `GET /v1/gpu/memory?maxAgeMs=N`: the last reading may be reused when the tool finished it at most N ms ago on
+ * the host's clock (absent or 0: run the tool now, or join the run in flight).
+ */
+export const gpuMemoryQuerySchema = z.object({
+  maxAgeMs: z.coerce.number().int().min(0).max(GPU_MEMORY_MAX_AGE_LIMIT_MS).optional(),
+});
 
 export const probeModelResultSchema = z.object({
   model: z.string(),

@@ -6,6 +6,7 @@ import { formatZodError } from '../schemas/env';
 import { HaruError } from '../schemas/errors';
 import { fingerprintRequestSchema, scoreRequestSchema } from '../schemas/fingerprint';
 import {
+  gpuMemoryQuerySchema,
   type GpuMemoryReport,
   probeRequestSchema,
   sleepRequestSchema,
@@ -16,7 +17,7 @@ import {
   wakeRequestSchema,
 } from '../schemas/supervisor';
 import { NoSlotError } from './errors';
-import { GpuQueryError, type GpuMemoryReader } from './gpu';
+import { GpuQueryError, type SharedGpuReader } from './gpu';
 import { createGpuExclusion } from './gpu-exclusion';
 import type { InferenceController } from './inference';
 import type { ListenerTable } from './listeners';
@@ -35,7 +36,7 @@ export interface SupervisorAppDeps {
   previousTokens?: string[];
   inference: InferenceController;
   training: TrainingManager;
-  gpu: GpuMemoryReader;
+  gpu: SharedGpuReader;
   /** The config, for the models configured on each GPU. */
   config: SupervisorConfig;
   listeners: ListenerTable;
@@ -143,19 +144,22 @@ export function createApp(deps: SupervisorAppDeps): express.Express {
   );
   v1.get(
     '/gpu/memory',
-    route(async (_req, res) => {
-      let gpus;
+    route(async (req, res) => {
+      const query = gpuMemoryQuerySchema.safeParse(req.query);
+      if (!query.success) throw new HaruError('invalid_request', formatZodError(query.error));
+      let reading;
       try {
-        gpus = await gpu.read();
+        reading = await gpu.read({ maxAgeMs: query.data.maxAgeMs });
       } catch (err) {
         metrics.gpuQueryErrors.inc();
         throw err;
       }
-      metrics.observeGpus(gpus);
+      const { gpus, ageMs } = reading;
+      if (ageMs === 0) metrics.observeGpus(gpus);
       const trainerPids = new Set(training.status().flatMap((r) => r.pids));
       const body: GpuMemoryReport = {
         gpus: withModelMemory(gpus, deps.config, deps.listeners, trainerPids),
-        at: now().toISOString(),
+        at: new Date(now().getTime() - ageMs).toISOString(),
       };
       res.json(body);
     }),

@@ -3,9 +3,9 @@ import { createAmdReader } from './amd';
 import { createNvidiaReader, type MigSlot } from './nvidia';
 import { createPidTranslator, inPidSpace } from './pid-namespace';
 import { singleFlight } from './single-flight';
-import type { Exec, GpuMemoryReader } from './types';
+import type { Exec, SharedGpuReader } from './types';
 
-export { GpuQueryError, type Exec, type GpuMemoryReader, type GpuReading } from './types';
+export { GpuQueryError, type Exec, type GpuMemoryReader, type GpuReading, type SharedGpuReader } from './types';
 export { createExecFileTool, execFileTool } from './exec';
 export type { MigSlot } from './nvidia';
 
@@ -30,7 +30,7 @@ export function createGpuReader(opts: {
   hostProc?: string;
   /** This namespace's /proc (tests). */
   proc?: string;
-}): GpuMemoryReader {
+}): SharedGpuReader {
   const tool = { ...opts, timeoutMs: opts.timeoutMs ?? GPU_TOOL_TIMEOUT_MS };
   const reader = opts.vendor === 'amd' ? createAmdReader(tool) : createNvidiaReader(tool);
   const translator = createPidTranslator({ proc: opts.proc, hostProc: opts.hostProc });

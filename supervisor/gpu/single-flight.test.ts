@@ -6,7 +6,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { updateInventory, writeInventory } from '../../sim/gpu-state';
 import { waitFor } from '../../test/supervisor/support';
-import { createExecFileTool, createGpuReader, type Exec, GpuQueryError } from '.';
+import { createExecFileTool, createGpuReader, type Exec, type GpuReading, GpuQueryError } from '.';
+import { singleFlight } from './single-flight';
 
 const SMI = path.resolve(__dirname, '../../sim/bin/nvidia-smi');
 let dir: string;
@@ -52,6 +53,45 @@ describe('a hung GPU tool', () => {
 
     updateInventory(dir, { fault: null }); // the driver recovers: the stuck tool finishes
     const read = await waitFor('a read once the tool finished', () => reader.read().catch(() => null));
-    expect(read).toEqual([expect.objectContaining({ index: 0, usedMiB: 4 })]);
+    expect(read!.gpus).toEqual([expect.objectContaining({ index: 0, usedMiB: 4 })]);
+  });
+});
+
+describe('a reading reused under maxAgeMs', () => {
+  const gpu = (usedMiB: number): GpuReading[] => [
+    { index: 0, uuid: 'GPU-0', usedMiB, totalMiB: 100, processes: [], source: 'device', migDevice: null, error: null },
+  ];
+
+  it('is the last reading while it is at most maxAgeMs old on the clock, and a new run after', async () => {
+    let now = 1_000;
+    let runs = 0;
+    const reader = singleFlight(
+      { vendor: 'nvidia', checkConfig: async () => undefined, read: async () => gpu(++runs) },
+      () => now,
+    );
+    expect(await reader.read({ maxAgeMs: 500 })).toEqual({ gpus: gpu(1), ageMs: 0 }); // nothing to reuse yet
+    now += 400;
+    expect(await reader.read({ maxAgeMs: 500 })).toEqual({ gpus: gpu(1), ageMs: 400 });
+    expect(await reader.read()).toEqual({ gpus: gpu(2), ageMs: 0 }); // no maxAgeMs: always a run
+    now += 501;
+    expect(await reader.read({ maxAgeMs: 500 })).toEqual({ gpus: gpu(3), ageMs: 0 });
+    expect(runs).toBe(3);
+  });
+
+  it('answers a run that fails with its error, and keeps the last good reading with its age', async () => {
+    let fail = false;
+    const reader = singleFlight({
+      vendor: 'nvidia',
+      checkConfig: async () => undefined,
+      read: async () => {
+        if (fail) throw new GpuQueryError('nvidia-smi', 'exited with code 15');
+        return gpu(1);
+      },
+    });
+    await reader.read();
+    fail = true;
+    await expect(reader.read()).rejects.toThrow(GpuQueryError);
+    // The reading before the failure keeps its age: under maxAgeMs it may be reused, as it was before the failure.
+    expect((await reader.read({ maxAgeMs: 60_000 })).gpus).toEqual(gpu(1));
   });
 });

@@ -29,6 +29,16 @@ export interface GpuMemoryReader {
   checkConfig(): Promise<void>;
 }
 
+/**
+ * The reader the supervisor serves `/v1/gpu/memory` from (singleFlight): one run of the tool at a time, and a
+ * reading at most `maxAgeMs` old reused when the caller says so. `ageMs` is how long ago the tool finished it.
+ */
+export interface SharedGpuReader {
+  readonly vendor: GpuMemoryReader['vendor'];
+  checkConfig(): Promise<void>;
+  read(opts?: { maxAgeMs?: number }): Promise<{ gpus: GpuReading[]; ageMs: number }>;
+}
+
 /** Most of a tool's stderr we keep in an error message. */
 export const MAX_STDERR_CHARS = 500;
 

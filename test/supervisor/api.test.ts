@@ -475,6 +475,23 @@ describe('supervisor API: training and GPU memory', () => {
     await call('POST', '/v1/vllm/wake', { gpuIndex: 0 });
   });
 
+  it('reuses a GPU reading at most maxAgeMs old, with the time it was taken; refuses a bad maxAgeMs', async () => {
+    const first = gpuMemoryReportSchema.parse((await call('GET', '/v1/gpu/memory')).json);
+    const askedAt = await waitFor('a clock past the first reading', async () => {
+      const t = Date.now();
+      return t > Date.parse(first.at) && t;
+    });
+    const reused = gpuMemoryReportSchema.parse((await call('GET', '/v1/gpu/memory?maxAgeMs=5000')).json);
+    expect(reused.gpus).toEqual(first.gpus);
+    expect(Date.parse(reused.at)).toBeLessThan(askedAt); // taken before it was asked for: the earlier run
+    const fresh = gpuMemoryReportSchema.parse((await call('GET', '/v1/gpu/memory')).json);
+    expect(Date.parse(fresh.at)).toBeGreaterThanOrEqual(askedAt);
+    for (const bad of ['abc', '-1', '5001', '1.5']) {
+      const res = await call('GET', `/v1/gpu/memory?maxAgeMs=${bad}`);
+      expect(res).toMatchObject({ status: 400, json: { error: { code: 'invalid_request' } } });
+    }
+  });
+
   it('refuses training beside an awake engine and a wake beside a trainer, naming why', async () => {
     const refused = await call('POST', '/v1/training/start', {});
     expect(refused).toMatchObject({
