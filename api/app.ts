@@ -1,14 +1,15 @@
 import type { RequestListener } from 'node:http';
 import express, { type Express, type RequestHandler } from 'express';
-import { bearerAuth } from '../lib/bearer-auth';
 import type { Logger } from '../lib/logger';
 import { ROUTE_CHANNEL } from '../schemas/route-push';
 import { HaruError } from '../schemas/errors';
-import type { ApiConfig } from './config';
+import { createAuthorizer, installRouteGuards } from './auth/authorize';
+import { keyNameOf } from './auth/principal';
+import { type ApiConfig, apiKeysOf } from './config';
 import { errorMiddleware, notFoundHandler } from './errors';
 import { type ApiMetrics, createApiMetrics, observeRequest } from './metrics';
 import { registerFleetMetrics } from './fleet-metrics';
-import { buildOpenApiDocument } from './openapi';
+import { buildOpenApiDocument, ROUTE_DOCS } from './openapi';
 import type { Orchestrator } from './orchestrator';
 import { createForwarder, type Forwarder } from './proxy/forwarder';
 import { createMonitorSignals } from './proxy/monitor-signals';
@@ -67,6 +68,12 @@ export interface ApiApp {
   close(): Promise<void>;
 }
 
+/** A fleet a key limited to fleets names but the store does not know: refused like any other fleet. */
+const ignoreUnknownFleet = (err: unknown): null => {
+  if (err instanceof HaruError && err.code === 'fleet_not_found') return null;
+  throw err;
+};
+
 /** Counts and logs every Express request by the route pattern it matched (`unmatched` when none did). */
 function requestMetrics(metrics: ApiMetrics, logger: Logger): RequestHandler {
   return (req, res, next) => {
@@ -78,6 +85,7 @@ function requestMetrics(metrics: ApiMetrics, logger: Logger): RequestHandler {
       {
         logger,
         params: () => req.params as { fleet?: string; domain?: string },
+        key: () => keyNameOf(req),
       },
     );
     next();
@@ -135,10 +143,21 @@ export function createApp(deps: ApiDeps): ApiApp {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  const auth = bearerAuth(config.HARU_API_TOKEN, (reason) => new HaruError('unauthorized', reason));
+  const authorizer = createAuthorizer(ROUTE_DOCS, {
+    keys: apiKeysOf(config),
+    resolveFleet: (ref) => cache.get(ref).then(({ snapshot }) => snapshot, ignoreUnknownFleet),
+    defaultFleet: config.HARU_DEFAULT_FLEET,
+  });
   // The proxied POSTs skip Express entirely (api/proxy/lean.ts); everything else, and any other spelling
-  // of those paths, goes through the Express stack below.
-  const lean = leanInference({ deps: proxy, auth, maxBodyBytes: config.HARU_CHAT_MAX_BODY_BYTES });
+  // of those paths, goes through the Express stack below. Their guard is the route's own, found by path.
+  const lean = leanInference({
+    deps: proxy,
+    auth: (req, res, next) =>
+      authorizer.authenticate(req, res, (err) =>
+        err ? next(err) : authorizer.guardFor('post', (req.url ?? '').split('?')[0]!)(req, res, next),
+      ),
+    maxBodyBytes: config.HARU_CHAT_MAX_BODY_BYTES,
+  });
   const handle: RequestListener = (req, res) => {
     if (!lean(req, res)) app(req, res);
   };
@@ -151,10 +170,10 @@ export function createApp(deps: ApiDeps): ApiApp {
     res.set('content-type', metrics.registry.contentType).send(await metrics.registry.metrics());
   });
   app.use(uiRoutes());
-  app.use('/v1', auth);
+  app.use('/v1', authorizer.authenticate);
   app.use(inferenceRoutes(proxy, config.HARU_CHAT_MAX_BODY_BYTES));
   app.use('/v1/fleets', express.json({ limit: CONTROL_BODY_LIMIT_BYTES, type: () => true, strict: true }));
-  app.use(fleetRoutes(ctx));
+  app.use(fleetRoutes(ctx, authorizer.allows));
   app.use(controlRoutes(ctx));
   app.use(pauseRoutes(ctx));
   app.use(repairRoutes(ctx));
@@ -169,6 +188,8 @@ export function createApp(deps: ApiDeps): ApiApp {
   app.use(provisioningRoutes(ctx, deps.provisioning));
   app.use(notFoundHandler);
   app.use(errorMiddleware(logger));
+  // Last: every route is registered, each gets the guard of the scope its RouteDoc declares.
+  installRouteGuards(app, authorizer);
 
   let unlisten: (() => Promise<void>) | null = null;
   return {

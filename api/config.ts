@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { secretFromEnv } from '../lib/secret-file';
+import { type ApiKey, apiKeyRing } from './auth/api-key';
+import { loadApiKeysFile } from './auth/keys-file';
 import { loadSupervisorClientTls, supervisorClientEnvShape, type SupervisorClientTls } from '../clients/supervisor-tls';
 import {
   defaultTemporalSettings,
@@ -37,6 +39,11 @@ export const apiConfigSchema = z.object({
   HARU_API_TOKEN: blankable(z.string().trim().min(1).optional()),
   /** A file holding HARU_API_TOKEN (a mounted secret), read once at boot; exclusive with HARU_API_TOKEN. */
   HARU_API_TOKEN_FILE: blankable(z.string().min(1).optional()),
+  /**
+   * A JSON file of named API keys, each with its scopes and optionally its fleets (api/auth/keys-file.ts),
+   * read once at boot; owner-only (mode 600). May be set beside HARU_API_TOKEN, whose key is `default`.
+   */
+  HARU_API_KEYS_FILE: blankable(z.string().min(1).optional()),
   /** Fleet (slug or UUID) for proxy requests without an `X-Haru-Fleet` header. */
   HARU_DEFAULT_FLEET: blankable(z.string().min(1).optional()),
   HARU_CHAT_MAX_BODY_BYTES: blankable(positiveInt.default(32 * MIB)),
@@ -90,27 +97,37 @@ export type ApiConfig = Omit<z.infer<typeof apiConfigSchema>, keyof typeof tempo
   temporal: TemporalSettings;
   /** Read from HARU_SUPERVISOR_CA_FILE and the client certificate files; undefined when none is set. */
   supervisorTls?: SupervisorClientTls;
+  /** The keys of HARU_API_KEYS_FILE (HARU_API_TOKEN's `default` key is added by `apiKeysOf`). */
+  apiKeys?: readonly ApiKey[];
 };
+
+const configError = (m: string) => new ConfigError(`invalid API environment:\n  ${m}`);
+
+/** Every key the API accepts: the keys file's and HARU_API_TOKEN's `default` (api/auth/api-key.ts). */
+export const apiKeysOf = (config: Pick<ApiConfig, 'apiKeys' | 'HARU_API_TOKEN'>): ApiKey[] =>
+  apiKeyRing(config.apiKeys ?? [], config.HARU_API_TOKEN, configError);
 
 /**
  * HARU_API_TOKEN, or the trimmed content of HARU_API_TOKEN_FILE (lib/secret-file.ts, the one reader of secret
  * files). Throws ConfigError when both are set, or the file cannot be read or holds only whitespace.
  */
 const apiToken = (parsed: z.infer<typeof apiConfigSchema>): string | undefined =>
-  secretFromEnv(parsed, 'HARU_API_TOKEN', { fail: (m) => new ConfigError(`invalid API environment:\n  ${m}`) });
+  secretFromEnv(parsed, 'HARU_API_TOKEN', { fail: configError });
 
 /** Parses the API environment; throws ConfigError naming every bad variable or Temporal setting. */
 export function loadApiConfig(env: NodeJS.ProcessEnv): ApiConfig {
   const parsed = parseEnv(apiConfigSchema, env, 'API');
-  return {
+  const config: ApiConfig = {
     ...parsed,
     HARU_API_TOKEN: apiToken(parsed),
-    HARU_SUPERVISOR_TOKEN: secretFromEnv(parsed, 'HARU_SUPERVISOR_TOKEN', {
-      fail: (m) => new ConfigError(`invalid API environment:\n  ${m}`),
-    }),
+    HARU_SUPERVISOR_TOKEN: secretFromEnv(parsed, 'HARU_SUPERVISOR_TOKEN', { fail: configError }),
     temporal: resolveTemporalSettings(env),
     supervisorTls: loadSupervisorClientTls(parsed),
+    apiKeys: parsed.HARU_API_KEYS_FILE ? loadApiKeysFile(parsed.HARU_API_KEYS_FILE, configError) : undefined,
   };
+  // A clash between the file and HARU_API_TOKEN stops the API here, at start, not at the first request.
+  apiKeysOf(config);
+  return config;
 }
 
 /** The config with every default, for tests: `defaultApiConfig({ HARU_CHAT_HOLD_MS: 100 })`. */

@@ -16,17 +16,18 @@ import { createApiMetrics } from './metrics';
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
 
 /**
- * Where to bind. Without HARU_API_TOKEN the API never leaves loopback: a HOST asking for more is
- * overridden with a loud warning.
+ * Where to bind. Without a key (neither HARU_API_TOKEN nor HARU_API_KEYS_FILE) the API never leaves
+ * loopback: a HOST asking for more is overridden with a loud warning.
  */
 export function bindHost(config: ApiConfig, logger: Logger, stderr: (text: string) => void): string {
-  if (config.HARU_API_TOKEN) return config.HOST ?? '0.0.0.0';
-  logger.warn('HARU_API_TOKEN is not set: the API accepts unauthenticated requests and binds to 127.0.0.1 only', {
-    requestedHost: config.HOST ?? null,
-  });
+  if (config.HARU_API_TOKEN || config.apiKeys?.length) return config.HOST ?? '0.0.0.0';
+  logger.warn(
+    'neither HARU_API_TOKEN nor HARU_API_KEYS_FILE is set: the API accepts unauthenticated requests and binds to 127.0.0.1 only',
+    { requestedHost: config.HOST ?? null },
+  );
   stderr(
     '\n*** WARNING: HARU_API_TOKEN is not set. /v1/* is open to anyone who can reach 127.0.0.1. ***\n' +
-      '*** Set HARU_API_TOKEN before exposing the API beyond this machine.                     ***\n\n',
+      '*** Set HARU_API_TOKEN (or HARU_API_KEYS_FILE) before exposing the API beyond this machine. ***\n\n',
   );
   return config.HOST && LOOPBACK.has(config.HOST) ? config.HOST : '127.0.0.1';
 }

@@ -114,13 +114,15 @@ export function noteAccess(res: ServerResponse, fleet: string, domain?: string):
 export interface AccessLog {
   logger: Logger;
   params?: () => { fleet?: string; domain?: string };
+  /** The name of the API key the request authenticated with (api/auth/principal.ts), asked at the end. */
+  key?: () => string | null;
 }
 
 /**
  * Counts one request and its duration when its response closes: `route` is asked then (the matched
  * pattern, never the raw URL: fleet names would explode the labels), and a response that closed before
  * it finished counts as `client_closed`. With `access`, also writes one `request` line: method, route,
- * status, duration, and the fleet and domain (as `noteAccess` named them, else the path's).
+ * status, duration, the fleet and domain (as `noteAccess` named them, else the path's) and the API key's name.
  */
 export function observeRequest(
   metrics: ApiMetrics,
@@ -147,6 +149,7 @@ export function observeRequest(
       durationMs: Math.round(seconds * 1e4) / 10,
       fleet: note?.fleet ?? params?.fleet ?? null,
       domain: note?.domain ?? params?.domain ?? null,
+      key: access.key?.() ?? null,
     });
   });
 }

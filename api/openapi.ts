@@ -32,6 +32,9 @@ import { operationSchema } from '../schemas/entities';
 
 const error = (description: string) => ({ description, schema: errorBodySchema });
 const common = { 401: error('missing or invalid bearer token (`unauthorized`)') };
+/** Every scoped route's 403: written once here, from the scope its RouteDoc declares. */
+const forbidden = (scope: string) =>
+  error(`the key lacks the \`${scope}\` scope (or one that grants it), or may not act on this fleet (\`forbidden\`)`);
 const fleetErrors = { ...common, 404: error('`fleet_not_found`'), 503: error('`state_store_unavailable`') };
 
 /** The OpenAI request bodies: `model` is required and read; everything else is forwarded untouched. */
@@ -60,7 +63,7 @@ export const ROUTE_DOCS: RouteDoc[] = [
     path: '/healthz',
     summary: 'Liveness; touches nothing',
     tag: 'health',
-    auth: false,
+    scope: null,
     responses: { 200: { description: 'alive', schema: healthzResponseSchema } },
   },
   {
@@ -68,7 +71,7 @@ export const ROUTE_DOCS: RouteDoc[] = [
     path: '/readyz',
     summary: 'Readiness: Postgres and Temporal answer',
     tag: 'health',
-    auth: false,
+    scope: null,
     responses: {
       200: { description: 'ready', schema: readyzResponseSchema },
       503: error('`state_store_unavailable` or `orchestrator_unavailable`'),
@@ -79,7 +82,7 @@ export const ROUTE_DOCS: RouteDoc[] = [
     path: '/openapi.json',
     summary: 'This document (OpenAPI 3.1)',
     tag: 'meta',
-    auth: false,
+    scope: null,
     responses: { 200: { description: 'OpenAPI document', schema: z.looseObject({}) } },
   },
   {
@@ -87,7 +90,7 @@ export const ROUTE_DOCS: RouteDoc[] = [
     path: '/metrics',
     summary: 'Prometheus metrics',
     tag: 'meta',
-    auth: false,
+    scope: null,
     responses: { 200: { description: 'text exposition format', contentType: 'text/plain' } },
   },
   {
@@ -95,7 +98,7 @@ export const ROUTE_DOCS: RouteDoc[] = [
     path: '/v1/fleets',
     summary: 'List fleets with their snapshots',
     tag: 'fleets',
-    auth: true,
+    scope: 'read',
     responses: {
       200: { description: 'fleets', schema: fleetListResponseSchema },
       ...common,
@@ -107,7 +110,7 @@ export const ROUTE_DOCS: RouteDoc[] = [
     path: '/v1/fleets/:fleet',
     summary: 'One fleet by slug or UUID',
     tag: 'fleets',
-    auth: true,
+    scope: 'read',
     responses: {
       200: { description: 'snapshot, each domain with its sighting', schema: fleetStatusSchema },
       ...fleetErrors,
@@ -118,7 +121,7 @@ export const ROUTE_DOCS: RouteDoc[] = [
     path: '/v1/fleets/:fleet/promote',
     summary: 'Make a domain the active one through a verified promotion',
     tag: 'operations',
-    auth: true,
+    scope: 'operate',
     body: promoteRequestSchema,
     responses: {
       200: { description: 'the target is already active (`already_active`)', schema: promoteResponseSchema },
@@ -139,7 +142,7 @@ export const ROUTE_DOCS: RouteDoc[] = [
     path: '/v1/fleets/:fleet/demote',
     summary: 'Put a standby domain to sleep and start its training (never the active)',
     tag: 'operations',
-    auth: true,
+    scope: 'operate',
     body: demoteRequestSchema,
     responses: {
       202: { description: 'operation accepted or joined', schema: operationAcceptedResponseSchema },
@@ -156,7 +159,7 @@ export const ROUTE_DOCS: RouteDoc[] = [
     path: '/v1/fleets/:fleet/reconcile',
     summary: 'Ask the monitor to check every domain now; answers with the fresh health',
     tag: 'fleets',
-    auth: true,
+    scope: 'operate',
     body: reconcileRequestSchema,
     responses: {
       200: { description: 'fresh health', schema: reconcileResponseSchema },
@@ -170,7 +173,7 @@ export const ROUTE_DOCS: RouteDoc[] = [
     path: '/v1/fleets/:fleet/route-intent',
     summary: 'Provider-neutral routing answer (active domain, model URLs, revision)',
     tag: 'fleets',
-    auth: true,
+    scope: 'read',
     responses: {
       200: {
         description: 'route intent; `x-haru-routing: stale` while the store is unreachable',
@@ -184,7 +187,7 @@ export const ROUTE_DOCS: RouteDoc[] = [
     path: '/v1/fleets/:fleet/operations',
     summary: 'Operation history, newest first',
     tag: 'operations',
-    auth: true,
+    scope: 'read',
     query: operationsQuerySchema,
     responses: {
       200: { description: 'operations', schema: operationListResponseSchema },
@@ -197,7 +200,7 @@ export const ROUTE_DOCS: RouteDoc[] = [
     path: '/v1/fleets/:fleet/operations/:operation',
     summary: "One operation with the workflow's live step progress",
     tag: 'operations',
-    auth: true,
+    scope: 'read',
     responses: {
       200: { description: 'operation', schema: operationDetailSchema },
       ...fleetErrors,
@@ -209,7 +212,7 @@ export const ROUTE_DOCS: RouteDoc[] = [
     path: '/v1/fleets/:fleet/operations/:operation/abort',
     summary: 'Abort a promotion that has not moved the routing pointer',
     tag: 'operations',
-    auth: true,
+    scope: 'operate',
     body: abortRequestSchema,
     responses: {
       200: { description: 'the workflow never started; the operation was cancelled directly', schema: operationSchema },
@@ -226,7 +229,7 @@ export const ROUTE_DOCS: RouteDoc[] = [
     path: '/v1/fleets/:fleet/events',
     summary: 'Audit log after a cursor; `follow=1` streams new events as SSE',
     tag: 'events',
-    auth: true,
+    scope: 'read',
     query: eventsQuerySchema,
     responses: {
       200: {
@@ -242,7 +245,7 @@ export const ROUTE_DOCS: RouteDoc[] = [
     path: '/v1/chat/completions',
     summary: 'OpenAI chat completions, proxied to the active domain',
     tag: 'inference',
-    auth: true,
+    scope: 'inference',
     body: inferenceRequestSchema,
     responses: inferenceResponses(true),
   },
@@ -251,7 +254,7 @@ export const ROUTE_DOCS: RouteDoc[] = [
     path: '/v1/completions',
     summary: 'OpenAI completions, proxied to the active domain',
     tag: 'inference',
-    auth: true,
+    scope: 'inference',
     body: inferenceRequestSchema,
     responses: inferenceResponses(true),
   },
@@ -260,7 +263,7 @@ export const ROUTE_DOCS: RouteDoc[] = [
     path: '/v1/embeddings',
     summary: 'OpenAI embeddings, proxied to the active domain',
     tag: 'inference',
-    auth: true,
+    scope: 'inference',
     body: inferenceRequestSchema,
     responses: inferenceResponses(false),
   },
@@ -269,7 +272,7 @@ export const ROUTE_DOCS: RouteDoc[] = [
     path: '/v1/models',
     summary: 'Models routable on the active domain (OpenAI list format)',
     tag: 'inference',
-    auth: true,
+    scope: 'inference',
     responses: {
       200: { description: 'models', schema: modelListResponseSchema },
       ...common,
@@ -324,7 +327,8 @@ function operation(doc: RouteDoc): Record<string, unknown> {
   return {
     summary: doc.summary,
     tags: [doc.tag],
-    ...(doc.auth ? { security: [{ bearer: [] }] } : { security: [] }),
+    // OpenAPI 3.1 lets a bearer scheme list the roles an operation needs; `x-haru-scope` says the same plainly.
+    ...(doc.scope ? { security: [{ bearer: [doc.scope] }], 'x-haru-scope': doc.scope } : { security: [] }),
     parameters: [...pathParams, ...queryParams, ...fleetHeader],
     ...(doc.body
       ? {
@@ -335,7 +339,7 @@ function operation(doc: RouteDoc): Record<string, unknown> {
         }
       : {}),
     responses: Object.fromEntries(
-      Object.entries(doc.responses).map(([status, r]) => [
+      Object.entries(doc.scope ? { ...doc.responses, 403: forbidden(doc.scope) } : doc.responses).map(([status, r]) => [
         status,
         {
           description: r.description,
@@ -362,7 +366,16 @@ export function buildOpenApiDocument(version = '0.1.0'): Record<string, unknown>
       description:
         'Control plane, route intent and OpenAI-compatible proxy of a Haru fleet. Errors: `{ "error": { "code", "message" } }`.',
     },
-    components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'HARU_API_TOKEN' } } },
+    components: {
+      securitySchemes: {
+        bearer: {
+          type: 'http',
+          scheme: 'bearer',
+          description:
+            'An API key (HARU_API_KEYS_FILE) or HARU_API_TOKEN. Each operation names the scope it needs: `inference`, `read`, `operate` or `admin`; admin grants operate, operate grants read, inference stands apart. HARU_API_TOKEN holds every scope.',
+        },
+      },
+    },
     paths,
   };
 }

@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { bearerAuth, bearerCheck, type BearerRefusal } from './bearer-auth';
+import { bearerAuth, bearerCheck, bearerIdentify, type BearerRefusal, tokenDigest } from './bearer-auth';
 
 describe('bearerCheck', () => {
   const check = bearerCheck('s3cret');
@@ -20,6 +20,24 @@ describe('bearerCheck', () => {
   it('calls a wrong token, a prefix of it or a longer one invalid', () => {
     for (const token of ['wrong', 's3cre', 's3crets', 'S3CRET'])
       expect(check(`Bearer ${token}`)).toBe('invalid bearer token');
+  });
+});
+
+describe('bearerIdentify', () => {
+  const identify = bearerIdentify([
+    { digest: tokenDigest('alpha-token'), value: 'alpha' },
+    { digest: tokenDigest('beta-token'), value: 'beta' },
+  ]);
+
+  it('names the candidate whose token was presented, whichever its place', () => {
+    expect(identify('Bearer alpha-token')).toEqual({ value: 'alpha' });
+    expect(identify('bearer  beta-token ')).toEqual({ value: 'beta' });
+  });
+
+  it('refuses a missing or unknown token, and accepts nothing without candidates', () => {
+    expect(identify(undefined)).toEqual({ refusal: 'missing bearer token' });
+    expect(identify('Bearer alpha-tokenx')).toEqual({ refusal: 'invalid bearer token' });
+    expect(bearerIdentify([])('Bearer alpha-token')).toEqual({ refusal: 'invalid bearer token' });
   });
 });
 

@@ -3,6 +3,8 @@ import { z } from 'zod';
 /** Every error code the API and supervisor answer with, and the HTTP status each maps to. */
 export const ERROR_STATUS = {
   unauthorized: 401,
+  /** An API key without the scope a route needs, or limited to other fleets. */
+  forbidden: 403,
   invalid_request: 400,
   fleet_not_found: 404,
   domain_not_found: 404,

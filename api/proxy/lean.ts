@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { BearerMiddleware } from '../../lib/bearer-auth';
+import { keyNameOf } from '../auth/principal';
 import { failRequest } from '../errors';
 import { observeRequest } from '../metrics';
 import { readRawBody } from './body-reader';
@@ -15,7 +16,7 @@ const LEAN_PATHS = new Map<string, InferenceEndpoint>([
 
 export interface LeanInferenceOptions {
   deps: ProxyDeps;
-  /** The same bearer check as `/v1/*` in Express. */
+  /** The same bearer check as `/v1/*` in Express, then the route's own scope and fleet guard. */
   auth: BearerMiddleware;
   /** The body cap (HARU_CHAT_MAX_BODY_BYTES), read by the same reader as the Express inference routes. */
   maxBodyBytes: number;
@@ -41,7 +42,7 @@ export function leanInference(opts: LeanInferenceOptions): (req: IncomingMessage
 
     // Labelled like the Express request metrics: the route pattern once matched, `unmatched` when auth failed.
     let route = 'unmatched';
-    observeRequest(metrics, 'POST', res, () => route, { logger });
+    observeRequest(metrics, 'POST', res, () => route, { logger, key: () => keyNameOf(req) });
     const fail = (err: unknown) => failRequest(res, err, logger, { method: 'POST', path });
     auth(req, res, (authError?: unknown) => {
       if (authError) return fail(authError);

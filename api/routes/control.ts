@@ -7,6 +7,7 @@ import type { OperationKind } from '../../schemas/enums';
 import { HaruError } from '../../schemas/errors';
 import { slugsOf } from '../../workflows/start-options';
 import { storeDeadline } from '../timeout';
+import { requestedBy } from '../auth/principal';
 import { controlStoreTimeoutMs, findDomain, loadFleet, param, parseWith, type RouteContext } from './context';
 import { reconcile } from './reconcile';
 
@@ -27,7 +28,8 @@ function targetDomain(fleet: FleetSnapshot, kind: OperationKind, ref: string): D
 /**
  * Inserts the operation row first (the partial unique index decides between created, joined and conflict),
  * then starts its workflow with the id derived from it. Starting an already-started workflow is harmless,
- * which also recovers an operation whose start was lost between insert and start.
+ * which also recovers an operation whose start was lost between insert and start. `by` is the requester as
+ * the row, the memo and the events record it (`api:<key name>`).
  */
 async function requestOperation(
   ctx: RouteContext,
@@ -35,6 +37,7 @@ async function requestOperation(
   kind: OperationKind,
   domain: DomainSnapshot,
   reason: string | undefined,
+  by: string,
 ) {
   const { outcome, operation } = await storeDeadline(
     ctx.store.operations.create({
@@ -42,7 +45,7 @@ async function requestOperation(
       kind,
       targetDomainId: domain.id,
       reason: reason ?? `${kind} requested through the API`,
-      requestedBy: 'api',
+      requestedBy: by,
     }),
     controlStoreTimeoutMs(ctx.config),
   );
@@ -71,14 +74,14 @@ export function controlRoutes(ctx: RouteContext): Router {
       return;
     }
     const domain = targetDomain(fleet, 'promote', body.targetDomainId);
-    res.status(202).json(await requestOperation(ctx, fleet, 'promote', domain, body.reason));
+    res.status(202).json(await requestOperation(ctx, fleet, 'promote', domain, body.reason, requestedBy(req)));
   });
 
   router.post('/v1/fleets/:fleet/demote', async (req, res) => {
     const body = parseWith(demoteRequestSchema, req.body, 'demote request');
     const fleet = await loadFleet(ctx, param(req, 'fleet'));
     const domain = targetDomain(fleet, 'demote', body.targetDomainId);
-    res.status(202).json(await requestOperation(ctx, fleet, 'demote', domain, body.reason));
+    res.status(202).json(await requestOperation(ctx, fleet, 'demote', domain, body.reason, requestedBy(req)));
   });
 
   router.post('/v1/fleets/:fleet/reconcile', async (req, res) => {

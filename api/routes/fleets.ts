@@ -7,6 +7,8 @@ import { activeDomain } from '../proxy/route-table';
 import { routingHeaders } from '../proxy/inference';
 import { controlStoreTimeoutMs, loadFleet, param, type RouteContext } from './context';
 import { storeDeadline } from '../timeout';
+import type { ApiKey } from '../auth/api-key';
+import { principalOf } from '../auth/principal';
 
 /** The provider-neutral routing answer for a snapshot (schemas/route-intent.ts). */
 export function routeIntent(snapshot: FleetSnapshot, now: Date): RouteIntent {
@@ -37,13 +39,20 @@ export function routeIntent(snapshot: FleetSnapshot, now: Date): RouteIntent {
   };
 }
 
-/** `GET /v1/fleets`, `GET /v1/fleets/:fleet`, `GET /v1/fleets/:fleet/route-intent`. */
-export function fleetRoutes(ctx: RouteContext): Router {
+/**
+ * `GET /v1/fleets`, `GET /v1/fleets/:fleet`, `GET /v1/fleets/:fleet/route-intent`. The list holds only the
+ * fleets the request's key may see (`allows`: a key limited to fleets, api/auth/authorize.ts).
+ */
+export function fleetRoutes(
+  ctx: RouteContext,
+  allows: (key: ApiKey | undefined, fleet: FleetSnapshot) => boolean = () => true,
+): Router {
   const router = Router();
-  router.get('/v1/fleets', async (_req, res) => {
+  router.get('/v1/fleets', async (req, res) => {
     const fleets = await storeDeadline(ctx.store.fleets.list(), controlStoreTimeoutMs(ctx.config));
     const now = ctx.now();
-    res.json({ fleets: fleets.map((f) => sightedFleet(f, now)) });
+    const key = principalOf(req);
+    res.json({ fleets: fleets.filter((f) => allows(key, f)).map((f) => sightedFleet(f, now)) });
   });
   router.get('/v1/fleets/:fleet', async (req, res) => {
     res.json(sightedFleet(await loadFleet(ctx, param(req, 'fleet')), ctx.now()));

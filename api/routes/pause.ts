@@ -3,6 +3,7 @@ import { pauseRequestSchema } from '../../schemas/api';
 import { type PauseResponse, pauseResponseSchema } from '../../schemas/api-responses';
 import { errorBodySchema, HaruError } from '../../schemas/errors';
 import type { RouteDoc } from '../route-doc';
+import { requestedBy } from '../auth/principal';
 import { storeDeadline } from '../timeout';
 import { controlStoreTimeoutMs, loadFleet, param, parseWith, type RouteContext } from './context';
 
@@ -17,7 +18,7 @@ export const PAUSE_ROUTE_DOCS: RouteDoc[] = (['pause', 'resume'] as const).map((
       ? 'Pause automatic failover (stored on the fleet: it outlives monitor restarts); detection goes on'
       : 'Resume automatic failover; the monitor decides again at once',
   tag: 'fleets',
-  auth: true,
+  scope: 'operate',
   body: pauseRequestSchema,
   responses: {
     200: { description: `${verb}d, or already so (\`changed: false\`)`, schema: pauseResponseSchema },
@@ -40,7 +41,11 @@ export function pauseRoutes(ctx: RouteContext): Router {
       const body = parseWith(pauseRequestSchema, req.body ?? {}, `${verb} request`);
       const fleet = await loadFleet(ctx, param(req, 'fleet'));
       const set = await storeDeadline(
-        ctx.store.fleets.setAutoFailoverPause(fleet.id, { paused: verb === 'pause', by: 'api', reason: body.reason }),
+        ctx.store.fleets.setAutoFailoverPause(fleet.id, {
+          paused: verb === 'pause',
+          by: requestedBy(req),
+          reason: body.reason,
+        }),
         controlStoreTimeoutMs(ctx.config),
       );
       if (!set) throw new HaruError('fleet_not_found', `fleet ${fleet.slug} not found`);

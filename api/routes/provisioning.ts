@@ -12,6 +12,7 @@ import {
 } from '../../schemas/provisioning';
 import { provisionStart, teardownStart } from '../../workflows/start-options';
 import type { RouteDoc } from '../route-doc';
+import { requestedBy } from '../auth/principal';
 import { isOrchestratorUnreachable } from '../orchestrator';
 import { findDomain, loadFleet, param, parseWith, type RouteContext } from './context';
 
@@ -106,7 +107,7 @@ export function provisioningRoutes(ctx: RouteContext, starter: ProvisioningStart
       fleetId: fleet.id,
       domainId: domain.id,
       reason: body.reason ?? 'provision requested through the API',
-      requestedBy: 'api',
+      requestedBy: requestedBy(req),
     });
     ctx.logger.info('provisioning requested', { fleetId: fleet.id, domainId: domain.id, outcome: started.outcome });
     res.status(202).json({
@@ -137,7 +138,7 @@ export function provisioningRoutes(ctx: RouteContext, starter: ProvisioningStart
       domainId: domain.id,
       mode: body.mode,
       reason: body.reason ?? 'teardown requested through the API',
-      requestedBy: 'api',
+      requestedBy: requestedBy(req),
     });
     ctx.logger.info('teardown requested', { fleetId: fleet.id, domainId: domain.id, outcome: started.outcome });
     res.status(202).json({
@@ -167,7 +168,7 @@ export const PROVISIONING_ROUTE_DOCS: RouteDoc[] = [
     path: '/v1/fleets/:fleet/domains/:domain/provision',
     summary: 'Provision a skypilot/skyserve domain (sky launch / sky serve up); returns the workflow id',
     tag: 'fleets',
-    auth: true,
+    scope: 'admin',
     body: provisionRequestSchema,
     responses: {
       202: { description: 'provisioning started or already running', schema: provisioningAcceptedResponseSchema },
@@ -180,7 +181,7 @@ export const PROVISIONING_ROUTE_DOCS: RouteDoc[] = [
     path: '/v1/fleets/:fleet/domains/:domain/teardown',
     summary: 'Tear a skypilot/skyserve domain down (sky down / stop / serve down); never the active',
     tag: 'fleets',
-    auth: true,
+    scope: 'admin',
     body: teardownRequestSchema,
     responses: {
       200: { description: 'already stopped: nothing started', schema: teardownAlreadyStoppedResponseSchema },

@@ -21,7 +21,7 @@ export const REPAIR_ROUTE_DOCS: RouteDoc[] = [
     summary:
       'Re-establish what lets the fleet fail over by itself: end an orphaned operation, start a pending one, have the monitor running and repairing its hosts',
     tag: 'fleets',
-    auth: true,
+    scope: 'operate',
     body: fleetRepairRequestSchema,
     responses: {
       200: { description: 'the steps taken', schema: fleetRepairResponseSchema },

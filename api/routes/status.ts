@@ -31,7 +31,7 @@ export const STATUS_ROUTE_DOCS: RouteDoc[] = [
     summary:
       "Each domain's last poll with its age, and the monitor's assessment with the age of its last look (stale past one checkpoint plus heartbeatStaleMs)",
     tag: 'fleets',
-    auth: true,
+    scope: 'read',
     responses: { 200: { description: 'health', schema: fleetHealthResponseSchema }, ...errors },
   },
   {
@@ -40,7 +40,7 @@ export const STATUS_ROUTE_DOCS: RouteDoc[] = [
     summary:
       "One domain: its stored state and last poll, and its supervisor's answer now (models, training runs, GPU memory per GPU)",
     tag: 'fleets',
-    auth: true,
+    scope: 'read',
     responses: {
       200: {
         description: 'status (an unreachable host is `host.isReachable: false`)',

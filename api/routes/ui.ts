@@ -12,7 +12,7 @@ export const UI_ROUTE_DOCS: RouteDoc[] = [
     path: '/ui',
     summary: 'The fleet page (plain HTML): its data comes from /v1 routes with the token given as `#token=`',
     tag: 'meta',
-    auth: false,
+    scope: null,
     responses: { 200: { description: 'HTML', contentType: 'text/html' } },
   },
   {
@@ -20,7 +20,7 @@ export const UI_ROUTE_DOCS: RouteDoc[] = [
     path: '/ui/ui.js',
     summary: "The fleet page's script",
     tag: 'meta',
-    auth: false,
+    scope: null,
     responses: { 200: { description: 'JavaScript', contentType: 'text/javascript' } },
   },
 ];

@@ -52,7 +52,7 @@ describe('API surface: auth, OpenAPI and metrics', () => {
     expect(expressRoutes(h.api.router)).toEqual(documented);
   });
 
-  it.each(ROUTE_DOCS.filter((d) => d.auth).map((d) => [d.method.toUpperCase(), d.path] as const))(
+  it.each(ROUTE_DOCS.filter((d) => d.scope).map((d) => [d.method.toUpperCase(), d.path] as const))(
     'requires the bearer token on %s %s',
     async (method, path) => {
       const url = `${h.url}${concrete(path)}`;
@@ -86,11 +86,15 @@ describe('API surface: auth, OpenAPI and metrics', () => {
     for (const doc of ROUTE_DOCS) {
       const op = body.paths[openApiPath(doc.path)]?.[doc.method];
       expect(op).toBeDefined();
-      expect(op.security).toEqual(doc.auth ? [{ bearer: [] }] : []);
+      expect(op.security).toEqual(doc.scope ? [{ bearer: [doc.scope] }] : []);
+      expect(op['x-haru-scope']).toBe(doc.scope ?? undefined);
       const ok = op.responses['200'] ?? op.responses['202'];
       expect(ok.content).toBeDefined();
       if (doc.body) expect(op.requestBody.content['application/json'].schema).toHaveProperty('type', 'object');
-      if (doc.auth) expect(op.responses['401'].content['application/json'].schema.properties.error).toBeDefined();
+      if (doc.scope) {
+        expect(op.responses['401'].content['application/json'].schema.properties.error).toBeDefined();
+        expect(op.responses['403'].content['application/json'].schema.properties.error).toBeDefined();
+      }
     }
     const promote = body.paths['/v1/fleets/{fleet}/promote'].post;
     expect(Object.keys(promote.responses).sort()).toEqual(

@@ -129,7 +129,8 @@ describe('POST /v1/fleets/:fleet/domains/:domain/provision', () => {
     expect(description.type).toBe('provisionDomainWorkflow');
     expect(description.status.name).toBe('RUNNING');
     expect(description.taskQueue).toBe(taskQueue);
-    expect(await description.memo).toMatchObject({ requestedBy: 'api' });
+    // HARU_API_TOKEN is the key `default`: the requester is recorded by the key's name.
+    expect(await description.memo).toMatchObject({ requestedBy: 'api:default' });
 
     const again = await post(api, domainPath(ids.west!, 'provision'), { reason: 'again' });
     expect(again.status).toBe(202);

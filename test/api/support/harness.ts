@@ -6,7 +6,7 @@ import { createStore, type Store } from '../../../db/store';
 import { createTestDatabase, seedLayout, type TestDatabase } from '../../../db/testing';
 import { type ApiApp, createApp } from '../../../api/app';
 import { type ApiConfig, defaultApiConfig } from '../../../api/config';
-import { silentLogger } from '../../../lib/logger';
+import { type Logger, silentLogger } from '../../../lib/logger';
 import { createTemporalOrchestrator, type Orchestrator } from '../../../api/orchestrator';
 import type { FleetSnapshot } from '../../../schemas/entities';
 import type { FleetLayoutInput } from '../../../schemas/layout';
@@ -88,6 +88,8 @@ export async function startHarness(opts: {
   now?: () => Date;
   /** Connect the API's own database through this local port (a TCP relay to Postgres, for outage tests). */
   viaPort?: number;
+  /** The API's logger (silent by default), e.g. to read its access lines. */
+  logger?: Logger;
 }): Promise<Harness> {
   const config = defaultApiConfig({
     HARU_TASK_QUEUE: `api-test-${process.pid}-${fleetCounter++}`,
@@ -114,7 +116,8 @@ export async function startHarness(opts: {
     apiDatabase = await createDatabase({ databaseUrl: relayed.toString(), max: 3 });
   }
   const store = apiDatabase === db.database ? db.store : createStore(apiDatabase);
-  const api = createApp({ store, database: apiDatabase, orchestrator, config, logger: silentLogger, now: opts.now });
+  const logger = opts.logger ?? silentLogger;
+  const api = createApp({ store, database: apiDatabase, orchestrator, config, logger, now: opts.now });
   await api.start();
   const server = http.createServer(api.handle);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
