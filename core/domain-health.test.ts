@@ -26,12 +26,25 @@ describe('assessDomain', () => {
     expect(assessDomain(domain({ consecutiveFailures: 2 }), p, NOW).status).toBe('healthy');
   });
 
-  it('fails a domain whose last successful poll is older than heartbeatStaleMs', () => {
-    expect(assessDomain(domain({ lastSeenAt: ago(5_001) }), p, NOW)).toMatchObject({
+  it('fails a domain whose last successful poll is older than heartbeatStaleMs, with a failed poll since', () => {
+    expect(assessDomain(domain({ lastSeenAt: ago(5_001), consecutiveFailures: 1 }), p, NOW)).toMatchObject({
       status: 'failed',
       reasons: ['stale'],
       isStale: true,
       heardAgeMs: 5_001,
+    });
+  });
+
+  it('keeps a stale domain no failed poll speaks against in its status, as unpolled (the watcher lagged)', () => {
+    expect(assessDomain(domain({ lastSeenAt: ago(60_000), consecutiveFailures: 0 }), p, NOW)).toMatchObject({
+      status: 'healthy',
+      reasons: ['unpolled'],
+      isStale: true,
+      heardAgeMs: 60_000,
+    });
+    expect(assessDomain(domain({ state: 'degraded', lastSeenAt: ago(60_000) }), p, NOW)).toMatchObject({
+      status: 'degraded',
+      reasons: ['state_degraded', 'unpolled'],
     });
   });
 
@@ -45,7 +58,7 @@ describe('assessDomain', () => {
     expect(silenceMs(fresh, NOW)).toBe(1_000);
     expect(assessDomain(fresh, p, NOW).heardAgeMs).toBeNull();
     expect(assessDomain(fresh, p, NOW).status).toBe('healthy');
-    expect(assessDomain(old, p, NOW).status).toBe('failed');
+    expect(assessDomain({ ...old, consecutiveFailures: 1 }, p, NOW).status).toBe('failed');
   });
 
   it('reports a domain the store marked failed as failed even with a fresh heartbeat', () => {

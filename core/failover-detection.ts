@@ -1,5 +1,5 @@
 import type { FleetPolicy } from '../schemas/policy';
-import { hasExceededFailureThreshold, isStale, silenceMs } from './domain-health';
+import { hasExceededFailureThreshold, isSilenceHeldAgainst, silenceMs } from './domain-health';
 import { ageMs, type DomainView } from './fleet-view';
 
 /** Why the active is considered failed. */
@@ -38,10 +38,7 @@ export function detectActiveFailure(
       message: `active domain ${active.slug} failed ${active.consecutiveFailures} consecutive polls (threshold ${policy.failureThreshold})`,
     };
   }
-  // Silence is held against the host only when polls that counted failed since it was last heard: a watcher
-  // that lagged (its polls not recorded), saw nothing (a blind round) or did not poll at all has no evidence
-  // about the host, and a stale age alone would blame the host for the watcher (docs/architecture.md §9.2).
-  if (active.consecutiveFailures > 0 && isStale(active, policy, now)) {
+  if (isSilenceHeldAgainst(active, policy, now)) {
     return {
       reason: 'stale',
       message: `active domain ${active.slug} has not answered for ${silenceMs(active, now)} ms (stale after ${policy.heartbeatStaleMs} ms)`,
