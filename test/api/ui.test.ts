@@ -5,6 +5,7 @@
  * follows a failover as it happens, read from the DOM. HARU_UI_SCREENSHOT=<file> keeps a screenshot.
  */
 import type { Browser } from 'puppeteer-core';
+import { tokenDigest } from '../../lib/bearer-auth';
 import { call } from './support/harness';
 import { type LiveFleet, startLiveFleet } from './support/live-fleet';
 import { describeWithTools, type ExternalTool } from '../support/tools';
@@ -17,6 +18,8 @@ const CHROMIUM: ExternalTool = { probe: [CHROMIUM_BIN, '--version'], install: 'a
 
 describeWithTools('the fleet page in headless Chromium', [CHROMIUM], () => {
   const token = 'ui-test-token-0123456789';
+  // The page only reads: it is given a key holding `read` alone; the promotion goes with the admin token.
+  const viewer = 'ui-viewer-key-0123456789';
   let live: LiveFleet;
   let browser: Browser | undefined;
   const server = useTestServer(async () => {
@@ -24,7 +27,9 @@ describeWithTools('the fleet page in headless Chromium', [CHROMIUM], () => {
     await live?.close();
   });
   beforeAll(async () => {
-    live = await startLiveFleet(server, { config: { HARU_API_TOKEN: token } });
+    live = await startLiveFleet(server, {
+      config: { HARU_API_TOKEN: token, apiKeys: [{ name: 'viewer', digest: tokenDigest(viewer), scopes: ['read'] }] },
+    });
     const puppeteer = await import('puppeteer-core');
     browser = await puppeteer.launch({
       executablePath: CHROMIUM_BIN,
@@ -35,7 +40,7 @@ describeWithTools('the fleet page in headless Chromium', [CHROMIUM], () => {
 
   it('shows which domain serves and follows a failover to the standby, steps and events included', async () => {
     const page = await browser!.newPage();
-    await page.goto(`${live.url}/ui?fleet=${live.slug}#token=${token}`);
+    await page.goto(`${live.url}/ui?fleet=${live.slug}#token=${viewer}`);
     const textOf = (id: string) => page.$eval(`#${id}`, (el) => el.textContent ?? '');
     await page.waitForFunction(() => document.getElementById('active')?.textContent === 'east', { timeout: 30_000 });
     expect(await textOf('fleet')).toBe(live.slug);
@@ -71,7 +76,7 @@ describeWithTools('the fleet page in headless Chromium', [CHROMIUM], () => {
 
   it('shows a host that stopped answering as stale, with its age since it was last heard and its slots unknown', async () => {
     const page = await browser!.newPage();
-    await page.goto(`${live.url}/ui?fleet=${live.slug}#token=${token}`);
+    await page.goto(`${live.url}/ui?fleet=${live.slug}#token=${viewer}`);
     const eastRow = () =>
       page.$$eval('#domains tr', (rows) => rows.find((r) => r.firstChild?.textContent === 'east')?.textContent ?? '');
     await page.waitForFunction(() => /^east.*ago/.test(document.getElementById('domains')!.textContent!), {
