@@ -2,16 +2,20 @@ import { z } from 'zod';
 import { describeCause } from '../lib/error-cause';
 import { errorBodySchema } from '../schemas/errors';
 
-/** Where the CLI finds the API: `HARU_URL` (default http://127.0.0.1:8700) and `HARU_API_TOKEN`. */
+/**
+ * The CLI's variables: `HARU_URL` and `HARU_API_TOKEN` (below a `--server`/`--token` flag, above the config
+ * file's context; cli/connection.ts) and `HARU_CONFIG`, the config file's path (cli/config-file.ts).
+ */
 export const cliEnvSchema = z.object({
   HARU_URL: z.preprocess(
     (v) => (typeof v === 'string' && v.trim() === '' ? undefined : v),
-    z.url({ protocol: /^https?$/, error: 'HARU_URL must be an http(s) URL' }).default('http://127.0.0.1:8700'),
+    z.url({ protocol: /^https?$/, error: 'HARU_URL must be an http(s) URL' }).optional(),
   ),
   HARU_API_TOKEN: z.preprocess(
     (v) => (typeof v === 'string' && v.trim() === '' ? undefined : v),
     z.string().optional(),
   ),
+  HARU_CONFIG: z.preprocess((v) => (typeof v === 'string' && v.trim() === '' ? undefined : v), z.string().optional()),
 });
 export type CliEnv = z.infer<typeof cliEnvSchema>;
 
@@ -35,8 +39,16 @@ export interface ApiClient {
   baseUrl: string;
 }
 
+/** Where the client sends its calls: the API's base URL, the token if any, and where the URL came from. */
+export interface ApiTarget {
+  HARU_URL: string;
+  HARU_API_TOKEN?: string;
+  /** Named in the message for an unreachable API (`--server`, `HARU_URL`, a context); default `HARU_URL`. */
+  serverFrom?: string;
+}
+
 /** A small JSON client for the Haru API; every answer is checked against its schema. */
-export function createApiClient(env: CliEnv, fetchImpl: typeof fetch = fetch): ApiClient {
+export function createApiClient(env: ApiTarget, fetchImpl: typeof fetch = fetch): ApiClient {
   const baseUrl = env.HARU_URL.replace(/\/+$/, '');
   const headers = (extra: Record<string, string> = {}) => ({
     accept: 'application/json',

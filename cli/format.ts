@@ -1,6 +1,7 @@
 import type { Operation } from '../schemas/entities';
 import type { FleetStatus, OperationProgress, StepProgress } from '../schemas/api';
 import { formatAge } from '../core/monitor-look';
+import { ageOf } from './age';
 
 /** Left-aligned plain-text table; every cell stringified. */
 export function table(headers: string[], rows: (string | number | null | undefined)[][]): string {
@@ -49,8 +50,19 @@ function slotsOf(d: SightedDomain): string {
     .join(' ');
 }
 
-/** One fleet as a human reads it: the pointer, the last failure, each domain with its state, last sighting and slots. */
-export function formatFleet(fleet: FleetStatus, lastFailed: Operation | null = null): string {
+/** `2026-…Z (5m ago)`: when, and how long ago at `now`. */
+const atAndAge = (iso: string, now: Date) => `${iso} (${ageOf(iso, now)} ago)`;
+
+/**
+ * One fleet as a human reads it: the pointer, the last failure, each domain with its state, last sighting and
+ * slots; `wide` adds each domain's id and when it was last heard.
+ */
+export function formatFleet(
+  fleet: FleetStatus,
+  lastFailed: Operation | null = null,
+  opts: { now?: Date; wide?: boolean } = {},
+): string {
+  const now = opts.now ?? new Date();
   const active = fleet.domains.find((d) => d.id === fleet.activeDomainId);
   const lines = [
     `fleet ${fleet.slug} (${fleet.id})`,
@@ -58,7 +70,9 @@ export function formatFleet(fleet: FleetStatus, lastFailed: Operation | null = n
   ];
   const pause = fleet.autoFailoverPause;
   if (pause)
-    lines.push(`  auto-failover paused by ${pause.by} at ${pause.at}${pause.reason ? `: ${pause.reason}` : ''}`);
+    lines.push(
+      `  auto-failover paused by ${pause.by} at ${atAndAge(pause.at, now)}${pause.reason ? `: ${pause.reason}` : ''}`,
+    );
   if (fleet.inFlightOperation) {
     const op = fleet.inFlightOperation;
     lines.push(`  in flight: ${op.kind} ${op.id} (${op.state}${op.step ? `, step ${op.step}` : ''})`);
@@ -67,18 +81,22 @@ export function formatFleet(fleet: FleetStatus, lastFailed: Operation | null = n
     const error = lastFailed.error
       ? `${lastFailed.error.step}: ${lastFailed.error.code}: ${lastFailed.error.message}`
       : 'no error recorded';
-    lines.push(`  last failed: ${lastFailed.kind} ${lastFailed.id} at ${lastFailed.finishedAt ?? '?'}: ${error}`);
+    const at = lastFailed.finishedAt ? atAndAge(lastFailed.finishedAt, now) : '?';
+    lines.push(`  last failed: ${lastFailed.kind} ${lastFailed.id} at ${at}: ${error}`);
   }
   lines.push('');
+  // wide: the exact time and the id before SLOTS, which stays last (its cell has spaces).
+  const headers = ['DOMAIN', 'ROLE', 'STATE', 'PROVIDER', 'LAST HEARD', ...(opts.wide ? ['LAST HEARD AT', 'ID'] : [])];
   lines.push(
     table(
-      ['DOMAIN', 'ROLE', 'STATE', 'PROVIDER', 'LAST HEARD', 'SLOTS'],
+      [...headers, 'SLOTS'],
       fleet.domains.map((d) => [
         d.slug,
         d.id === fleet.activeDomainId ? 'active' : 'standby',
         d.state,
         d.provider,
         lastHeard(d),
+        ...(opts.wide ? [d.sighting.lastSeenAt, d.id] : []),
         slotsOf(d),
       ]),
     ),

@@ -1,10 +1,12 @@
 /**
  * The `haru` command. Each subcommand lives in cli/commands/<name>.ts and exports `register(program)`.
- * Errors reach the user as one line (`haru: <message>`), never a stack trace; exit 2 for bad input.
+ * Errors reach the user as one line (`haru: <message>`), never a stack trace; cli/exit-codes.ts decides the
+ * exit status (2 for bad input, 1 for a failed call).
  */
-import { Command, CommanderError } from 'commander';
-import type * as Env from '../schemas/env';
+import { Command } from 'commander';
 import { addOutputOption } from './arguments';
+import { EXIT, exitCodeFor, isAlreadyReported } from './exit-codes';
+import { addGlobalOptions, commandNameOf } from './global-options';
 
 /** A subcommand: its line in `haru --help`, and its module, loaded only when that command runs. */
 interface CommandEntry {
@@ -29,6 +31,11 @@ const commands: CommandEntry[] = [
     load: () => require('./commands/domain'),
   },
   { name: 'dev', summary: 'run the whole stack on this machine', load: () => require('./commands/dev') },
+  {
+    name: 'config',
+    summary: 'contexts: which API and token the commands use',
+    load: () => require('./commands/config'),
+  },
   { name: 'completion', summary: 'print a shell completion script', load: () => require('./commands/completion') },
 ];
 /* eslint-enable @typescript-eslint/no-require-imports */
@@ -40,11 +47,14 @@ function version(): string {
 }
 
 function baseProgram(): Command {
-  return new Command('haru')
+  const program = new Command('haru')
     .description('Hot failover for self-hosted vLLM fleets at the cost of zero idle GPUs')
     .version(version(), '-V, --version', 'print the version of haru')
     .showHelpAfterError()
+    .configureHelp({ showGlobalOptions: true })
     .exitOverride();
+  addGlobalOptions(program);
+  return program;
 }
 
 /** The whole command tree, every subcommand registered (help tests, shell completion). */
@@ -63,7 +73,7 @@ export function buildProgram(): Command {
  * `--help` only, so `haru --version` and `haru fleet status` load nothing they do not use.
  */
 function programFor(argv: string[]): Command {
-  const named = argv.slice(2).find((a) => !a.startsWith('-'));
+  const named = commandNameOf(argv.slice(2));
   if (named === 'help' || named === 'completion') return buildProgram();
   const program = baseProgram();
   for (const entry of commands) {
@@ -97,16 +107,14 @@ export async function main(argv: string[]): Promise<void> {
   try {
     await program.parseAsync(argv);
   } catch (err) {
-    if (err instanceof CommanderError) process.exit(err.exitCode);
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    if (err instanceof (require('../schemas/env') as typeof Env).ConfigError) {
-      process.stderr.write(`haru: ${err.message}\n`);
-      process.exit(2);
-    }
-    // One line per problem (an API validation error lists one field a line).
+    const code = exitCodeFor(err);
     const message = err instanceof Error ? err.message : String(err);
-    for (const line of message.split('\n').filter((l) => l.trim())) process.stderr.write(`haru: ${line.trim()}\n`);
-    process.exit(1);
+    // Bad input prints as written (a configuration error lists its problems indented below its first line);
+    // anything else one line per problem (an API validation error lists one field a line).
+    if (isAlreadyReported(err)) process.exit(code);
+    if (code === EXIT.badInput) process.stderr.write(`haru: ${message}\n`);
+    else for (const line of message.split('\n').filter((l) => l.trim())) process.stderr.write(`haru: ${line.trim()}\n`);
+    process.exit(code);
   }
 }
 

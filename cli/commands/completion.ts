@@ -1,4 +1,5 @@
-import { type Command, InvalidArgumentError } from 'commander';
+import type { Command } from 'commander';
+import { BadInputError } from '../exit-codes';
 
 /** Each command path (`fleet status`) with the words that may follow it: subcommands and options. */
 export function completionWords(root: Command): Map<string, string[]> {
@@ -47,8 +48,7 @@ export function register(program: Command): void {
     .command('completion <shell>')
     .description('print a shell completion script: eval "$(haru completion bash)" (zsh: the same after bashcompinit)')
     .action((shell: string) => {
-      if (shell !== 'bash' && shell !== 'zsh')
-        throw new InvalidArgumentError(`shell must be bash or zsh, not ${shell}`);
+      if (shell !== 'bash' && shell !== 'zsh') throw new BadInputError(`shell must be bash or zsh, not ${shell}`);
       const prelude = shell === 'zsh' ? 'autoload -U +X bashcompinit && bashcompinit\n' : '';
       process.stdout.write(prelude + bashCompletion(program));
     });

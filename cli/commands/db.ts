@@ -7,6 +7,7 @@ import { applyLayout, LayoutApplyRefusedError, type LayoutApplyReport, validateL
 import { migrate } from '../../db/migrate';
 import { ConfigError, parseEnv } from '../../schemas/env';
 import { formatProblems } from '../../schemas/issues';
+import { type OutputOptions, renderData } from '../output';
 
 const out = (line: string): void => {
   process.stdout.write(`${line}\n`);
@@ -53,14 +54,14 @@ function printReport(report: LayoutApplyReport): void {
   for (const note of report.notes) out(`  note: ${note}`);
 }
 
-async function seed(opts: { config: string; prune?: boolean; json?: boolean }): Promise<void> {
+async function seed(opts: OutputOptions & { config: string; prune?: boolean }): Promise<void> {
   const config = loadConfig();
   const input = await readLayoutFile(opts.config);
   // Validate the whole file before touching the database: a bad layout opens no connection at all.
   const validation = validateLayout(input);
   if (!validation.ok) {
     if (opts.json) {
-      out(JSON.stringify({ ok: false, problems: validation.problems }, null, 2));
+      out(renderData({ ok: false, problems: validation.problems }, opts));
       process.exitCode = 2;
       return;
     }
@@ -78,11 +79,11 @@ async function seed(opts: { config: string; prune?: boolean; json?: boolean }): 
   });
   if (report instanceof LayoutApplyRefusedError) {
     // --json promises JSON on stdout whatever happens: a refusal is `ok: false` with its reasons.
-    out(JSON.stringify({ ok: false, refused: report.reasons }, null, 2));
+    out(renderData({ ok: false, refused: report.reasons }, opts));
     process.exitCode = 2;
     return;
   }
-  if (opts.json) out(JSON.stringify({ ok: true, ...report }, null, 2));
+  if (opts.json) out(renderData({ ok: true, ...report }, opts));
   else printReport(report);
 }
 

@@ -2,9 +2,10 @@ import type { Command } from 'commander';
 import { z } from 'zod';
 import { fleetSnapshotSchema } from '../../schemas/entities';
 import type { DomainState } from '../../schemas/enums';
-import { parseEnv } from '../../schemas/env';
 import { provisioningAcceptedResponseSchema, teardownAlreadyStoppedResponseSchema } from '../../schemas/provisioning';
-import { type ApiClient, cliEnvSchema, createApiClient } from '../api-client';
+import type { ApiClient } from '../api-client';
+import { apiClientFor } from '../connection';
+import { isData, type OutputOptions, renderData } from '../output';
 import { registerDomainStatus } from './status';
 
 const answerSchema = z.union([provisioningAcceptedResponseSchema, teardownAlreadyStoppedResponseSchema]);
@@ -18,12 +19,11 @@ export interface DomainCommandDeps {
   pollMs?: number;
 }
 
-export interface DomainCommandOptions {
+export interface DomainCommandOptions extends OutputOptions {
   reason?: string;
   /** Teardown only: `sky stop` instead of `sky down`. */
   stop?: boolean;
   wait?: boolean;
-  json?: boolean;
 }
 
 const fleetPath = (fleet: string) => `/v1/fleets/${encodeURIComponent(fleet)}`;
@@ -55,12 +55,12 @@ export async function runDomainCommand(
   const before = opts.wait ? await deps.api.get(fleetPath(fleet), fleetSnapshotSchema) : null;
   const { body: answer } = await deps.api.post(path, body, answerSchema);
   if (answer.status === 'already_stopped') {
-    deps.write(opts.json ? JSON.stringify(answer, null, 2) : `domain ${domain} is already stopped`);
+    deps.write(isData(opts) ? renderData(answer, opts) : `domain ${domain} is already stopped`);
     return 0;
   }
   const started = `${answer.status}: ${kind} of ${domain} (workflow ${answer.workflowId})`;
   if (!opts.wait) {
-    deps.write(opts.json ? JSON.stringify(answer, null, 2) : started);
+    deps.write(isData(opts) ? renderData(answer, opts) : started);
     return 0;
   }
   deps.write(started);
@@ -77,26 +77,26 @@ export async function runDomainCommand(
     }
     const changed = row.stateChangedAt !== initialChange;
     if (row.state === end.ok && changed) {
-      if (opts.json) deps.write(JSON.stringify(row, null, 2));
+      if (isData(opts)) deps.write(renderData(row, opts));
       return 0;
     }
     if (row.state === end.failed && changed) {
       deps.write(`${kind} of ${row.slug} failed: ${row.lastError ?? 'no reason recorded'}`);
-      if (opts.json) deps.write(JSON.stringify(row, null, 2));
+      if (isData(opts)) deps.write(renderData(row, opts));
       return 1;
     }
     await deps.wait(deps.pollMs ?? 1_000);
   }
 }
 
-/** `haru domain provision|teardown`: a client of the Haru API (HARU_URL, HARU_API_TOKEN). */
+/** `haru domain provision|teardown|status`: a client of the Haru API (cli/connection.ts). */
 export function register(program: Command): void {
   const domain = program
     .command('domain')
     .description('provision and tear down skypilot/skyserve domains, and show one, through the Haru API');
   registerDomainStatus(domain);
-  const deps = (): DomainCommandDeps => ({
-    api: createApiClient(parseEnv(cliEnvSchema, process.env, 'CLI')),
+  const deps = (cmd: Command): DomainCommandDeps => ({
+    api: apiClientFor(cmd),
     write: (line) => process.stdout.write(`${line}\n`),
     wait: (ms) => new Promise((r) => setTimeout(r, ms)),
   });
@@ -107,8 +107,8 @@ export function register(program: Command): void {
     .option('--reason <text>', 'why (recorded on the workflow)')
     .option('--wait', 'follow the domain until it is ready (exit 0) or failed (exit 1)')
     .option('--json', 'print JSON')
-    .action(async (fleet: string, ref: string, opts: DomainCommandOptions) => {
-      process.exitCode = await runDomainCommand(deps(), 'provision', fleet, ref, opts);
+    .action(async (fleet: string, ref: string, opts: DomainCommandOptions, cmd: Command) => {
+      process.exitCode = await runDomainCommand(deps(cmd), 'provision', fleet, ref, opts);
     });
 
   domain
@@ -118,7 +118,7 @@ export function register(program: Command): void {
     .option('--reason <text>', 'why (recorded on the workflow)')
     .option('--wait', 'follow the domain until it is stopped (exit 0) or failed (exit 1)')
     .option('--json', 'print JSON')
-    .action(async (fleet: string, ref: string, opts: DomainCommandOptions) => {
-      process.exitCode = await runDomainCommand(deps(), 'teardown', fleet, ref, opts);
+    .action(async (fleet: string, ref: string, opts: DomainCommandOptions, cmd: Command) => {
+      process.exitCode = await runDomainCommand(deps(cmd), 'teardown', fleet, ref, opts);
     });
 }

@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
 import { formatAge } from '../../core/monitor-look';
-import { parseEnv } from '../../schemas/env';
 import {
   type DomainStatusResponse,
   domainStatusResponseSchema,
@@ -9,8 +8,10 @@ import {
   type PolledDomain,
   type TrainingProgress,
 } from '../../schemas/status';
-import { cliEnvSchema, createApiClient } from '../api-client';
+import { ageOf } from '../age';
+import { apiClientFor } from '../connection';
 import { table } from '../format';
+import { isData, type OutputOptions, renderData } from '../output';
 
 const MIB_PER_GIB = 1024;
 const gib = (mib: number | null) => (mib === null ? '?' : `${(mib / MIB_PER_GIB).toFixed(1)}`);
@@ -65,7 +66,7 @@ export function formatFleetHealth(h: FleetHealthResponse): string {
 }
 
 /** `haru domain status` as a human reads it: stored state and last poll, then models, training and GPUs now. */
-export function formatDomainStatus(s: DomainStatusResponse): string {
+export function formatDomainStatus(s: DomainStatusResponse, now: Date = new Date()): string {
   const d = s.domain;
   const lines = [
     `domain ${d.slug} of fleet ${s.fleetSlug}: ${d.state}${d.isActive ? ' (active)' : ''}`,
@@ -94,7 +95,7 @@ export function formatDomainStatus(s: DomainStatusResponse): string {
         t.runningForMs === null ? null : formatAge(t.runningForMs),
         progress(t.progress),
         t.restart ? `${t.restart.attempts}${t.restart.gaveUp ? ' (gave up)' : ''}` : 0,
-        t.lastExit ? `${t.lastExit.code ?? t.lastExit.signal} at ${t.lastExit.at}` : null,
+        t.lastExit ? `${t.lastExit.code ?? t.lastExit.signal} ${ageOf(t.lastExit.at, now)} ago` : null,
       ]),
     ),
     '',
@@ -117,7 +118,6 @@ export function formatDomainStatus(s: DomainStatusResponse): string {
 
 const fleetPath = (fleet: string) => `/v1/fleets/${encodeURIComponent(fleet)}`;
 const out = (text: string) => process.stdout.write(`${text}\n`);
-const client = () => createApiClient(parseEnv(cliEnvSchema, process.env, 'CLI'));
 
 /** `haru fleet health <fleet>` on the `fleet` command. */
 export function registerFleetHealth(fleet: Command): void {
@@ -125,9 +125,9 @@ export function registerFleetHealth(fleet: Command): void {
     .command('health <fleet>')
     .description("each domain's last poll and its age, and the monitor's assessment with the age of its last look")
     .option('--json', 'print JSON')
-    .action(async (ref: string, opts: { json?: boolean }) => {
-      const health = await client().get(`${fleetPath(ref)}/health`, fleetHealthResponseSchema);
-      out(opts.json ? JSON.stringify(health, null, 2) : formatFleetHealth(health));
+    .action(async (ref: string, opts: OutputOptions, cmd: Command) => {
+      const health = await apiClientFor(cmd).get(`${fleetPath(ref)}/health`, fleetHealthResponseSchema);
+      out(isData(opts) ? renderData(health, opts) : formatFleetHealth(health));
     });
 }
 
@@ -139,11 +139,11 @@ export function registerDomainStatus(domain: Command): void {
       "one domain: state and last poll, each model's state, training runs and their progress, GPU memory per GPU",
     )
     .option('--json', 'print JSON')
-    .action(async (fleet: string, ref: string, opts: { json?: boolean }) => {
-      const status = await client().get(
+    .action(async (fleet: string, ref: string, opts: OutputOptions, cmd: Command) => {
+      const status = await apiClientFor(cmd).get(
         `${fleetPath(fleet)}/domains/${encodeURIComponent(ref)}/status`,
         domainStatusResponseSchema,
       );
-      out(opts.json ? JSON.stringify(status, null, 2) : formatDomainStatus(status));
+      out(isData(opts) ? renderData(status, opts) : formatDomainStatus(status));
     });
 }

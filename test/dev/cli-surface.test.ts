@@ -78,10 +78,10 @@ describe('the haru command', () => {
     }
   });
 
-  it('offers the same -o json|table on every command that offers --json', () => {
+  it('offers the same -o table|wide|json|yaml on every command that offers --json', () => {
     for (const { name, cmd } of commands.filter((c) => c.cmd.options.some((o) => o.long === '--json'))) {
       const output = cmd.options.find((o) => o.long === '--output');
-      expect([name, output?.short, output?.argChoices]).toEqual([name, '-o', ['json', 'table']]);
+      expect([name, output?.short, output?.argChoices]).toEqual([name, '-o', ['table', 'wide', 'json', 'yaml']]);
     }
   });
 
@@ -89,7 +89,7 @@ describe('the haru command', () => {
     const version = await haru(['--version']);
     expect([version.code, version.stdout.trim()]).toEqual([0, packageVersion]);
     const bad = await haru(['fleet', 'events', 'dev', '--limit', '0']);
-    expect(bad.code).not.toBe(0);
+    expect(bad.code).toBe(2);
     expect(bad.stderr.split('\n')[0]).toBe(
       "error: option '--limit <n>' argument '0' is invalid. must be an integer from 1 to 1000",
     );
