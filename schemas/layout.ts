@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { providerSchema, sleepLevelSchema } from './enums';
 import { fleetPolicySchema } from './policy';
 import { secretRefSchema } from './secret-ref';
+import { trainingLayoutSchema } from './trainer-template';
 
 /** Lowercase DNS-label style identifier: used in URLs, workflow ids and CLI arguments. */
 export const slugSchema = z
@@ -335,6 +336,8 @@ export const fleetLayoutSchema = z
       policy: fleetPolicySchema.prefault({}),
     }),
     domains: z.array(domainLayoutSchema).min(1),
+    /** Trainer templates that training jobs may name (schemas/trainer-template.ts); none when absent. */
+    training: trainingLayoutSchema.optional(),
   })
   .superRefine((layout, ctx) => {
     const seen = new Map<string, number>();
