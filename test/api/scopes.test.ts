@@ -134,6 +134,21 @@ describe('scoped API keys', () => {
     expect(refusals).toBeGreaterThanOrEqual(scoped().length);
   });
 
+  it('guards the other spellings Express routes to the same handlers as the declared path', async () => {
+    const chat = (url: string, name: string) =>
+      call(`${h.url}${url}`, {
+        body: { model: 'test-model', messages: [] },
+        headers: { 'x-haru-fleet': fleet.slug },
+        token: secretOf(name),
+      });
+    for (const spelling of ['/v1/chat/completions/', '/V1/Chat/Completions']) {
+      expect((await chat(spelling, 'read-key')).status).toBe(403);
+      expect((await chat(spelling, 'inference-key')).status).toBe(200);
+    }
+    const pause = await call(`${h.url}/v1/fleets/${fleet.slug}/PAUSE/`, { body: {}, token: secretOf('read-key') });
+    expect(pause.status).toBe(403);
+  });
+
   it('keeps 401 for a missing or unknown key', async () => {
     const none = await call(`${h.url}/v1/fleets`);
     expect(none.status).toBe(401);
