@@ -311,6 +311,26 @@ describe('requestPromotion', () => {
     expect((await run(acts.requestPromotion, input)).operation.id).toBe(created.operation.id);
   });
 
+  it('marks the failed active failed first, in the same activity, when asked to', async () => {
+    const report = await seedLayout(tdb.store, testLayout({ fleet: `f${++fleetSlug}` }));
+    const [east, west] = (await tdb.store.fleets.snapshot(report.fleetId))!.domains;
+    const input = {
+      fleetId: report.fleetId,
+      targetDomainId: west!.id,
+      reason: 'auto-failover: east refused',
+      failedActive: { domainId: east!.id, reason: 'east refused' },
+    };
+    expect(await run(acts.requestPromotion, input)).toMatchObject({ outcome: 'created' });
+    expect(await tdb.store.domains.get(east!.id)).toMatchObject({ state: 'failed', lastError: 'east refused' });
+    const events = (await tdb.store.events.list(report.fleetId)).map((e) => e.type);
+    expect(events.slice(-2)).toEqual(['domain.state', 'operation.requested']);
+    // Repeated (a retry after a lost answer): the domain stays failed with one event, the promotion is joined.
+    expect(await run(acts.requestPromotion, input)).toMatchObject({ outcome: 'joined' });
+    expect((await tdb.store.events.list(report.fleetId)).filter((e) => e.type === 'domain.state')).toHaveLength(
+      events.filter((t) => t === 'domain.state').length,
+    );
+  });
+
   it('reports a conflict when another operation is in flight', async () => {
     const { fleetId, east } = await fleetWithPromotion('demote');
     const result = await run(acts.requestPromotion, { fleetId, targetDomainId: east.id, reason: 'x' });

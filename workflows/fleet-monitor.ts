@@ -7,6 +7,7 @@ import {
   getExternalWorkflowHandle,
   isCancellation,
   log,
+  patched,
   setHandler,
   sleep,
   workflowInfo,
@@ -317,6 +318,12 @@ async function releaseAtCommit(fleetId: string, operationId: string, why: string
   }
 }
 
+/**
+ * Patch (docs/architecture.md §4.9): the failed active is marked by the promotion request's own activity instead
+ * of a markDomainFailed before it.
+ */
+const MARK_FAILED_WITH_PROMOTION_REQUEST = 'mark-failed-with-promotion-request';
+
 /** Acts on a failover decision; returns the promotion it started, if any. */
 async function failOver(
   fleet: FleetView,
@@ -325,10 +332,12 @@ async function failOver(
 ): Promise<OperationRef | null> {
   const fleetId = fleet.id;
   const control = controlActivities();
-  if (decision.shouldMarkActiveFailed && decision.activeDomainId) {
-    await control.markDomainFailed({ fleetId, domainId: decision.activeDomainId, reason: decision.failure.message });
-  }
+  const failedActive =
+    decision.shouldMarkActiveFailed && decision.activeDomainId
+      ? { domainId: decision.activeDomainId, reason: decision.failure.message }
+      : undefined;
   if (!decision.promoteDomainId) {
+    if (failedActive) await control.markDomainFailed({ fleetId, ...failedActive });
     log.warn('active failed, no promotion', {
       fleetId,
       reason: decision.failure.reason,
@@ -336,11 +345,19 @@ async function failOver(
     });
     return null;
   }
-  const request = await control.requestPromotion({
+  const promotion = {
     fleetId,
     targetDomainId: decision.promoteDomainId,
     reason: `auto-failover: ${decision.failure.message}`,
-  });
+  };
+  let request: Awaited<ReturnType<typeof control.requestPromotion>>;
+  if (patched(MARK_FAILED_WITH_PROMOTION_REQUEST)) {
+    // The request marks the active failed first: a workflow task fewer before the promotion starts.
+    request = await control.requestPromotion({ ...promotion, failedActive });
+  } else {
+    if (failedActive) await control.markDomainFailed({ fleetId, ...failedActive });
+    request = await control.requestPromotion(promotion);
+  }
   if (request.outcome === 'conflict') return null;
   log.info('auto-failover promotion requested', {
     fleetId,

@@ -129,7 +129,14 @@ describe('fleetMonitorWorkflow', () => {
   });
 
   it('fails a failing active and promotes the best standby as a child operation, with no human action', async () => {
-    const h = monitorHarness();
+    const asked: Parameters<Activities['requestPromotion']>[0][] = [];
+    const stub = stubActivities().activities;
+    const h = monitorHarness({
+      async requestPromotion(input) {
+        asked.push(input);
+        return stub.requestPromotion(input);
+      },
+    });
     h.set(observation(h.fleetId, failingActive));
     await h.run(async () => {
       const promotion = server.client.workflow.getHandle(operationWorkflowId(h.fleetId, STUB.op));
@@ -138,7 +145,17 @@ describe('fleetMonitorWorkflow', () => {
       const described = await promotion.describe();
       expect(described.parentExecution?.workflowId).toBe(monitorWorkflowId(h.fleetId));
     });
-    expect(h.calls.slice(0, 3)).toEqual(['lookAtFleet', 'markDomainFailed', 'requestPromotion']);
+    // One activity marks the active failed and asks for the promotion.
+    expect(h.calls.slice(0, 2)).toEqual(['lookAtFleet', 'requestPromotion']);
+    expect(h.calls).not.toContain('markDomainFailed');
+    expect(asked).toEqual([
+      {
+        fleetId: h.fleetId,
+        targetDomainId: STUB.standby,
+        reason: expect.stringMatching(/^auto-failover: active domain \S+ failed 3 consecutive polls/),
+        failedActive: { domainId: STUB.active, reason: expect.stringMatching(/failed 3 consecutive polls/) },
+      },
+    ]);
   });
 
   it('while paused marks the active failed but promotes nobody; resuming promotes', async () => {
