@@ -80,7 +80,7 @@ class FakeSkyCli implements SkyCli {
 
 const TOKEN = 'int-token';
 /** The worker environment a domain's `supervisor.tokenEnv` is read from. */
-const DOMAIN_ENV = { WEST_TOKEN: 'west-token' };
+const DOMAIN_ENV = { HARU_SECRET_WEST_TOKEN: 'west-token' };
 let tdb: TestDatabase;
 beforeAll(async () => {
   tdb = await createTestDatabase();
@@ -227,15 +227,15 @@ describe('launchDomain', () => {
     const { acts, sky } = setup();
     const setAccess = (supervisor: { tokenEnv: string }) =>
       tdb.database.db.update(domainsTable).set({ supervisor }).where(eq(domainsTable.id, f.ids.west!));
-    await setAccess({ tokenEnv: 'WEST_TOKEN' });
+    await setAccess({ tokenEnv: 'HARU_SECRET_WEST_TOKEN' });
     await run(acts.launchDomain, { domainId: f.ids.west!, timeoutMs: 60_000 });
     expect(sky.calls[0]).toMatchObject({ secrets: { HARU_SUPERVISOR_TOKEN: 'west-token' } });
-    await setAccess({ tokenEnv: 'UNSET_TOKEN' });
+    await setAccess({ tokenEnv: 'HARU_SECRET_UNSET_TOKEN' });
     const failure = await failureOf(run(acts.launchDomain, { domainId: f.ids.west!, timeoutMs: 60_000 }));
     expect(failure).toMatchObject({
       type: FailureType.SupervisorMisconfigured,
       nonRetryable: true,
-      message: 'domain west: supervisor.tokenEnv: UNSET_TOKEN is not set',
+      message: 'domain west: supervisor.tokenEnv: HARU_SECRET_UNSET_TOKEN is not set',
     });
     expect(sky.calls).toHaveLength(1); // nothing launched without its token
   });

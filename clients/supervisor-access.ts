@@ -3,6 +3,7 @@ import { Agent, type Dispatcher } from 'undici';
 import { isPlainHttpOffLoopback } from '../lib/loopback';
 import { readSecretFile, type SecretReadOptions } from '../lib/secret-file';
 import type { SupervisorAccess } from '../schemas/layout';
+import { secretEnvProblem, secretFileProblem, secretsDir } from '../schemas/secret-ref';
 import type { SupervisorClientTls } from './supervisor-tls';
 
 /** The supervisor a call goes to: a domain's address and its layout settings (a Domain row fits). */
@@ -67,7 +68,10 @@ export const plainHttpRefusal = (target: SupervisorTarget): string =>
 
 /**
  * Reads a domain's token from where its layout says (trimmed), else returns `fallback`. Throws `fail(message)`
- * (default SupervisorAccessError) naming the field for an unset variable or an unreadable or empty file.
+ * (default SupervisorAccessError) naming the field for an unset variable or an unreadable or empty file, and
+ * for a source outside the layout's allow-list (a variable not named `HARU_SECRET_…`, a file outside
+ * HARU_SECRETS_DIR of `env`): layout validation refuses those, and a layout stored before it did is refused
+ * here, before its token is read and sent.
  */
 export function domainToken(
   target: SupervisorTarget,
@@ -78,11 +82,17 @@ export function domainToken(
   const access = target.supervisor;
   const fail = opts.fail ?? ((message: string) => new SupervisorAccessError(message));
   if (access?.tokenEnv) {
+    const refused = secretEnvProblem(access.tokenEnv);
+    if (refused) throw fail(`${field(target, 'tokenEnv')}: ${access.tokenEnv} ${refused}`);
     const value = env[access.tokenEnv]?.trim();
     if (!value) throw fail(`${field(target, 'tokenEnv')}: ${access.tokenEnv} is not set`);
     return value;
   }
-  if (access?.tokenFile) return readSecretFile(access.tokenFile, field(target, 'tokenFile'), { ...opts, fail });
+  if (access?.tokenFile) {
+    const refused = secretFileProblem(access.tokenFile, secretsDir(env));
+    if (refused) throw fail(`${field(target, 'tokenFile')}: ${access.tokenFile} ${refused}`);
+    return readSecretFile(access.tokenFile, field(target, 'tokenFile'), { ...opts, fail });
+  }
   return fallback;
 }
 

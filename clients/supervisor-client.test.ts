@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -154,17 +154,20 @@ describe("a domain's supervisor settings", () => {
     return () => seen;
   };
   const withAccess = (supervisor: SupervisorAccess) => ({ ...host, supervisor });
+  // The worker's environment: its secrets directory is this test's.
   const fleetWide = (env: Record<string, string> = {}, warn = jest.fn()) =>
-    createSupervisorClient({ access: createSupervisorAccess({ token: 'fleet', env, warn }) });
+    createSupervisorClient({
+      access: createSupervisorAccess({ token: 'fleet', env: { HARU_SECRETS_DIR: dir, ...env }, warn }),
+    });
 
   it("sends the token from the domain's tokenEnv or tokenFile (trimmed), else the fleet-wide one", async () => {
     const seen = seenAuth();
     const file = path.join(dir, 'east.token');
     writeFileSync(file, 'from-file\n', { mode: 0o600 });
-    const c = fleetWide({ EAST_TOKEN: 'from-env' });
+    const c = fleetWide({ HARU_SECRET_EAST_TOKEN: 'from-env' });
     await c.status(host);
     expect(seen()).toBe('Bearer fleet');
-    await c.status(withAccess({ tokenEnv: 'EAST_TOKEN' }));
+    await c.status(withAccess({ tokenEnv: 'HARU_SECRET_EAST_TOKEN' }));
     expect(seen()).toBe('Bearer from-env');
     await c.status(withAccess({ tokenFile: file }));
     expect(seen()).toBe('Bearer from-file');
@@ -175,13 +178,31 @@ describe("a domain's supervisor settings", () => {
 
   it('fails non-retryably, naming the domain and the field, when its token source is unset or unreadable', async () => {
     const c = fleetWide();
-    expect(await failure(c.status(withAccess({ tokenEnv: 'EAST_TOKEN' })))).toMatchObject({
+    expect(await failure(c.status(withAccess({ tokenEnv: 'HARU_SECRET_EAST_TOKEN' })))).toMatchObject({
       type: FailureType.SupervisorMisconfigured,
       isRetryable: false,
-      message: 'domain east: supervisor.tokenEnv: EAST_TOKEN is not set',
+      message: 'domain east: supervisor.tokenEnv: HARU_SECRET_EAST_TOKEN is not set',
     });
     const f = await failure(c.status(withAccess({ tokenFile: path.join(dir, 'none') })));
     expect(f.message).toMatch(/^domain east: supervisor\.tokenFile: cannot read .*none \(ENOENT\)$/);
+  });
+
+  it('refuses, before reading it, a token source a layout stored before the allow-list names outside it', async () => {
+    const seen = seenAuth();
+    const apiTokenFile = path.join(os.tmpdir(), `haru-api-token-${process.pid}`);
+    writeFileSync(apiTokenFile, 'the-api-token\n', { mode: 0o600 });
+    try {
+      const c = fleetWide({ HARU_API_TOKEN: 'the-api-token' });
+      const byEnv = await failure(c.status(withAccess({ tokenEnv: 'HARU_API_TOKEN' })));
+      expect(byEnv).toMatchObject({ type: FailureType.SupervisorMisconfigured, isRetryable: false });
+      expect(byEnv.message).toMatch(/^domain east: supervisor\.tokenEnv: HARU_API_TOKEN must start with HARU_SECRET_/);
+      const byFile = await failure(c.status(withAccess({ tokenFile: apiTokenFile })));
+      expect(byFile).toMatchObject({ type: FailureType.SupervisorMisconfigured, isRetryable: false });
+      expect(byFile.message).toContain(`domain east: supervisor.tokenFile: ${apiTokenFile} must be a file in ${dir}`);
+      expect(seen()).toBeUndefined(); // nothing was sent
+    } finally {
+      rmSync(apiTokenFile, { force: true });
+    }
   });
 
   it('refuses plain HTTP to a supervisor off loopback before connecting, unless the domain says insecure', async () => {

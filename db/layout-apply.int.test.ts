@@ -78,18 +78,18 @@ describe('applyLayout', () => {
   it("stores a domain's supervisor settings, updates them on re-apply, and warns about plain HTTP off loopback", async () => {
     const slug = nextSlug();
     const layout = testLayout({ fleet: slug });
-    layout.domains[0]!.supervisor = { tokenEnv: 'EAST_TOKEN' };
+    layout.domains[0]!.supervisor = { tokenEnv: 'HARU_SECRET_EAST_TOKEN' };
     const first = await applyLayout(t.store, layout);
     expect(first.notes).toEqual([]);
     const east = () => snapshot(slug).then((s) => s.domains.find((d) => d.slug === 'east')!);
-    expect((await east()).supervisor).toEqual({ tokenEnv: 'EAST_TOKEN' });
+    expect((await east()).supervisor).toEqual({ tokenEnv: 'HARU_SECRET_EAST_TOKEN' });
 
     layout.domains[0]!.supervisorUrl = 'http://10.0.0.5:8701';
-    layout.domains[0]!.supervisor = { tokenFile: '/run/secrets/east', insecure: true };
+    layout.domains[0]!.supervisor = { tokenFile: '/etc/haru/secrets/east', insecure: true };
     layout.domains[1]!.supervisorUrl = 'http://10.0.1.5:8701';
     const second = await applyLayout(t.store, layout);
     expect(second.updated).toEqual([`domain ${slug}/east`, `domain ${slug}/west`]);
-    expect((await east()).supervisor).toEqual({ tokenFile: '/run/secrets/east', insecure: true });
+    expect((await east()).supervisor).toEqual({ tokenFile: '/etc/haru/secrets/east', insecure: true });
     expect(second.notes).toEqual([
       expect.stringMatching(new RegExp(`^WARNING: domain ${slug}/east reaches its supervisor over plain HTTP`)),
       expect.stringMatching(new RegExp(`^domain ${slug}/west: the worker will refuse its plain-HTTP supervisor`)),

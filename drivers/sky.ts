@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { capTail, SecretNotSetError, SkyCommandError } from './errors';
 import type { Exec, ExecResult } from './exec';
+import { SECRET_ENV_PREFIX } from '../schemas/secret-ref';
 import {
   parseEndpoint,
   parseServeStatus,
@@ -325,14 +326,17 @@ export const HARU_SECRET_ENV = [
 
 /**
  * The environment for `sky` processes from a Haru process's own: everything the CLI may need (PATH, HOME,
- * cloud credentials, SKYPILOT_*), without Haru's secrets: those above, and every `HARU_SUPERVISOR_TOKEN…`
- * variable (the per-domain tokens a layout's `supervisor.tokenEnv` names, their files). A launch adds the
- * domain's supervisor token back for that one command, as a `--secret`.
+ * cloud credentials, SKYPILOT_*), without Haru's secrets: those above, every `HARU_SUPERVISOR_TOKEN…`
+ * variable, and every `HARU_SECRET_…` one (the per-domain tokens and upstream keys layouts name: each goes only
+ * to its own host). A launch adds the domain's supervisor token back for that one command, as a `--secret`.
  */
 export function skyProcessEnv(env: NodeJS.ProcessEnv): Record<string, string> {
   const result: Record<string, string> = {};
   for (const [key, value] of Object.entries(env)) {
-    const isSecret = (HARU_SECRET_ENV as readonly string[]).includes(key) || key.startsWith('HARU_SUPERVISOR_TOKEN');
+    const isSecret =
+      (HARU_SECRET_ENV as readonly string[]).includes(key) ||
+      key.startsWith('HARU_SUPERVISOR_TOKEN') ||
+      key.startsWith(SECRET_ENV_PREFIX);
     if (value !== undefined && !isSecret) result[key] = value;
   }
   return result;

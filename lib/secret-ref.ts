@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readOwnerOnlyFile } from './secret-file';
 
 /** Where a secret is read: an environment variable or a file (schemas/secret-ref.ts validates the shape). */
 export type SecretRef = { env: string } | { file: string };
@@ -36,7 +36,8 @@ export function readSecretRef(
  */
 export function createUpstreamCredentials(
   env: NodeJS.ProcessEnv = process.env,
-  readFile: (file: string) => string = (file) => readFileSync(file, 'utf8'),
+  // A token file group or others may read is refused, as every secret file is (lib/secret-file.ts).
+  readFile: (file: string) => string = (file) => readOwnerOnlyFile(file, 'upstreamAuth').toString('utf8'),
 ) {
   const tokens = new Map<string, string>();
   return {

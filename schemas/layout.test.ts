@@ -237,17 +237,19 @@ describe("a domain's supervisor settings", () => {
   };
 
   it('accepts a CA file for an https supervisor, a token by variable or file, and the plain-HTTP opt-in', () => {
-    expect(problemPaths(withAccess(1, { caFile: '/etc/haru/west-ca.pem', tokenEnv: 'HARU_WEST_TOKEN' }))).toEqual([]);
-    expect(problemPaths(withAccess(1, { tokenFile: '/run/secrets/west' }))).toEqual([]);
+    expect(
+      problemPaths(withAccess(1, { caFile: '/etc/haru/west-ca.pem', tokenEnv: 'HARU_SECRET_WEST_TOKEN' })),
+    ).toEqual([]);
+    expect(problemPaths(withAccess(1, { tokenFile: '/etc/haru/secrets/west' }))).toEqual([]);
     expect(problemPaths(withAccess(0, { insecure: true }))).toEqual([]);
   });
 
   it('refuses both token sources, a token read from a control-plane secret, a CA for http, and a secret itself', () => {
-    expect(problemPaths(withAccess(1, { tokenEnv: 'T', tokenFile: '/t' }))).toEqual([
+    expect(problemPaths(withAccess(1, { tokenEnv: 'HARU_SECRET_T', tokenFile: '/etc/haru/secrets/t' }))).toEqual([
       { path: '$.domains[1].supervisor.tokenFile', message: 'set tokenEnv or tokenFile, not both' },
     ]);
     expect(problemPaths(withAccess(1, { tokenEnv: 'HARU_API_TOKEN' }))).toEqual([
-      { path: '$.domains[1].supervisor.tokenEnv', message: expect.stringContaining("control plane's own secrets") },
+      { path: '$.domains[1].supervisor.tokenEnv', message: expect.stringContaining('must start with HARU_SECRET_') },
     ]);
     expect(problemPaths(withAccess(0, { caFile: '/ca.pem' }))).toEqual([
       { path: '$.domains[0].supervisor.caFile', message: expect.stringContaining('supervisorUrl is http://') },
@@ -319,5 +321,86 @@ describe('jsonPath', () => {
     expect(jsonPath([])).toBe('$');
     expect(jsonPath(['domains', 0, 'slots', 2, 'models'])).toBe('$.domains[0].slots[2].models');
     expect(jsonPath(['env', 'MY-VAR'])).toBe('$.env["MY-VAR"]');
+  });
+});
+
+describe('secret references: an allow-list', () => {
+  const ENV_REFUSED = expect.stringContaining('must start with HARU_SECRET_');
+  const FILE_REFUSED = expect.stringContaining('must be a file in /etc/haru/secrets (HARU_SECRETS_DIR)');
+  const withAccess = (supervisor: Record<string, unknown>) => {
+    const input = layout();
+    Object.assign(input.domains[1]!, { supervisor });
+    return input;
+  };
+  const withUpstreamAuth = (upstreamAuth: unknown) => {
+    const input = layout();
+    const slot = input.domains[0]!.slots[0]!;
+    if (slot.kind === 'inference') slot.models[1] = { ...slot.models[1]!, upstreamAuth } as (typeof slot.models)[1];
+    return input;
+  };
+  const saved = process.env.HARU_SECRETS_DIR;
+  afterEach(() => {
+    if (saved === undefined) delete process.env.HARU_SECRETS_DIR;
+    else process.env.HARU_SECRETS_DIR = saved;
+  });
+  beforeEach(() => delete process.env.HARU_SECRETS_DIR);
+
+  it.each(['HARU_API_TOKEN', 'DATABASE_URL', 'AWS_SECRET_ACCESS_KEY', 'HARU_SUPERVISOR_TOKEN', 'HARU_SECRET_'])(
+    'refuses a variable not named HARU_SECRET_… (%s), at its JSON path',
+    (name) => {
+      expect(problemPaths(withAccess({ tokenEnv: name }))).toEqual([
+        { path: '$.domains[1].supervisor.tokenEnv', message: ENV_REFUSED },
+      ]);
+      expect(problemPaths(withUpstreamAuth({ env: name }))).toEqual([
+        { path: '$.domains[0].slots[0].models[1].upstreamAuth.env', message: ENV_REFUSED },
+      ]);
+    },
+  );
+
+  it.each([
+    ['the API token file', '/etc/haru/api.token'],
+    ['a path that climbs out', '/etc/haru/secrets/../api.token'],
+    ['the directory itself', '/etc/haru/secrets'],
+    ['a neighbour sharing its prefix', '/etc/haru/secrets-old/west'],
+  ])('refuses a file outside the secrets directory (%s), at its JSON path', (_what, file) => {
+    expect(problemPaths(withAccess({ tokenFile: file }))).toEqual([
+      { path: '$.domains[1].supervisor.tokenFile', message: FILE_REFUSED },
+    ]);
+    expect(problemPaths(withUpstreamAuth({ file }))).toEqual([
+      { path: '$.domains[0].slots[0].models[1].upstreamAuth.file', message: FILE_REFUSED },
+    ]);
+  });
+
+  it('refuses a relative file, whatever directory it would resolve in', () => {
+    expect(problemPaths(withAccess({ tokenFile: 'secrets/west' }))).toEqual([
+      { path: '$.domains[1].supervisor.tokenFile', message: expect.stringContaining('must be an absolute path') },
+    ]);
+  });
+
+  it('accepts HARU_SECRET_… variables and files in the directory HARU_SECRETS_DIR names', () => {
+    expect(problemPaths(withUpstreamAuth({ env: 'HARU_SECRET_VLLM_KEY' }))).toEqual([]);
+    expect(problemPaths(withUpstreamAuth({ file: '/etc/haru/secrets/vllm/key' }))).toEqual([]);
+    process.env.HARU_SECRETS_DIR = '/run/haru-secrets';
+    expect(problemPaths(withAccess({ tokenFile: '/run/haru-secrets/west' }))).toEqual([]);
+    expect(problemPaths(withAccess({ tokenFile: '/etc/haru/secrets/west' }))).toEqual([
+      {
+        path: '$.domains[1].supervisor.tokenFile',
+        message: expect.stringContaining('must be a file in /run/haru-secrets (HARU_SECRETS_DIR)'),
+      },
+    ]);
+  });
+
+  it('refuses a HARU_SECRET_… variable as a launch secret: those go only where Haru sends them', () => {
+    const input = layout();
+    Object.assign(input.domains[1]!, {
+      provider: 'skypilot',
+      launch: { run: 'true', secrets: ['HF_TOKEN', 'HARU_SECRET_WEST_TOKEN'] },
+    });
+    expect(problemPaths(input)).toEqual([
+      {
+        path: '$.domains[1].launch.secrets[1]',
+        message: expect.stringContaining('HARU_SECRET_… variables are the tokens'),
+      },
+    ]);
   });
 });

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { providerSchema, sleepLevelSchema } from './enums';
 import { fleetPolicySchema } from './policy';
-import { secretRefSchema } from './secret-ref';
+import { layoutSecretEnvSchema, layoutSecretFileSchema, layoutSecretRefSchema, SECRET_ENV_PREFIX } from './secret-ref';
 import { trainingLayoutSchema } from './trainer-template';
 
 /** Lowercase DNS-label style identifier: used in URLs, workflow ids and CLI arguments. */
@@ -83,10 +83,10 @@ export const modelBindingSchema = z.strictObject({
   servingUrl: httpUrlSchema,
   /**
    * The bearer token the proxy and the promotion's probe send to `servingUrl` (a vLLM started with `--api-key`
-   * and reached directly): an environment variable or file of the API and worker processes. The layout names
-   * it, never holds it.
+   * and reached directly): an environment variable (named `HARU_SECRET_…`) or a file (in HARU_SECRETS_DIR) of
+   * the API and worker processes. The layout names it, never holds it.
    */
-  upstreamAuth: secretRefSchema.optional(),
+  upstreamAuth: layoutSecretRefSchema.optional(),
 });
 export type ModelBinding = z.infer<typeof modelBindingSchema>;
 
@@ -212,6 +212,13 @@ export const launchSpecSchema = z
   })
   .superRefine((launch, ctx) => {
     for (const [i, name] of (launch.secrets ?? []).entries()) {
+      if (name.startsWith(SECRET_ENV_PREFIX)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['secrets', i],
+          message: `${SECRET_ENV_PREFIX}… variables are the tokens Haru sends itself, each to its own host; a launch secret is handed to the host under its own name (HF_TOKEN)`,
+        });
+      }
       if (launch.envs && name in launch.envs) {
         ctx.addIssue({
           code: 'custom',
@@ -232,9 +239,6 @@ const dnsNameSchema = z
     'must be a DNS name (not an IP address)',
   );
 
-/** Variables a domain's token may not be read from: the control plane's own secrets would go to a host. */
-const NOT_A_SUPERVISOR_TOKEN = ['HARU_API_TOKEN', 'DATABASE_URL', 'HARU_LISTEN_DATABASE_URL'] as const;
-
 /**
  * How the worker (and the `haru` CLI) reach one domain's supervisor: the CA its certificate is checked
  * against and where its bearer token comes from. Names a file or a variable, never a secret: the layout is
@@ -245,15 +249,13 @@ export const supervisorAccessSchema = z
   .strictObject({
     /** PEM file, on the worker's machine, of the CA that signed this supervisor's certificate (https:// only). */
     caFile: z.string().min(1).optional(),
-    /** The variable of the worker's environment holding this domain's token. */
-    tokenEnv: envNameSchema
-      .refine(
-        (name) => !(NOT_A_SUPERVISOR_TOKEN as readonly string[]).includes(name),
-        "is one of the control plane's own secrets, which never leave it",
-      )
-      .optional(),
-    /** A file, on the worker's machine, holding this domain's token (whitespace around it is dropped). */
-    tokenFile: z.string().min(1).optional(),
+    /** The variable of the worker's environment holding this domain's token: named `HARU_SECRET_…`. */
+    tokenEnv: layoutSecretEnvSchema.optional(),
+    /**
+     * A file, on the worker's machine, holding this domain's token (whitespace around it is dropped): in
+     * HARU_SECRETS_DIR, mode 600 or stricter.
+     */
+    tokenFile: layoutSecretFileSchema.optional(),
     /**
      * Allows plain http:// to a supervisor that is not on loopback: the token and every command then cross
      * the network readable by anyone on the path. For a private network you trust; the worker warns at each use.

@@ -47,7 +47,7 @@ const READERS: [string, string, (file: string) => string | undefined][] = [
     'the worker, for a domain',
     'domain east: supervisor.tokenFile',
     (file) =>
-      createSupervisorAccess().tokenFor({
+      createSupervisorAccess({ env: { HARU_SECRETS_DIR: dir } }).tokenFor({
         slug: 'east',
         supervisorUrl: 'http://127.0.0.1:8701',
         supervisor: { tokenFile: file },

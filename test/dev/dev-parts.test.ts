@@ -80,19 +80,22 @@ describe("a dev domain's supervisor token", () => {
   it("is the one the domain's layout names, for the simulated supervisor as for the worker", () => {
     const tokenFile = path.join(dir, 'west.token');
     writeFileSync(tokenFile, 'west-from-file\n', { mode: 0o600 });
-    const byEnv = layoutWith({ tokenEnv: 'WEST_TOKEN' });
-    expect(simSupervisorToken(byEnv.layout, byEnv.slug, { WEST_TOKEN: 'w', HARU_SUPERVISOR_TOKEN: 'f' })).toBe('w');
-    expect(simSupervisorToken(byEnv.layout, 'east', { WEST_TOKEN: 'w', HARU_SUPERVISOR_TOKEN: 'f' })).toBe('f');
+    const byEnv = layoutWith({ tokenEnv: 'HARU_SECRET_WEST_TOKEN' });
+    const env = { HARU_SECRET_WEST_TOKEN: 'w', HARU_SUPERVISOR_TOKEN: 'f' };
+    expect(simSupervisorToken(byEnv.layout, byEnv.slug, env)).toBe('w');
+    expect(simSupervisorToken(byEnv.layout, 'east', env)).toBe('f');
     const byFile = layoutWith({ tokenFile });
-    expect(simSupervisorToken(byFile.layout, byFile.slug, {})).toBe('west-from-file');
+    expect(simSupervisorToken(byFile.layout, byFile.slug, { HARU_SECRETS_DIR: dir })).toBe('west-from-file');
   });
 
   it('stops haru dev before anything starts when a domain names a token variable that is unset', () => {
-    const { file, slug } = layoutWith({ tokenEnv: 'UNSET_WEST_TOKEN' });
+    const { file, slug } = layoutWith({ tokenEnv: 'HARU_SECRET_UNSET_WEST_TOKEN' });
     const configure = () => configureDevStack({ HARU_DEV_LAYOUT: file }, dir, ROOT);
     expect(configure).toThrow(ConfigError);
-    expect(configure).toThrow(`domain ${slug}: supervisor.tokenEnv: UNSET_WEST_TOKEN is not set`);
-    expect(() => configureDevStack({ HARU_DEV_LAYOUT: file, UNSET_WEST_TOKEN: 't' }, dir, ROOT)).not.toThrow();
+    expect(configure).toThrow(`domain ${slug}: supervisor.tokenEnv: HARU_SECRET_UNSET_WEST_TOKEN is not set`);
+    expect(() =>
+      configureDevStack({ HARU_DEV_LAYOUT: file, HARU_SECRET_UNSET_WEST_TOKEN: 't' }, dir, ROOT),
+    ).not.toThrow();
   });
 });
 
