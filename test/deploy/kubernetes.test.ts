@@ -17,6 +17,7 @@ import type { z } from 'zod';
 import { apiConfigSchema, loadApiConfig } from '../../api/config';
 import { ROUTE_DOCS } from '../../api/openapi';
 import { buildProgram } from '../../cli/main';
+import { dbEnvSchema } from '../../db/config';
 import { loadWorkerConfig, workerConfigSchema } from '../../workers/config';
 import { ensurePythonTool, KUBERNETES_VALIDATE } from '../support/python-tools';
 
@@ -46,6 +47,7 @@ const find = (kind: string, name: string): Obj => {
   return o;
 };
 const secret = docsOf('secret.example.yaml')[0]!;
+const seedJob = docsOf('seed-job.yaml')[0]!;
 const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
 
 interface Process {
@@ -118,8 +120,8 @@ function podEnvironment(deployment: string, root: string): Record<string, string
 }
 
 describe('deploy/kubernetes: the kustomization', () => {
-  it('lists every manifest but the example Secret, which holds no real value and is created by hand', () => {
-    expect([...kustomization.resources, 'secret.example.yaml'].sort()).toEqual(manifests.sort());
+  it('lists every manifest but the example Secret (no real value; created by hand) and the seed Job (run per layout)', () => {
+    expect([...kustomization.resources, 'secret.example.yaml', 'seed-job.yaml'].sort()).toEqual(manifests.sort());
     expect(kustomization.namespace).toBe('haru');
     expect(find('Namespace', 'haru').metadata.labels['pod-security.kubernetes.io/enforce']).toBe('restricted');
   });
@@ -208,6 +210,39 @@ describe('deploy/kubernetes: the processes', () => {
   });
 });
 
+describe('deploy/kubernetes/seed-job.yaml', () => {
+  const pod = seedJob.spec.template.spec;
+  const c = (pod.containers as Obj[])[0]!;
+
+  it('runs `haru db seed --config FILE` once, on the layout mounted from the ConfigMap haru-layout', () => {
+    expect(seedJob.metadata.namespace).toBe(kustomization.namespace);
+    expect(pod.restartPolicy).toBe('Never');
+    expect(c.image).toBe(`haru:${pkg.version}`);
+    const [db, seed, ...rest] = c.args as string[];
+    const seedCommand = buildProgram()
+      .commands.find((x: Command) => x.name() === db)
+      ?.commands.find((x: Command) => x.name() === seed);
+    expect(seedCommand).toBeDefined();
+    const flags = rest.filter((a) => a.startsWith('--'));
+    expect(flags.filter((f) => !seedCommand!.options.some((o) => o.long === f))).toEqual([]);
+    const file = rest[rest.indexOf('--config') + 1]!;
+    const mount = (c.volumeMounts as Obj[]).find((m) => file.startsWith(`${m.mountPath}/`))!;
+    const volume = (pod.volumes as Obj[]).find((v) => v.name === mount.name)!;
+    expect(volume.configMap.name).toBe('haru-layout');
+    expect(read('seed-job.yaml')).toContain(`--from-file=${path.basename(file)}=`);
+  });
+
+  it('reads only the state store’s variables, DATABASE_URL from the Secret the Deployments use', () => {
+    const env = c.env as Obj[];
+    expect(env.map((e) => e.name).filter((n) => !(n in dbEnvSchema.shape))).toEqual([]);
+    const url = env.find((e) => e.name === 'DATABASE_URL')!.valueFrom.secretKeyRef;
+    expect(url).toEqual(
+      (containerOf('haru-api').env as Obj[]).find((e) => e.name === 'DATABASE_URL')!.valueFrom.secretKeyRef,
+    );
+    expect(dbEnvSchema.safeParse({ DATABASE_URL: secret.stringData[url.key] }).success).toBe(true);
+  });
+});
+
 describe('deploy/kubernetes: probes', () => {
   const routes = ROUTE_DOCS.map((r) => `${r.method.toUpperCase()} ${r.path}`);
   const portNamed = (deployment: string, name: string) =>
@@ -246,8 +281,13 @@ describe('deploy/kubernetes: probes', () => {
 describe('deploy/kubernetes: security and resources', () => {
   const dockerfileUser = /^USER (\d+):(\d+)$/m.exec(readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8'));
 
-  it.each(PROCESSES)('$deployment meets the restricted Pod Security Standard as the image’s user', ({ deployment }) => {
-    const pod = podOf(deployment);
+  /** Every pod the manifests run: the Deployments' and the seed Job's. */
+  const PODS: [string, Obj][] = [
+    ...PROCESSES.map(({ deployment }): [string, Obj] => [deployment, podOf(deployment)]),
+    ['haru-seed', seedJob.spec.template.spec],
+  ];
+
+  it.each(PODS)('%s meets the restricted Pod Security Standard as the image’s user', (_name, pod) => {
     expect(dockerfileUser).not.toBeNull();
     expect(pod.securityContext).toEqual({
       runAsNonRoot: true,
@@ -258,17 +298,20 @@ describe('deploy/kubernetes: security and resources', () => {
     });
     expect(pod.automountServiceAccountToken).toBe(false);
     expect(pod.hostNetwork ?? pod.hostPID ?? pod.hostIPC).toBeUndefined();
-    for (const c of [...((pod.initContainers ?? []) as Obj[]), containerOf(deployment)])
+    for (const c of [...((pod.initContainers ?? []) as Obj[]), ...(pod.containers as Obj[])]) {
       expect([c.name, c.securityContext]).toEqual([
         c.name,
         { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } },
       ]);
-    // Restricted allows a few volume types only; every one here is a Secret or an emptyDir.
-    expect((pod.volumes as Obj[]).every((v) => v.secret || v.emptyDir)).toBe(true);
+      for (const kind of ['requests', 'limits'])
+        expect([c.name, Object.keys(c.resources[kind] as object).sort()]).toEqual([c.name, ['cpu', 'memory']]);
+    }
+    // Restricted allows a few volume types only; every one here is a Secret, a ConfigMap or an emptyDir.
+    expect((pod.volumes as Obj[]).every((v) => v.secret || v.configMap || v.emptyDir)).toBe(true);
   });
 
   it.each(PROCESSES)(
-    '$deployment: a writable /tmp on the read-only root, the Secret read-only, requests and limits',
+    '$deployment: a writable /tmp on the read-only root, the token files read-only',
     ({ deployment }) => {
       const pod = podOf(deployment);
       const c = containerOf(deployment);
@@ -279,9 +322,6 @@ describe('deploy/kubernetes: security and resources', () => {
       for (const m of c.volumeMounts as Obj[]) if (m !== tmp) expect([m.name, m.readOnly]).toEqual([m.name, true]);
       const secretVolumes = (pod.volumes as Obj[]).filter((v) => v.secret).map((v) => v.name);
       expect((c.volumeMounts as Obj[]).filter((m) => secretVolumes.includes(m.name))).toEqual([]);
-      for (const x of [...((pod.initContainers ?? []) as Obj[]), c])
-        for (const kind of ['requests', 'limits'])
-          expect([x.name, Object.keys(x.resources[kind] as object).sort()]).toEqual([x.name, ['cpu', 'memory']]);
     },
   );
 });
@@ -313,7 +353,7 @@ describeValidated(`${validatorTitle}${validator.reason ? ` [skipped: ${validator
     );
     expect({ status: run.status, stderr: run.stderr }).toEqual({ status: 0, stderr: expect.any(String) });
     const passed = [...(run.stdout + run.stderr).matchAll(/passed for resource (\S+)/g)].map((m) => m[1]);
-    const expected = [...objects, secret].map((o) => `${String(o.kind).toLowerCase()}/${o.metadata.name}`);
+    const expected = [...objects, secret, seedJob].map((o) => `${String(o.kind).toLowerCase()}/${o.metadata.name}`);
     expect(passed.sort()).toEqual(expected.sort());
     expect(run.stdout + run.stderr).not.toMatch(/\b(ERROR|WARN)\b/);
   });
