@@ -67,7 +67,7 @@ export function createApiClient(env: ApiTarget, fetchImpl: typeof fetch = fetch)
       throw new ApiError(
         0,
         'api_unreachable',
-        `cannot reach the Haru API at ${baseUrl} (${describeCause(err)}); is \`haru api\` or \`haru dev\` running? (HARU_URL)`,
+        `cannot reach the Haru API at ${baseUrl} (${describeCause(err)}); is \`haru api\` or \`haru dev\` running? (${env.serverFrom ?? 'HARU_URL'})`,
       );
     }
   }

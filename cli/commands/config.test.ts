@@ -1,0 +1,88 @@
+/**
+ * `haru config` and the contexts it writes, through the real `node bin/haru.js`: the file it writes, which
+ * context an API command then uses, and which of flag, variable and context wins.
+ */
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { runCli } from '../../test/support/cli';
+import { startFakeApi, type FakeApi } from '../../test/support/fake-haru-api';
+
+let dir: string;
+let prod: FakeApi;
+let staging: FakeApi;
+const fleets = { '/v1/fleets': { body: { fleets: [] } } };
+
+beforeAll(async () => {
+  dir = mkdtempSync(path.join(os.tmpdir(), 'haru-contexts-'));
+  writeFileSync(path.join(dir, 'prod.token'), 'prod-token\n', { mode: 0o600 });
+  [prod, staging] = await Promise.all([startFakeApi(fleets), startFakeApi(fleets)]);
+});
+afterAll(async () => {
+  await Promise.all([prod.close(), staging.close()]);
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const CONFIG = () => path.join(dir, 'haru', 'config.json');
+/** `haru` with only the config file for settings: no HARU_URL or HARU_API_TOKEN from this process. */
+const haru = (args: string[], env: NodeJS.ProcessEnv = {}) =>
+  runCli(args, { HARU_URL: '', HARU_API_TOKEN: '', HARU_CONFIG: CONFIG(), ...env });
+
+describe('haru config', () => {
+  it('writes contexts to a file of mode 600, the first one current, and lists them without tokens', async () => {
+    const set = await haru(['config', 'set-context', 'prod', '--server', prod.url, '--token-file', '../prod.token']);
+    expect([set.code, set.stdout.trim()]).toEqual([0, `context prod created in ${CONFIG()}`]);
+    expect((await haru(['config', 'set-context', 'staging', '--server', staging.url])).code).toBe(0);
+    expect(statSync(CONFIG()).mode & 0o777).toBe(0o600);
+    expect(JSON.parse(readFileSync(CONFIG(), 'utf8'))).toEqual({
+      currentContext: 'prod',
+      contexts: { prod: { server: prod.url, tokenFile: '../prod.token' }, staging: { server: staging.url } },
+    });
+    const list = await haru(['config', 'get-contexts']);
+    expect(list.stdout.split('\n').slice(0, 3)).toEqual([
+      expect.stringMatching(/^CURRENT +NAME +SERVER +TOKEN$/),
+      expect.stringMatching(new RegExp(`^\\* +prod +${prod.url} +file \\.\\./prod\\.token$`)),
+      expect.stringMatching(new RegExp(`^ +staging +${staging.url} +-$`)),
+    ]);
+  });
+
+  it("sends the current context's token to its server, and --context picks another", async () => {
+    expect((await haru(['fleet', 'list'])).code).toBe(0);
+    expect(prod.seen.at(-1)).toEqual({ path: '/v1/fleets', authorization: 'Bearer prod-token' });
+    expect((await haru(['--context', 'staging', 'fleet', 'list'])).code).toBe(0);
+    expect(staging.seen.at(-1)).toEqual({ path: '/v1/fleets', authorization: undefined });
+  });
+
+  it('switches the current context, and refuses one that does not exist with exit 2', async () => {
+    const use = await haru(['config', 'use-context', 'staging']);
+    expect([use.code, use.stdout.trim()]).toEqual([0, 'switched to context staging']);
+    expect((await haru(['config', 'current-context'])).stdout.trim()).toBe('staging');
+    const missing = await haru(['config', 'use-context', 'nope']);
+    expect([missing.code, missing.stderr.trim()]).toEqual([2, `haru: no context nope in ${CONFIG()}`]);
+  });
+
+  it('takes --server over HARU_URL over the context, and --token over HARU_API_TOKEN', async () => {
+    const before = { prod: prod.seen.length, staging: staging.seen.length };
+    // Current context: staging. HARU_URL names prod; --server names staging again.
+    expect((await haru(['fleet', 'list'], { HARU_URL: prod.url, HARU_API_TOKEN: 'env' })).code).toBe(0);
+    expect(prod.seen.at(-1)?.authorization).toBe('Bearer env');
+    expect(
+      (
+        await haru(['--server', staging.url, '--token', 'flag', 'fleet', 'list'], {
+          HARU_URL: prod.url,
+          HARU_API_TOKEN: 'env',
+        })
+      ).code,
+    ).toBe(0);
+    expect(staging.seen.at(-1)?.authorization).toBe('Bearer flag');
+    expect([prod.seen.length - before.prod, staging.seen.length - before.staging]).toEqual([1, 1]);
+  });
+
+  it('refuses a config file with a problem, naming the file and the JSON path, exit 2', async () => {
+    const bad = path.join(dir, 'bad.json');
+    writeFileSync(bad, JSON.stringify({ contexts: { prod: { server: 'nope' } } }));
+    const run = await haru(['fleet', 'list'], { HARU_CONFIG: bad });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toBe(`haru: invalid config file ${bad}:\n  contexts.prod.server: must be an http(s) URL\n`);
+  });
+});
