@@ -41,6 +41,37 @@ const sourceDirPlugin = {
   },
 };
 
+/**
+ * The sources each run of the bundle executes: `main` (cli/main.ts and what it imports, without the command
+ * modules it loads on use) and, per command, its module `cli/commands/<name>.ts` and everything that reaches.
+ * bin/haru.js runs the bundle when the sources of the command it is asked for are unchanged, so an edit
+ * elsewhere in the tree (the API, the worker) does not send `haru fleet status` through tsx.
+ */
+function commandSources(metafile) {
+  const rel = (input) => path.relative(root, path.resolve(root, input));
+  const entry = rel(path.relative(root, path.join(root, 'cli', 'main.ts')));
+  const isCommand = (from, to) => from === entry && /^cli\/commands\/[^/]+\.ts$/.test(to);
+  const closure = (start, skip) => {
+    const seen = new Set([start]);
+    const queue = [start];
+    while (queue.length) {
+      const file = queue.pop();
+      for (const imported of metafile.inputs[file]?.imports ?? []) {
+        if (imported.external || seen.has(imported.path) || skip(file, imported.path)) continue;
+        seen.add(imported.path);
+        queue.push(imported.path);
+      }
+    }
+    return [...seen].map(rel);
+  };
+  const commands = { main: closure(entry, isCommand) };
+  for (const imported of metafile.inputs[entry]?.imports ?? []) {
+    if (!isCommand(entry, imported.path)) continue;
+    commands[path.basename(imported.path, '.ts')] = closure(imported.path, () => false);
+  }
+  return commands;
+}
+
 async function main() {
   if (!fs.existsSync(entry)) {
     // `npm ci` before the sources are copied (the Dockerfile's first layer): nothing to build yet.
@@ -76,7 +107,8 @@ async function main() {
     inputs[path.relative(root, file)] = fs.statSync(file).mtimeMs;
   }
   const builtAt = fs.statSync(outfile).mtimeMs;
-  fs.writeFileSync(path.join(distDir, 'haru.inputs.json'), JSON.stringify({ builtAt, inputs }));
+  const commands = commandSources(result.metafile);
+  fs.writeFileSync(path.join(distDir, 'haru.inputs.json'), JSON.stringify({ builtAt, inputs, commands }));
   say(`dist/haru.js from ${Object.keys(inputs).length} sources`);
 }
 

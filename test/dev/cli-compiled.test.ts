@@ -107,6 +107,25 @@ it('applies the migrations from the compiled file (folders resolve beside the so
   expect([seed.code, (JSON.parse(seed.stdout) as { ok: boolean }).ok]).toEqual([0, true]);
 });
 
+it('keeps running the compiled file for a command whose sources are unchanged while another command changed', async () => {
+  // cli/commands/sim.ts is `haru sim`'s alone: neither the program nor `haru fleet` executes it.
+  const source = path.join(tree, 'cli', 'commands', 'sim.ts');
+  const later = new Date(Date.now() + 5_000);
+  utimesSync(source, later, later);
+  const runs = await Promise.all([
+    haru(['--server', 'http://127.0.0.1:9', 'fleet', '--help']),
+    haru(['--version']),
+    haru(['sim', '--help']),
+    haru(['help', 'fleet']),
+  ]);
+  expect(runs.map((run) => [run.code, ranWith(run)])).toEqual([
+    [0, 'dist'],
+    [0, 'dist'],
+    [0, 'tsx'],
+    [0, 'tsx'],
+  ]);
+});
+
 it('runs the sources through tsx once a source the build read has changed', async () => {
   const source = path.join(tree, 'cli', 'commands', 'fleet.ts');
   const later = new Date(Date.now() + 5_000);
