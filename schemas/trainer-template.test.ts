@@ -45,7 +45,8 @@ function problemPaths(input: unknown): { path: string; message: string }[] {
 describe('trainer templates in the fleet layout', () => {
   it('accepts a layout with templates, and fills required: false and empty params', () => {
     const input = layout() as Mutable;
-    delete template(input).params;
+    const withoutParams: Record<string, unknown> = template(input);
+    delete withoutParams.params;
     const parsed = fleetLayoutSchema.parse(layout());
     expect(parsed.training?.templates[0]?.params.learningRate).toEqual({
       type: 'number',
