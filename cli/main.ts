@@ -36,6 +36,11 @@ const commands: CommandEntry[] = [
     summary: 'contexts: which API and token the commands use',
     load: () => require('./commands/config'),
   },
+  {
+    name: 'gateway',
+    summary: 'keep a gateway (nginx) in front of the models on the route intent',
+    load: () => require('./commands/gateway'),
+  },
   { name: 'completion', summary: 'print a shell completion script', load: () => require('./commands/completion') },
 ];
 /* eslint-enable @typescript-eslint/no-require-imports */

@@ -2,9 +2,10 @@
  * nginx following Haru's route intent (`GET /v1/fleets/:fleet/route-intent`, schemas/route-intent.ts): renders
  * one upstream per model from the targets that are `eligible` with `weight > 0` (today only the active), and a
  * `location /models/<name>/` per model that proxies there or answers 503 when no target may take the model.
- * `followRouteIntent` polls, rewrites both include files when the routing changed, and asks nginx to reload.
+ * `followRouteIntent` reads it, rewrites both include files when the routing changed, has nginx test them and
+ * reload; `haru gateway nginx` (cli/commands/gateway.ts) runs it on every routing change.
  */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { type RouteIntent, routeIntentSchema } from '../../schemas/route-intent';
 
@@ -52,36 +53,65 @@ export function renderNginxRouting(intent: RouteIntent): NginxRouting {
 /** What decides a reload: the revision and every target's eligibility and weight (not `generatedAt`). */
 const routingKey = (intent: RouteIntent) => JSON.stringify([intent.revision, intent.active, intent.standbys]);
 
+const INCLUDE_FILES = ['upstreams.conf', 'locations.conf'] as const;
+
+/** Writes `text` to `file` through a temporary file and a rename: nginx never reads half a file. */
+function replaceFile(file: string, text: string): void {
+  const temporary = `${file}.${process.pid}.tmp`;
+  writeFileSync(temporary, text);
+  renameSync(temporary, file);
+}
+
+const readOrNull = (file: string): string | null => {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return null;
+  }
+};
+
 /**
- * One follower of a fleet's route intent for nginx. `tick` fetches it once and, when the routing changed,
- * writes `upstreams.conf` and `locations.conf` under `dir` and calls `reload`; it returns whether it did.
- * Throws when the API answers an error or a body that is not route intent (nginx then keeps what it has).
+ * One follower of a fleet's route intent for nginx. `tick` reads it once (`read`, which throws when the API
+ * answers an error or a body that is not route intent) and, when the routing changed, writes `upstreams.conf`
+ * and `locations.conf` under `dir`, has nginx test the whole configuration (`check`, which throws with nginx's
+ * complaint), and asks it to `reload`; it returns whether it did. A configuration nginx refuses is taken back
+ * (the files as they were) before the error is thrown, so nginx keeps serving what it had and the next tick tries
+ * again.
  */
 export function followRouteIntent(opts: {
-  apiUrl: string;
-  fleet: string;
-  token?: string;
+  read: () => Promise<RouteIntent>;
   dir: string;
+  check?: () => void;
   reload: () => void;
-  fetch?: typeof fetch;
-}): { tick(): Promise<boolean> } {
-  const doFetch = opts.fetch ?? fetch;
+}): { tick(): Promise<{ changed: boolean; intent: RouteIntent }> } {
   let last: string | null = null;
   return {
     async tick() {
-      const res = await doFetch(`${opts.apiUrl}/v1/fleets/${encodeURIComponent(opts.fleet)}/route-intent`, {
-        headers: opts.token ? { authorization: `Bearer ${opts.token}` } : {},
-      });
-      if (!res.ok) throw new Error(`route intent answered ${res.status}: ${(await res.text()).slice(0, 200)}`);
-      const intent = routeIntentSchema.parse(await res.json());
+      const intent = routeIntentSchema.parse(await opts.read());
       const key = routingKey(intent);
-      if (key === last) return false;
+      if (key === last) return { changed: false, intent };
       const rendered = renderNginxRouting(intent);
-      writeFileSync(path.join(opts.dir, 'upstreams.conf'), rendered.upstreams);
-      writeFileSync(path.join(opts.dir, 'locations.conf'), rendered.locations);
+      const files = INCLUDE_FILES.map((name) => {
+        const file = path.join(opts.dir, name);
+        return {
+          file,
+          before: readOrNull(file),
+          next: rendered[name === 'upstreams.conf' ? 'upstreams' : 'locations'],
+        };
+      });
+      for (const f of files) replaceFile(f.file, f.next);
+      try {
+        opts.check?.();
+      } catch (err) {
+        for (const f of files) {
+          if (f.before === null) rmSync(f.file, { force: true });
+          else replaceFile(f.file, f.before);
+        }
+        throw err;
+      }
       opts.reload();
       last = key;
-      return true;
+      return { changed: true, intent };
     },
   };
 }
