@@ -293,6 +293,11 @@ export const trainingRunStatusSchema = z.object({
    */
   tracking: z.object({ kind: z.enum(['cgroup', 'process-group']), detail: z.string() }).optional(),
   /**
+   * Why the supervisor refuses to start training on this slot (no cgroup tracking and no
+   * HARU_TRAINING_ALLOW_PGROUP=1); null when it starts it. Absent from older supervisors.
+   */
+  refused: z.string().nullable().optional(),
+  /**
    * The trainer's last reported progress (its current run's, or the last run's on an idle slot); null when it
    * reported none. Absent from older supervisors.
    */

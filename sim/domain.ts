@@ -200,6 +200,9 @@ export async function startSimDomain(opts: SimDomainOptions): Promise<SimDomain>
       HARU_GPU_SMI: SIM_NVIDIA_SMI,
       HARU_GPU_VENDOR: 'nvidia',
       HARU_SUPERVISOR_SHUTDOWN_GRACE_MS: String(opts.shutdownGraceMs ?? 5_000),
+      // A simulated host runs on a developer's machine, often without a cgroup the supervisor may use (macOS, a
+      // container, no root): its fake trainers never leave their group, so tracking by it is said to be enough.
+      HARU_TRAINING_ALLOW_PGROUP: '1',
       ...(opts.supervisorToken ? { HARU_SUPERVISOR_TOKEN: opts.supervisorToken } : {}),
       ...(tls && {
         HARU_SUPERVISOR_TLS_CERT_FILE: tls.certFile,

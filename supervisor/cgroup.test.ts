@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { detectTracking, enterCgroupCommand, parseCgroup2Mount, parseOwnCgroup } from './cgroup';
+import { detectTracking, enterCgroupCommand, parseCgroup2Mount, parseOwnCgroup, trainingRefusal } from './cgroup';
 
 // /proc/self/cgroup and /proc/self/mountinfo of a hybrid host (v1 controllers, cgroup2 at .../unified).
 const HYBRID_CGROUP = `9:name=systemd:/
@@ -82,5 +82,21 @@ describe('cgroup discovery', () => {
       'python3',
       'train.py',
     ]);
+  });
+});
+
+describe('training without cgroup tracking', () => {
+  const pgroup = { kind: 'process-group' as const, reason: 'cgroup v2 is not mounted on this host' };
+
+  it('is refused, naming the reason and the override', () => {
+    const refusal = trainingRefusal(pgroup, false);
+    expect(refusal).toContain('training refused: no cgroup to track its processes in (cgroup v2 is not mounted');
+    expect(refusal).toContain('Delegate=yes');
+    expect(refusal).toContain('HARU_TRAINING_ALLOW_PGROUP=1');
+  });
+
+  it('is allowed when the operator says so, and a cgroup needs no override', () => {
+    expect(trainingRefusal(pgroup, true)).toBeNull();
+    expect(trainingRefusal({ kind: 'cgroup', parent: '/sys/fs/cgroup/system.slice/x.service' }, false)).toBeNull();
   });
 });

@@ -67,6 +67,24 @@ export function detectTracking(opts: { proc?: string } = {}): TrainingTracking {
   return { kind: 'cgroup', parent };
 }
 
+/** The variable that lets training run tracked by process group alone. */
+export const ALLOW_PGROUP_ENV = 'HARU_TRAINING_ALLOW_PGROUP';
+
+/**
+ * Why the supervisor refuses to start training under `tracking`, or null when it starts it: with a cgroup, or
+ * by process group when the operator said so (HARU_TRAINING_ALLOW_PGROUP=1). A trainer that leaves its process
+ * group (setsid, a daemonised worker, a double fork) is invisible to process-group tracking: a stop would
+ * report the GPU free while it still holds the memory the wake needs, so that is opt-in, never a silent fallback.
+ */
+export function trainingRefusal(tracking: TrainingTracking, allowProcessGroup: boolean): string | null {
+  if (tracking.kind === 'cgroup' || allowProcessGroup) return null;
+  return (
+    `training refused: no cgroup to track its processes in (${tracking.reason}); a trainer that leaves its ` +
+    'process group would outlive a stop. Run the supervisor as root or with a delegated cgroup (systemd ' +
+    `Delegate=yes), or set ${ALLOW_PGROUP_ENV}=1 to track runs by process group`
+  );
+}
+
 /** Makes the cgroup of one run under `parent`. */
 export function createRunCgroup(parent: string, name: string): string {
   const dir = path.join(parent, name);

@@ -46,6 +46,11 @@ export const supervisorEnvSchema = z.object({
   HARU_VLLM_WEDGE_MS: blankable(positiveMsSchema.default(DEFAULT_WEDGE_MS)),
   /** Timeout of each sleep, wake_up and weight reload call (a large model takes tens of seconds). */
   HARU_VLLM_WAKE_TIMEOUT_MS: blankable(positiveMsSchema.default(300_000)),
+  /**
+   * `1`: start training although runs can only be tracked by process group (no cgroup to be had, e.g. in a
+   * container); unset, training is then refused, with the reason in /v1/status (supervisor/cgroup.ts).
+   */
+  HARU_TRAINING_ALLOW_PGROUP: blankable(z.enum(['0', '1']).default('0')),
   /** On its own SIGTERM the supervisor stops every training run with this grace, then exits. */
   HARU_SUPERVISOR_SHUTDOWN_GRACE_MS: blankable(z.coerce.number().int().min(0).default(10_000)),
   LOG_LEVEL: blankable(z.enum(['debug', 'info', 'warn', 'error']).default('info')),

@@ -21,7 +21,7 @@ import { createGpuReader, execFileTool } from './gpu';
 import { createJsonLogger, type Logger } from '../lib/logger';
 import { createListenerTable } from './listeners';
 import { createSupervisorMetrics } from './metrics';
-import { detectTracking } from './cgroup';
+import { detectTracking, type TrainingTracking, trainingRefusal } from './cgroup';
 import { createProcessTable } from './process-group';
 import { createObservedInference } from './status-view';
 import { resolveRunAs } from './run-as';
@@ -54,6 +54,8 @@ export async function startSupervisor(
     warn?: (line: string) => void;
     trainingOutput?: 'inherit' | 'ignore';
     cwd?: string;
+    /** How training runs are tracked, instead of what this host allows (detectTracking): tests. */
+    tracking?: TrainingTracking;
   } = {},
 ): Promise<RunningSupervisor> {
   const settings = loadSupervisorEnv(env);
@@ -92,14 +94,20 @@ export async function startSupervisor(
   const trainingEnv = { ...env };
   for (const name of apiKeyEnvNames(config)) delete trainingEnv[name];
   const runAs = resolveRunAs(config, { uid: process.getuid?.() ?? null });
-  const tracking = detectTracking();
-  if (tracking.kind === 'process-group' && config.training.length) {
+  const tracking = opts.tracking ?? detectTracking();
+  const refusal = config.training.length
+    ? trainingRefusal(tracking, settings.HARU_TRAINING_ALLOW_PGROUP === '1')
+    : null;
+  if (refusal) {
+    logger.error('training refused: no cgroup tracking', { reason: refusal });
+  } else if (tracking.kind === 'process-group' && config.training.length) {
     logger.warn('training tracked by process group only: a trainer that leaves its group is not found', {
       reason: tracking.reason,
     });
   }
   const training = createTrainingManager({
     tracking,
+    refusal,
     runAs,
     slots: config.training,
     baseEnv: trainingEnv,

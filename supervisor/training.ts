@@ -68,6 +68,11 @@ export interface TrainingManagerDeps {
   tracking?: TrainingTracking;
   /** The user each slot's trainer runs as, by GPU (see resolveRunAs). */
   runAs?: ReadonlyMap<number, RunAsUser>;
+  /**
+   * Why no run may start (trainingRefusal: no cgroup tracking and no override); every start is refused with it
+   * and status shows it. Runs adopted from a previous supervisor are still tracked and can be stopped.
+   */
+  refusal?: string | null;
 }
 
 /** Restart bookkeeping of one slot. */
@@ -453,8 +458,8 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
       // It was being stopped when the previous supervisor died: it was asked its SIGTERM, keep its deadline.
       run.state = 'stopping';
       tighten(run, Math.max(0, new Date(record.stopDeadline).getTime() - deps.now().getTime()));
-    } else {
-      wanted.add(slot.gpuIndex);
+    } else if (!deps.refusal) {
+      wanted.add(slot.gpuIndex); // under a refusal a crash is not restarted: that would be a start
     }
     logger.warn('training run adopted', { gpuIndex: slot.gpuIndex, pgid: record.pgid, state: run.state });
     watchGroup(run); // no exit event for a process we did not spawn: poll the group
@@ -470,6 +475,11 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
     async start(req: { gpuIndex?: number }): Promise<SupervisorActionResponse> {
       const slots = select(req.gpuIndex);
       const errors: SupervisorActionResponse['errors'] = [];
+      if (deps.refusal) {
+        // Not marked wanted: nothing is restarted behind the refusal.
+        for (const slot of slots) errors.push({ target: `training/gpu${slot.gpuIndex}`, message: deps.refusal });
+        return { accepted: false, gpuIndexes: slots.map((s) => s.gpuIndex), errors };
+      }
       for (const slot of slots) {
         wanted.add(slot.gpuIndex);
         cancelRestart(slot.gpuIndex); // an explicit start starts now and counts afresh
@@ -531,6 +541,7 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
           state: run?.state ?? 'idle',
           pids: run ? members(run) : [],
           tracking: trackingOf(run),
+          refused: deps.refusal ?? null,
           startedAt: run?.startedAt.toISOString() ?? null,
           lastExit: lastExits.get(slot.gpuIndex) ?? null,
           progress: readProgress(checkpointDir(slot), deps.now()),

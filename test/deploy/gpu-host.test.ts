@@ -365,6 +365,22 @@ describe('deploy/gpu-host/compose.yml', () => {
     expect(host.env_file).toBe('${HARU_ETC:-/etc/haru}/supervisor.env');
   });
 
+  it('maps nvidia-smi’s host pids through the host’s /proc, and takes the token as a file', () => {
+    const host = yaml.services['gpu-host']!;
+    const secrets = yaml as unknown as { secrets: Record<string, { file: string }> };
+    // The container has its own PID namespace: HARU_HOST_PROC names where the host's /proc is.
+    expect(host.volumes).toContain('/proc:/host/proc:ro');
+    expect(host.environment).toMatchObject({
+      HARU_HOST_PROC: '/host/proc',
+      HARU_SUPERVISOR_TOKEN_FILE: '/run/secrets/supervisor_token',
+    });
+    expect(secrets.secrets.supervisor_token!.file).toBe('${HARU_ETC:-/etc/haru}/supervisor.token');
+    const env = { HARU_SUPERVISOR_CONFIG: '/etc/haru/supervisor.json', ...host.environment };
+    expect(supervisorEnvSchema.safeParse(env).error?.issues ?? []).toEqual([]);
+    // A container's cgroup is read-only: process-group tracking is said explicitly, not fallen back to.
+    expect(host.environment!.HARU_TRAINING_ALLOW_PGROUP).toBe('1');
+  });
+
   const compose2 = findComposeV2();
   (compose2.argv ? it : it.skip)(
     `is accepted by \`docker compose config\`, with the example supervisor.env as the environment${compose2.argv ? '' : ` [skipped: ${compose2.reason}]`}`,

@@ -108,13 +108,13 @@ describeWithTools('deploy/systemd: systemd-analyze verify', [SYSTEMD_ANALYZE], (
 });
 
 describe('deploy/systemd: environment files', () => {
-  it('supervisor.env sets only variables the supervisor reads, all valid, on loopback behind the gateway with a token', () => {
+  it('supervisor.env sets only variables the supervisor reads, all valid, on loopback behind the gateway, and no secret', () => {
     const env = readEnvFile(path.join(UNITS, 'env/supervisor.env'));
     const known = Object.keys(supervisorEnvSchema.shape);
     expect(Object.keys(env).filter((k) => !known.includes(k))).toEqual([]);
     const parsed = supervisorEnvSchema.parse(env);
     expect(parsed.HARU_SUPERVISOR_HOST).toBe('127.0.0.1');
-    expect(parsed.HARU_SUPERVISOR_TOKEN).toBeTruthy();
+    expect(Object.keys(env).filter((k) => k.startsWith('HARU_SUPERVISOR_TOKEN'))).toEqual([]);
     expect(parsed.HARU_SUPERVISOR_CONFIG).toBe('/etc/haru/supervisor.json');
     // The gateway forwards to this port, and the unit waits for it.
     expect(read('deploy/nginx/haru-gpu-host.conf')).toContain(`proxy_pass http://127.0.0.1:${parsed.PORT}/v1/;`);
@@ -139,6 +139,26 @@ describe('deploy/systemd: environment files', () => {
       .map((l) => l.replace(/;\s*$/, '').split(/\s+/));
     expect(Object.fromEntries(mapped)).toEqual(Object.fromEntries(configured.map((m) => [m.name, m.port])));
     expect(directive(vllmUnit, 'EnvironmentFile')).toBe('/etc/haru/vllm/%i.env');
+  });
+});
+
+describe('deploy/systemd: the supervisor unit ships the protections on', () => {
+  it('hands the token over as a root-only credential file, never a variable', () => {
+    expect(directive(supervisorUnit, 'LoadCredential')).toBe('supervisor-token:/etc/haru/supervisor.token');
+    // %d: the service's credentials directory ($CREDENTIALS_DIRECTORY), mode 0400 files only it may read.
+    expect(directive(supervisorUnit, 'Environment')).toBe('HARU_SUPERVISOR_TOKEN_FILE=%d/supervisor-token');
+    expect(supervisorUnit).not.toMatch(/^Environment=.*HARU_SUPERVISOR_TOKEN=/m);
+  });
+
+  it('delegates its cgroup subtree, so each training run gets a cgroup of its own', () => {
+    expect(directive(supervisorUnit, 'Delegate')).toBe('yes');
+    expect(supervisorUnit).not.toMatch(/^Environment=.*HARU_TRAINING_ALLOW_PGROUP/m);
+    expect(read('deploy/systemd/env/supervisor.env')).not.toMatch(/^HARU_TRAINING_ALLOW_PGROUP=/m);
+  });
+
+  it('needs no HARU_HOST_PROC: the unit runs in the host’s PID namespace, where nvidia-smi’s pids are its own', () => {
+    expect(supervisorUnit).not.toMatch(/PrivatePIDs=yes/);
+    expect(read('deploy/systemd/env/supervisor.env')).not.toMatch(/HARU_HOST_PROC/);
   });
 });
 

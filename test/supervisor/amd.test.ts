@@ -48,6 +48,8 @@ it('proves by rocm-smi --showpids that the stopped trainer holds no VRAM', async
       HARU_GPU_VENDOR: 'amd',
       HARU_GPU_SMI: FAKE_ROCM_SMI,
       HARU_SIM_GPU_STATE: gpuState,
+      // Not a test of tracking: train on a test machine without a cgroup to give runs too.
+      HARU_TRAINING_ALLOW_PGROUP: '1',
     },
     stdio: ['ignore', 'pipe', 'ignore'],
   });

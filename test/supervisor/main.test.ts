@@ -38,13 +38,17 @@ const publicIPv4 = Object.values(os.networkInterfaces())
   .flat()
   .find((i) => i && i.family === 'IPv4' && !i.internal)?.address;
 
-/** Spawns `node -r tsx/cjs supervisor/main.ts` with `env`; collects its output. */
+/**
+ * Spawns `node -r tsx/cjs supervisor/main.ts` with `env`; collects its output. None of these is a test of
+ * tracking (the in-process ones below are): runs may be tracked by process group on a test machine that has no
+ * cgroup to give them.
+ */
 function spawnSupervisor(env: NodeJS.ProcessEnv) {
   const child = spawn(
     process.execPath,
     ['-r', require.resolve('tsx/cjs'), path.join(REPO_ROOT, 'supervisor/main.ts')],
     {
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, HARU_TRAINING_ALLOW_PGROUP: '1', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );
@@ -87,6 +91,74 @@ describe('supervisor process', () => {
     expect(sup.server.address()).toMatchObject({ address: '0.0.0.0' });
     if (publicIPv4) expect(await connects(publicIPv4, sup.port)).toBe(true);
     expect((await fetch(`http://127.0.0.1:${sup.port}/v1/status`)).status).toBe(401);
+  });
+
+  describe('without cgroup tracking', () => {
+    const reason = 'cannot create a cgroup under its own /sys/fs/cgroup (EROFS)';
+    const tracking = { kind: 'process-group' as const, reason };
+    const trainingConfig = (dir: string) =>
+      JSON.stringify({
+        training: [{ gpuIndex: 0, command: [process.execPath, TRAINER, '--interval-ms', '30'], checkpointDir: dir }],
+      });
+    const start = (port: number) =>
+      fetch(`http://127.0.0.1:${port}/v1/training/start`, { method: 'POST' }).then(
+        (r) => r.json() as Promise<{ accepted: boolean; errors: { target: string; message: string }[] }>,
+      );
+    const trainingStatus = async (port: number) =>
+      ((await (await fetch(`http://127.0.0.1:${port}/v1/status`)).json()) as { training: Record<string, unknown>[] })
+        .training[0]!;
+
+    it('refuses to start training, saying why in the answer and in its training status', async () => {
+      const ckpt = path.join(dirs.make(), 'ckpt');
+      const sup = await startSupervisor(
+        { HARU_SUPERVISOR_CONFIG: trainingConfig(ckpt), PORT: '0' },
+        { write: () => {}, warn: () => {}, trainingOutput: 'ignore', tracking },
+      );
+      running.push(sup);
+      const answer = await start(sup.port);
+      expect(answer.accepted).toBe(false);
+      expect(answer.errors).toEqual([
+        {
+          target: 'training/gpu0',
+          message: expect.stringContaining(`no cgroup to track its processes in (${reason})`),
+        },
+      ]);
+      expect(answer.errors[0]!.message).toContain('HARU_TRAINING_ALLOW_PGROUP=1');
+      const status = await trainingStatus(sup.port);
+      expect(status).toMatchObject({
+        state: 'idle',
+        pids: [],
+        refused: expect.stringContaining('training refused: no cgroup'),
+        tracking: { kind: 'process-group', detail: reason },
+      });
+      expect(checkpointStep(ckpt)).toBe(-1); // no trainer ever ran: no checkpoint
+    });
+
+    it('trains tracked by process group when HARU_TRAINING_ALLOW_PGROUP=1 says so', async () => {
+      const ckpt = path.join(dirs.make(), 'ckpt');
+      const sup = await startSupervisor(
+        { HARU_SUPERVISOR_CONFIG: trainingConfig(ckpt), PORT: '0', HARU_TRAINING_ALLOW_PGROUP: '1' },
+        { write: () => {}, warn: () => {}, trainingOutput: 'ignore', tracking },
+      );
+      running.push(sup);
+      expect(await start(sup.port)).toMatchObject({ accepted: true, errors: [] });
+      await waitFor('a checkpoint', () => checkpointStep(ckpt) > 0);
+      expect(await trainingStatus(sup.port)).toMatchObject({
+        state: 'running',
+        refused: null,
+        tracking: { kind: 'process-group', detail: reason },
+      });
+      await sup.training.stopAll(5_000);
+    });
+
+    it('refuses a HARU_TRAINING_ALLOW_PGROUP other than 0 or 1 at start', async () => {
+      await expect(
+        startSupervisor(
+          { HARU_SUPERVISOR_CONFIG: CONFIG, PORT: '0', HARU_TRAINING_ALLOW_PGROUP: 'yes' },
+          { write: () => {}, warn: () => {} },
+        ),
+      ).rejects.toThrow(/HARU_TRAINING_ALLOW_PGROUP/);
+    });
   });
 
   it('exits non-zero listing every problem of a bad config', async () => {

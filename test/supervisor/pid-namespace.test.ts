@@ -118,6 +118,8 @@ async function startInNamespace(opts: { mapped: boolean }) {
         HARU_SUPERVISOR_CONFIG: JSON.stringify(config),
         HARU_GPU_SMI: FAKE_NVIDIA_SMI,
         HARU_SIM_GPU_STATE: gpuState,
+        // Not a test of tracking: train on a test machine without a cgroup to give runs too.
+        HARU_TRAINING_ALLOW_PGROUP: '1',
         ...(opts.mapped ? { HARU_HOST_PROC: hostProc } : {}),
       },
       stdio: ['ignore', 'pipe', 'pipe'],
