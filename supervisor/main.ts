@@ -19,6 +19,7 @@ import {
 } from './config';
 import { createGpuReader, execFileTool } from './gpu';
 import { createJsonLogger, type Logger } from '../lib/logger';
+import { readOwnerOnlyFile } from '../lib/secret-file';
 import { createListenerTable } from './listeners';
 import { createSupervisorMetrics } from './metrics';
 import { detectTracking, type TrainingTracking, trainingRefusal } from './cgroup';
@@ -89,7 +90,8 @@ export async function startSupervisor(
   await gpu.checkConfig();
   const vllm = createVllmClient({
     wakeTimeoutMs: settings.HARU_VLLM_WAKE_TIMEOUT_MS,
-    apiKeys: resolveVllmApiKeys(config, env, (file) => readFileSync(file, 'utf8')),
+    // A key file group or others may read is refused, as every secret file is (lib/secret-file.ts).
+    apiKeys: resolveVllmApiKeys(config, env, (file) => readOwnerOnlyFile(file, 'apiKey').toString('utf8')),
   });
   const trainingEnv = { ...env };
   for (const name of apiKeyEnvNames(config)) delete trainingEnv[name];

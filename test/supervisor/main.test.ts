@@ -93,6 +93,18 @@ describe('supervisor process', () => {
     expect((await fetch(`http://127.0.0.1:${sup.port}/v1/status`)).status).toBe(401);
   });
 
+  it('refuses at start a vLLM apiKey file that group or others may read, naming the model, the file and its mode', async () => {
+    const keyFile = path.join(dirs.make(), 'vllm.key');
+    writeFileSync(keyFile, 'vllm-key\n');
+    chmodSync(keyFile, 0o640);
+    const config = JSON.stringify({
+      inference: [{ gpuIndex: 0, models: [{ name: 'm', port: 1, apiKey: { file: keyFile } }] }],
+    });
+    await expect(
+      startSupervisor({ HARU_SUPERVISOR_CONFIG: config, PORT: '0' }, { write: () => {}, warn: () => {} }),
+    ).rejects.toThrow(new RegExp(`^model m: .*${keyFile} is open to group or others \\(mode 0640\\)`));
+  });
+
   describe('without cgroup tracking', () => {
     const reason = 'cannot create a cgroup under its own /sys/fs/cgroup (EROFS)';
     const tracking = { kind: 'process-group' as const, reason };
