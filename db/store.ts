@@ -4,12 +4,18 @@ import { createEventRepo } from './repo/events';
 import { createFleetRepo } from './repo/fleets';
 import { createOperationRepo } from './repo/operations';
 import { createSlotRepo } from './repo/slots';
+import { createTrainingJobRepo } from './repo/training-jobs';
 import { createWatchWorkerRepo } from './repo/watch-workers';
 
 export type { CommitRoutingInput, CommitRoutingResult } from './repo/routing';
 export type { CreateOperationInput, CreateOperationResult } from './repo/operations';
 export type { AppendEventInput } from './repo/events';
 export type { PollResult } from './repo/domains';
+export type {
+  SubmitTrainingJobInput,
+  SubmitTrainingJobResult,
+  TrainingJobTransitionResult,
+} from './repo/training-jobs';
 
 /** The state store: one repository per aggregate over one database. */
 export interface Store {
@@ -19,6 +25,7 @@ export interface Store {
   operations: ReturnType<typeof createOperationRepo>;
   events: ReturnType<typeof createEventRepo>;
   watchWorkers: ReturnType<typeof createWatchWorkerRepo>;
+  trainingJobs: ReturnType<typeof createTrainingJobRepo>;
 }
 
 /**
@@ -34,6 +41,7 @@ export function createStore(database: HaruDatabase, now: () => Date = () => new 
     operations: createOperationRepo(deps),
     events: createEventRepo(deps),
     watchWorkers: createWatchWorkerRepo(deps),
+    trainingJobs: createTrainingJobRepo(deps),
   };
   databases.set(store, { database, now });
   return store;

@@ -1,5 +1,5 @@
 import { inputProblems } from './issues';
-import { trainingJobEventSchema, trainingJobSpecSchema } from './training-job';
+import { TRAINING_JOB_HISTORY_TYPES, trainingJobEventSchema, trainingJobSpecSchema } from './training-job';
 
 const spec = {
   template: 'lora-sft',
@@ -47,5 +47,12 @@ describe('training job events', () => {
       type: 'preempt',
       generation: 1,
     });
+  });
+});
+
+describe('training job history types', () => {
+  it('are the submission and every event type, so each applied event can be recorded', () => {
+    const eventTypes = trainingJobEventSchema.options.map((option) => option.shape.type.value);
+    expect([...TRAINING_JOB_HISTORY_TYPES].sort()).toEqual(['submitted', ...eventTypes].sort());
   });
 });

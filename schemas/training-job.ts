@@ -116,3 +116,29 @@ export const TRAINING_JOB_TRANSITIONS: TransitionTable<TrainingJobState> = {
   failed: [],
   cancelled: [],
 };
+
+/** What a history line records: the submission, or the type of the event applied. */
+export const TRAINING_JOB_HISTORY_TYPES = [
+  'submitted',
+  'start',
+  'checkpointCommitted',
+  'preempt',
+  'succeed',
+  'fail',
+  'cancel',
+] as const satisfies readonly ('submitted' | TrainingJobEventType)[];
+
+/** One line of a job's history (table `training_job_events`): its submission or an event the store applied. */
+export const trainingJobHistoryEntrySchema = z.object({
+  /** Monotonic cursor (bigserial as a number). */
+  id: z.number().int(),
+  jobId: z.uuid(),
+  type: z.enum(TRAINING_JOB_HISTORY_TYPES),
+  fromState: trainingJobStateSchema.nullable(),
+  toState: trainingJobStateSchema,
+  /** The job's run generation after the event. */
+  runGeneration: z.int().min(0),
+  data: z.record(z.string(), z.unknown()),
+  createdAt: isoDateSchema,
+});
+export type TrainingJobHistoryEntry = z.infer<typeof trainingJobHistoryEntrySchema>;

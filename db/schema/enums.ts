@@ -8,6 +8,7 @@ import {
   SLOT_STATES,
   type SlotState,
 } from '../../schemas/enums';
+import { TRAINING_JOB_STATES } from '../../schemas/training-job';
 
 /** Postgres enums, built from the tuples in schemas/enums.ts so the database and the types cannot drift. */
 export const providerEnum = pgEnum('provider', PROVIDERS);
@@ -17,3 +18,4 @@ export const slotKindEnum = pgEnum('slot_kind', SLOT_KINDS);
 export const slotStateEnum = pgEnum('slot_state', SLOT_STATES as [SlotState, ...SlotState[]]);
 export const operationKindEnum = pgEnum('operation_kind', OPERATION_KINDS);
 export const operationStateEnum = pgEnum('operation_state', OPERATION_STATES);
+export const trainingJobStateEnum = pgEnum('training_job_state', TRAINING_JOB_STATES);

@@ -6,3 +6,4 @@ export * from './slots';
 export * from './operations';
 export * from './events';
 export * from './watch-workers';
+export * from './training-jobs';
