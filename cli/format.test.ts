@@ -1,6 +1,7 @@
 import type { OperationProgress, StepProgress } from '../schemas/api';
 import type { Operation } from '../schemas/entities';
-import { formatElapsed, lastFailedOperation, progressChanges, table } from './format';
+import { fleetStatusFixture, promotionFixture } from '../test/support/fake-haru-api';
+import { formatElapsed, formatFleet, lastFailedOperation, progressChanges, table } from './format';
 
 const step = (over: Partial<StepProgress> & { step: string }): StepProgress => ({
   status: 'pending',
@@ -89,5 +90,31 @@ describe('lastFailedOperation', () => {
     expect(lastFailedOperation([op('b', 'succeeded'), op('a', 'failed')])).toBeNull();
     expect(lastFailedOperation([op('b', 'failed'), op('a', 'succeeded')])?.id).toBe('b');
     expect(lastFailedOperation([])).toBeNull();
+  });
+});
+
+describe('formatFleet', () => {
+  const at = '2030-01-01T00:00:00.000Z';
+  const fleet = fleetStatusFixture({ autoFailoverPause: { by: 'ops', at, reason: 'drill' } });
+  const failed = promotionFixture('00000000-0000-4000-8000-000000000101', at, {
+    state: 'failed',
+    error: { step: 'wakeModels', code: 'WakeTimeout', message: 'still asleep' },
+  });
+  const now = new Date('2030-01-01T00:05:00.000Z');
+
+  it('says how long ago the pause and the last failure were, beside their times', () => {
+    const text = formatFleet(fleet, failed, { now });
+    expect(text).toContain(`auto-failover paused by ops at ${at} (5m ago): drill`);
+    expect(text).toContain(
+      `last failed: promote ${failed.id} at ${at} (5m ago): wakeModels: WakeTimeout: still asleep`,
+    );
+  });
+
+  it('adds when each domain was last heard and its id with wide, SLOTS staying last', () => {
+    const header = formatFleet(fleet, null, { now, wide: true })
+      .split('\n')
+      .find((l) => l.startsWith('DOMAIN'));
+    expect(header).toMatch(/^DOMAIN +ROLE +STATE +PROVIDER +LAST HEARD +LAST HEARD AT +ID +SLOTS$/);
+    expect(formatFleet(fleet, null, { now })).not.toContain('LAST HEARD AT');
   });
 });

@@ -48,6 +48,9 @@ beforeAll(async () => {
   api = await startFakeApi({
     ...together(),
     '/v1/fleets/prod/events?order=desc&limit=1000': { body: { events: [event], nextCursor: 9 } },
+    '/v1/fleets/prod/events?limit=100&order=desc': {
+      body: { events: [{ ...event, createdAt: promotion.createdAt }], nextCursor: 9 },
+    },
   });
 });
 afterAll(() => api.close());
@@ -75,4 +78,11 @@ it('`fleet operations` shows the age, and a promotion whose demotion failed as s
   expect(run.stdout.split('\n')[1]).toMatch(
     /^30m +promote +a → b +succeeded \(not demoted\) +demoteOldActive +\S+ +demoteOldActive: SupervisorUnreachable: old active unreachable/,
   );
+});
+
+it('`fleet events` starts each line with the age, and -o wide with the time before it', async () => {
+  const run = await haru(['fleet', 'events', 'prod']);
+  expect(run.stdout.trim()).toMatch(/^30m +#9 +operation\.step +demoteOldActive failed: /);
+  const wide = await haru(['fleet', 'events', 'prod', '-o', 'wide']);
+  expect(wide.stdout.trim().startsWith(`${promotion.createdAt}  30m`)).toBe(true);
 });
