@@ -6,6 +6,8 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node
 import os from 'node:os';
 import path from 'node:path';
 import { runCli } from '../../test/support/cli';
+
+const ROOT = path.resolve(__dirname, '..', '..');
 import { startFakeApi, type FakeApi } from '../../test/support/fake-haru-api';
 
 let dir: string;
@@ -30,18 +32,23 @@ const haru = (args: string[], env: NodeJS.ProcessEnv = {}) =>
 
 describe('haru config', () => {
   it('writes contexts to a file of mode 600, the first one current, and lists them without tokens', async () => {
-    const set = await haru(['config', 'set-context', 'prod', '--server', prod.url, '--token-file', '../prod.token']);
+    // A relative --token-file is relative to where the command runs (runCli: the repository root).
+    const tokenArg = path.relative(ROOT, path.join(dir, 'prod.token'));
+    const set = await haru(['config', 'set-context', 'prod', '--server', prod.url, '--token-file', tokenArg]);
     expect([set.code, set.stdout.trim()]).toEqual([0, `context prod created in ${CONFIG()}`]);
     expect((await haru(['config', 'set-context', 'staging', '--server', staging.url])).code).toBe(0);
     expect(statSync(CONFIG()).mode & 0o777).toBe(0o600);
     expect(JSON.parse(readFileSync(CONFIG(), 'utf8'))).toEqual({
       currentContext: 'prod',
-      contexts: { prod: { server: prod.url, tokenFile: '../prod.token' }, staging: { server: staging.url } },
+      contexts: {
+        prod: { server: prod.url, tokenFile: path.join(dir, 'prod.token') },
+        staging: { server: staging.url },
+      },
     });
     const list = await haru(['config', 'get-contexts']);
     expect(list.stdout.split('\n').slice(0, 3)).toEqual([
       expect.stringMatching(/^CURRENT +NAME +SERVER +TOKEN$/),
-      expect.stringMatching(new RegExp(`^\\* +prod +${prod.url} +file \\.\\./prod\\.token$`)),
+      expect.stringMatching(new RegExp(`^\\* +prod +${prod.url} +file ${path.join(dir, 'prod.token')}$`)),
       expect.stringMatching(new RegExp(`^ +staging +${staging.url} +-$`)),
     ]);
   });
@@ -76,6 +83,39 @@ describe('haru config', () => {
     ).toBe(0);
     expect(staging.seen.at(-1)?.authorization).toBe('Bearer flag');
     expect([prod.seen.length - before.prod, staging.seen.length - before.staging]).toEqual([1, 1]);
+  });
+
+  it('refuses a context with a server that is no http(s) URL, exit 2, leaving the file as it was', async () => {
+    const before = readFileSync(CONFIG(), 'utf8');
+    const run = await haru(['config', 'set-context', 'lab', '--server', 'lab.internal:8700']);
+    expect([run.code, run.stderr]).toEqual([2, 'haru: --server must be an http(s) URL\n']);
+    expect(readFileSync(CONFIG(), 'utf8')).toBe(before);
+  });
+
+  it('stores --insecure-http on the context, which then sends its token over http:// off loopback', async () => {
+    const set = await haru(['config', 'set-context', 'lab', '--server', 'http://haru.invalid:8700', '--insecure-http']);
+    expect(set.code).toBe(0);
+    expect(JSON.parse(readFileSync(CONFIG(), 'utf8')).contexts.lab).toEqual({
+      server: 'http://haru.invalid:8700',
+      insecureHttp: true,
+    });
+    // With a token and without the opt-in, the same server is refused before any connection.
+    const refused = await haru([
+      '--context',
+      'staging',
+      '--server',
+      'http://haru.invalid:8700',
+      '--token',
+      't',
+      'fleet',
+      'list',
+    ]);
+    expect(refused.code).toBe(2);
+    const allowed = await haru(['--context', 'lab', '--token', 't', 'fleet', 'list']);
+    expect([allowed.code, allowed.stderr]).toEqual([
+      1,
+      expect.stringMatching(/^haru: api_unreachable: .*haru\.invalid/),
+    ]);
   });
 
   it('refuses a config file with a problem, naming the file and the JSON path, exit 2', async () => {

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import type { Command } from 'commander';
 import {
   type HaruConfig,
@@ -41,7 +42,8 @@ export function withContext(config: HaruConfig, name: string, opts: SetContextOp
     ...before,
     ...(opts.server !== undefined ? { server: opts.server } : {}),
     // A token file replaces an inline token: a context holds one or the other.
-    ...(opts.tokenFile !== undefined ? { tokenFile: opts.tokenFile, token: undefined } : {}),
+    // A path typed on the command line means from here, not from the config file's folder: stored absolute.
+    ...(opts.tokenFile !== undefined ? { tokenFile: path.resolve(opts.tokenFile), token: undefined } : {}),
     ...(opts.insecureHttp !== undefined ? { insecureHttp: opts.insecureHttp } : {}),
   };
   return {
@@ -105,7 +107,7 @@ export function register(program: Command): void {
     .command('set-context <name>')
     .description('create or change a context (only the settings given); the first one becomes current')
     .option('--server <url>', "the Haru API's base URL")
-    .option('--token-file <file>', 'a file holding the API token (relative: to the config file)')
+    .option('--token-file <file>', 'a file holding the API token, mode 600 (stored as an absolute path)')
     .option('--insecure-http', 'allow the token over plain http:// off loopback (a trusted network only)')
     .option('--current', 'also make it the current context')
     .action((name: string, _local: SetContextOptions, cmd: Command) => {
