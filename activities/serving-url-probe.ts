@@ -5,6 +5,7 @@ import { describeCause } from '../lib/error-cause';
 import { type UpstreamCredentials, upstreamCredentials } from '../lib/secret-ref';
 import type { InferenceSlot } from '../schemas/entities';
 import { FailureType } from '../schemas/failures';
+import { secretRefProblem } from '../schemas/secret-ref';
 
 export interface ServingUrlProbe {
   prompt: string;
@@ -17,7 +18,8 @@ export interface ServingUrlProbe {
  * clients to, with the bearer token its `upstreamAuth` names, from this worker (as the proxy would reach it,
  * not from the host's loopback). A model that answers on its host but not there fails the promotion before the
  * commit: non-retryable `ProbeFailed` naming the model and the URL, `Unauthorized` for a 401 (the layout's
- * `upstreamAuth` is missing or wrong), `InvalidTarget` for a token this worker cannot read.
+ * `upstreamAuth` is missing or wrong), `InvalidTarget` for a token this worker cannot read or a reference outside
+ * the layout's allow-list (schemas/secret-ref.ts).
  */
 export async function probeServingUrls(
   slots: readonly InferenceSlot[],
@@ -37,6 +39,9 @@ export async function probeServingUrls(
           { model: binding.name, servingUrl: binding.servingUrl },
         );
       let token: string | undefined;
+      // A layout stored before its references were checked: its token is not read, let alone sent.
+      const refused = binding.upstreamAuth && secretRefProblem(binding.upstreamAuth);
+      if (refused) throw fail(refused, FailureType.InvalidTarget);
       try {
         token = binding.upstreamAuth ? credentials.token(binding.upstreamAuth) : undefined;
       } catch (err) {

@@ -399,6 +399,14 @@ describe('probeModels', () => {
     expect(unset.message).toMatch(/upstreamAuth names HARU_SECRET_TEST_UNSET, which is not set$/);
   });
 
+  it('refuses an upstreamAuth outside the allow-list (a layout stored before the check) without reading or sending it', async () => {
+    const { host, acts, env } = setup(keyedB('HARU_API_TOKEN'));
+    const refused = await failureOf(env.run(acts.probeModels, input));
+    expect(refused).toMatchObject({ type: FailureType.InvalidTarget, nonRetryable: true });
+    expect(refused.message).toMatch(/upstreamAuth HARU_API_TOKEN must start with HARU_SECRET_/);
+    expect(host.servingCalls).toEqual([]);
+  });
+
   it('asks through the servingUrl while the host answers, and reports the host failure first when both fail', async () => {
     const { host, acts, env } = setup();
     host.probeResults = [{ model: 'llama', ok: false, latencyMs: 3, error: 'empty completion' }];

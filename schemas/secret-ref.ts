@@ -49,6 +49,16 @@ export function secretFileProblem(file: string, dir: string = secretsDir()): str
   return null;
 }
 
+/**
+ * Why a layout may not name `ref` (an `upstreamAuth`), or null: the reference and what is wrong with it. For the
+ * processes that send the token, so a layout stored before the allow-list was checked is refused there too.
+ */
+export function secretRefProblem(ref: SecretRef, dir: string = secretsDir()): string | null {
+  const [named, problem] =
+    'env' in ref ? [ref.env, secretEnvProblem(ref.env)] : [ref.file, secretFileProblem(ref.file, dir)];
+  return problem && `upstreamAuth ${named} ${problem}`;
+}
+
 /** A secret variable name a layout may use (see SECRET_ENV_PREFIX). */
 export const layoutSecretEnvSchema = z
   .string()
