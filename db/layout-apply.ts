@@ -138,9 +138,11 @@ async function upsertFleet(ctx: ApplyContext) {
   const { tx, layout, report, at } = ctx;
   const policy = fleetPolicySchema.parse(layout.fleet.policy);
   const displayName = layout.fleet.displayName ?? layout.fleet.slug;
+  // Stored for the store's submit, which checks a job against them (§3.6): the API has no layout file.
+  const trainingTemplates = layout.training?.templates ?? [];
   const inserted = await tx
     .insert(fleets)
-    .values({ slug: layout.fleet.slug, displayName, policy, createdAt: at, updatedAt: at })
+    .values({ slug: layout.fleet.slug, displayName, policy, trainingTemplates, createdAt: at, updatedAt: at })
     .onConflictDoNothing({ target: fleets.slug })
     .returning({ id: fleets.id });
   const [row] = await tx.select().from(fleets).where(eq(fleets.slug, layout.fleet.slug)).for('update');
@@ -149,8 +151,12 @@ async function upsertFleet(ctx: ApplyContext) {
   const ref = `fleet ${layout.fleet.slug}`;
   if (inserted.length) {
     report.created.push(ref);
-  } else if (row.displayName !== displayName || !sameJson(row.policy, policy)) {
-    await tx.update(fleets).set({ displayName, policy, updatedAt: at }).where(eq(fleets.id, row.id));
+  } else if (
+    row.displayName !== displayName ||
+    !sameJson(row.policy, policy) ||
+    !sameJson(row.trainingTemplates, trainingTemplates)
+  ) {
+    await tx.update(fleets).set({ displayName, policy, trainingTemplates, updatedAt: at }).where(eq(fleets.id, row.id));
     report.updated.push(ref);
   } else {
     report.unchanged.push(ref);

@@ -1,5 +1,6 @@
 import postgres from 'postgres';
-import { trainerTemplateSchema } from '../schemas/trainer-template';
+import type { FleetLayoutInput } from '../schemas/layout';
+import { type TrainerTemplateInput, trainerTemplateSchema } from '../schemas/trainer-template';
 import type { TrainingJob } from '../schemas/training-job';
 import type { HaruDatabase } from './client';
 import { testLayout } from './fixtures';
@@ -25,7 +26,7 @@ const backends: [string, () => Promise<Backend>][] = [
   ['pglite', () => createPgliteTestDatabase({ now })],
 ];
 
-const template = trainerTemplateSchema.parse({
+const template = {
   name: 'lora-sft',
   command: ['python', 'examples/lora-trainer.py'],
   baseModels: ['qwen-7b'],
@@ -33,6 +34,12 @@ const template = trainerTemplateSchema.parse({
     rank: { type: 'integer', min: 1, max: 256, default: 16 },
     learningRate: { type: 'number', min: 0, max: 1 },
   },
+} satisfies TrainerTemplateInput;
+
+/** The fixture layout with the trainer templates jobs are checked against. */
+const layoutWithTemplates = (fleet: string, templates: TrainerTemplateInput[] = [template]): FleetLayoutInput => ({
+  ...testLayout({ fleet }),
+  training: { templates },
 });
 
 const spec = (overrides: Record<string, unknown> = {}) => ({
@@ -51,7 +58,7 @@ describe.each(backends)('training jobs on %s', (_backend, open) => {
   let domainId: string;
   beforeAll(async () => {
     t = await open();
-    await seedLayout(t.store, testLayout({ fleet: 'trainers' }));
+    await seedLayout(t.store, layoutWithTemplates('trainers'));
     const snapshot = (await t.store.fleets.snapshot('trainers'))!;
     fleetId = snapshot.id;
     domainId = snapshot.domains.find((d) => d.slug === 'west')!.id;
@@ -63,7 +70,6 @@ describe.each(backends)('training jobs on %s', (_backend, open) => {
     const result = await t.store.trainingJobs.submit({
       fleetId,
       spec: spec(overrides),
-      template,
       requestedBy: 'api:ci',
     });
     if (result.outcome !== 'submitted') throw new Error(`submit refused: ${JSON.stringify(result.problems)}`);
@@ -101,14 +107,12 @@ describe.each(backends)('training jobs on %s', (_backend, open) => {
     const refused = await t.store.trainingJobs.submit({
       fleetId,
       spec: spec({ baseModel: 'llama-8b', params: { rank: 0 }, steps: 0 }),
-      template,
       requestedBy: 'api:ci',
     });
     expect(refused).toEqual({ outcome: 'invalid', problems: [{ path: '$.steps', message: expect.any(String) }] });
     const unfit = await t.store.trainingJobs.submit({
       fleetId,
       spec: spec({ baseModel: 'llama-8b', params: { rank: 0 } }),
-      template,
       requestedBy: 'api:ci',
     });
     expect(unfit).toEqual({
@@ -122,13 +126,50 @@ describe.each(backends)('training jobs on %s', (_backend, open) => {
   });
 
   it('refuses a job for a fleet that does not exist', async () => {
-    const submitTo = (id: string) =>
-      t.store.trainingJobs.submit({ fleetId: id, spec: spec(), template, requestedBy: 'api:ci' });
+    const submitTo = (id: string) => t.store.trainingJobs.submit({ fleetId: id, spec: spec(), requestedBy: 'api:ci' });
     await expect(submitTo('00000000-0000-4000-8000-000000000000')).rejects.toMatchObject({
       code: 'not_found',
       entity: 'fleet',
     });
     await expect(submitTo('nope')).rejects.toBeInstanceOf(StoreError);
+  });
+
+  it('checks a job against the templates of the fleet’s last applied layout', async () => {
+    expect(await t.store.trainingJobs.templates(fleetId)).toEqual([trainerTemplateSchema.parse(template)]);
+    const unknown = await t.store.trainingJobs.submit({
+      fleetId,
+      spec: spec({ template: 'dpo' }),
+      requestedBy: 'api:ci',
+    });
+    expect(unknown).toEqual({
+      outcome: 'invalid',
+      problems: [{ path: '$.template', message: 'no trainer template "dpo" (the layout has: lora-sft)' }],
+    });
+
+    // A re-applied layout with another template replaces them; the same layout again changes nothing.
+    const dpo = { name: 'dpo', command: ['python', 'dpo.py'], baseModels: ['qwen-7b'] };
+    const layout = layoutWithTemplates('trainers', [template, dpo]);
+    expect((await seedLayout(t.store, layout)).updated).toEqual(['fleet trainers']);
+    expect((await seedLayout(t.store, layout)).updated).toEqual([]);
+    expect((await t.store.trainingJobs.templates(fleetId))!.map((x) => x.name)).toEqual(['lora-sft', 'dpo']);
+    const submitted = await t.store.trainingJobs.submit({
+      fleetId,
+      spec: spec({ template: 'dpo', params: {} }),
+      requestedBy: 'api:ci',
+    });
+    expect(submitted).toMatchObject({ outcome: 'submitted', job: { template: 'dpo', params: {} } });
+    await seedLayout(t.store, layoutWithTemplates('trainers'));
+  });
+
+  it('has no templates for a fleet whose layout declares none, and none for an unknown fleet', async () => {
+    await seedLayout(t.store, testLayout({ fleet: 'no-training' }));
+    const bare = (await t.store.fleets.snapshot('no-training'))!;
+    expect(await t.store.trainingJobs.templates(bare.id)).toEqual([]);
+    expect(await t.store.trainingJobs.submit({ fleetId: bare.id, spec: spec(), requestedBy: 'api:ci' })).toMatchObject({
+      outcome: 'invalid',
+      problems: [{ path: '$.template' }],
+    });
+    expect(await t.store.trainingJobs.templates('00000000-0000-4000-8000-000000000000')).toBeNull();
   });
 
   it('runs a job through preemption and restart, refusing the old generation, to success', async () => {
@@ -284,7 +325,7 @@ describe('training job transitions racing on postgres', () => {
   beforeAll(async () => {
     t = await createTestDatabase({ now });
     side = postgres(t.url, { max: 2, onnotice: () => {} });
-    await seedLayout(t.store, testLayout({ fleet: 'racers' }));
+    await seedLayout(t.store, layoutWithTemplates('racers'));
   }, 60_000);
   afterAll(async () => {
     await side?.end({ timeout: 5 });
@@ -297,7 +338,6 @@ describe('training job transitions racing on postgres', () => {
     const submitted = await t.store.trainingJobs.submit({
       fleetId: snapshot.id,
       spec: spec(),
-      template,
       requestedBy: 'api:ci',
     });
     if (submitted.outcome !== 'submitted') throw new Error('submit refused');

@@ -3,7 +3,7 @@ import { checkJobAgainstTemplates } from '../../core/training-job-params';
 import { nextJobState } from '../../core/training-job';
 import type { InputProblem } from '../../schemas/issues';
 import { inputProblems } from '../../schemas/issues';
-import type { TrainerTemplate } from '../../schemas/trainer-template';
+import { type TrainerTemplate, trainerTemplateSchema } from '../../schemas/trainer-template';
 import {
   TERMINAL_TRAINING_JOB_STATES,
   type TrainingJob,
@@ -14,8 +14,8 @@ import {
   trainingJobSpecSchema,
   type TrainingJobState,
 } from '../../schemas/training-job';
-import { trainingJobEvents, trainingJobs } from '../schema';
-import { pgErrorCode, StoreError } from '../store-error';
+import { fleets, trainingJobEvents, trainingJobs } from '../schema';
+import { StoreError } from '../store-error';
 import { isUuid, type RepoDeps, timestampParam } from './support';
 import { machineColumns, toTrainingJob, toTrainingJobHistoryEntry } from './training-job-rows';
 
@@ -23,8 +23,6 @@ export interface SubmitTrainingJobInput {
   fleetId: string;
   /** The job as the caller sent it (parsed here: trainingJobSpecSchema). */
   spec: unknown;
-  /** The template it names, as the fleet's layout declares it: its params are checked against it. */
-  template: TrainerTemplate;
   requestedBy: string;
 }
 
@@ -39,6 +37,8 @@ export type TrainingJobTransitionResult =
   | { outcome: 'refused'; code: TrainingJobRefusalCode; reason: string; job: TrainingJob };
 
 const MAX_LIST = 1000;
+/** Templates are stored as applied (parsed, defaults filled); read back through the same schema. */
+const trainerTemplatesSchema = trainerTemplateSchema.array();
 const terminal: readonly TrainingJobState[] = TERMINAL_TRAINING_JOB_STATES;
 
 /** What a history line keeps of an event: its fields but the type, which has a column. */
@@ -110,43 +110,57 @@ export function createTrainingJobRepo({ db, now }: RepoDeps) {
     get,
 
     /**
-     * Queues a job after checking it against its template (params resolved with their defaults, which the job
-     * keeps). StoreError `not_found` (fleet) when the fleet does not exist.
+     * Queues a job after checking it against the template it names, as the fleet's last applied layout declares
+     * it (params resolved with their defaults, which the job keeps). StoreError `not_found` (fleet) when the
+     * fleet does not exist.
      */
     async submit(input: SubmitTrainingJobInput): Promise<SubmitTrainingJobResult> {
       const parsed = trainingJobSpecSchema.safeParse(input.spec);
       if (!parsed.success) return { outcome: 'invalid', problems: inputProblems(parsed.error) };
-      const checked = checkJobAgainstTemplates(parsed.data, [input.template]);
-      if (!checked.ok) return { outcome: 'invalid', problems: checked.problems };
       const missingFleet = new StoreError('not_found', `fleet ${input.fleetId} does not exist`, 'fleet');
       if (!isUuid(input.fleetId)) throw missingFleet;
-      const at = now();
-      try {
-        return await db.transaction(async (tx) => {
-          const [row] = await tx
-            .insert(trainingJobs)
-            .values({
-              ...checked.spec,
-              fleetId: input.fleetId,
-              requestedBy: input.requestedBy,
-              createdAt: at,
-              updatedAt: at,
-            })
-            .returning();
-          await tx.insert(trainingJobEvents).values({
-            jobId: row!.id,
-            type: 'submitted',
-            fromState: null,
-            toState: 'queued',
-            runGeneration: 0,
-            data: { requestedBy: input.requestedBy },
+      return db.transaction(async (tx) => {
+        // FOR SHARE: a layout apply that changes the templates waits for this job, or this job for it.
+        const [fleet] = await tx
+          .select({ templates: fleets.trainingTemplates })
+          .from(fleets)
+          .where(eq(fleets.id, input.fleetId))
+          .for('share');
+        if (!fleet) throw missingFleet;
+        const checked = checkJobAgainstTemplates(parsed.data, trainerTemplatesSchema.parse(fleet.templates));
+        if (!checked.ok) return { outcome: 'invalid' as const, problems: checked.problems };
+        const at = now();
+        const [row] = await tx
+          .insert(trainingJobs)
+          .values({
+            ...checked.spec,
+            fleetId: input.fleetId,
+            requestedBy: input.requestedBy,
             createdAt: at,
-          });
-          return { outcome: 'submitted' as const, job: toTrainingJob(row!) };
+            updatedAt: at,
+          })
+          .returning();
+        await tx.insert(trainingJobEvents).values({
+          jobId: row!.id,
+          type: 'submitted',
+          fromState: null,
+          toState: 'queued',
+          runGeneration: 0,
+          data: { requestedBy: input.requestedBy },
+          createdAt: at,
         });
-      } catch (err) {
-        throw pgErrorCode(err) === '23503' ? missingFleet : err;
-      }
+        return { outcome: 'submitted' as const, job: toTrainingJob(row!) };
+      });
+    },
+
+    /** The trainer templates of a fleet's last applied layout; null when the fleet does not exist. */
+    async templates(fleetId: string): Promise<TrainerTemplate[] | null> {
+      if (!isUuid(fleetId)) return null;
+      const [fleet] = await db
+        .select({ templates: fleets.trainingTemplates })
+        .from(fleets)
+        .where(eq(fleets.id, fleetId));
+      return fleet ? trainerTemplatesSchema.parse(fleet.templates) : null;
     },
 
     /**

@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm';
 import {
   bigint,
   foreignKey,
@@ -9,6 +10,7 @@ import {
   uuid,
 } from 'drizzle-orm/pg-core';
 import type { FleetPolicy } from '../../schemas/policy';
+import type { TrainerTemplate } from '../../schemas/trainer-template';
 import type { AutoFailoverPause } from '../../schemas/entities';
 import { domains } from './domains';
 
@@ -28,6 +30,11 @@ export const fleets = pgTable(
     policy: jsonb('policy').$type<FleetPolicy>().notNull(),
     /** Who paused automatic failover, why and when; null while it is not paused. */
     autoFailoverPause: jsonb('auto_failover_pause').$type<AutoFailoverPause>(),
+    /** The trainer templates training jobs may name, as last applied from a layout (§3.6); [] when none. */
+    trainingTemplates: jsonb('training_templates')
+      .$type<TrainerTemplate[]>()
+      .notNull()
+      .default(sql`'[]'::jsonb`),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
   },

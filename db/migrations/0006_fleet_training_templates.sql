@@ -1,0 +1,1 @@
+ALTER TABLE "fleets" ADD COLUMN "training_templates" jsonb DEFAULT '[]'::jsonb NOT NULL;
