@@ -8,6 +8,7 @@ import { migrate } from '../../db/migrate';
 import { ConfigError, parseEnv } from '../../schemas/env';
 import { formatProblems } from '../../schemas/issues';
 import { type OutputOptions, renderData } from '../output';
+import { EXIT } from '../exit-codes';
 
 const out = (line: string): void => {
   process.stdout.write(`${line}\n`);
@@ -62,7 +63,7 @@ async function seed(opts: OutputOptions & { config: string; prune?: boolean }): 
   if (!validation.ok) {
     if (opts.json) {
       out(renderData({ ok: false, problems: validation.problems }, opts));
-      process.exitCode = 2;
+      process.exitCode = EXIT.badInput;
       return;
     }
     throw new ConfigError(`invalid fleet layout ${opts.config}:\n${formatProblems(validation.problems)}`);
@@ -80,7 +81,7 @@ async function seed(opts: OutputOptions & { config: string; prune?: boolean }): 
   if (report instanceof LayoutApplyRefusedError) {
     // --json promises JSON on stdout whatever happens: a refusal is `ok: false` with its reasons.
     out(renderData({ ok: false, refused: report.reasons }, opts));
-    process.exitCode = 2;
+    process.exitCode = EXIT.badInput;
     return;
   }
   if (opts.json) out(renderData({ ok: true, ...report }, opts));

@@ -7,6 +7,7 @@ import type { ApiClient } from '../api-client';
 import { apiClientFor } from '../connection';
 import { isData, type OutputOptions, renderData } from '../output';
 import { registerDomainStatus } from './status';
+import { EXIT, type ExitCode } from '../exit-codes';
 
 const answerSchema = z.union([provisioningAcceptedResponseSchema, teardownAlreadyStoppedResponseSchema]);
 
@@ -45,7 +46,7 @@ export async function runDomainCommand(
   fleet: string,
   domain: string,
   opts: DomainCommandOptions,
-): Promise<number> {
+): Promise<ExitCode> {
   const body = {
     ...(kind === 'teardown' ? { mode: opts.stop ? 'stop' : 'down' } : {}),
     ...(opts.reason ? { reason: opts.reason } : {}),
@@ -56,12 +57,12 @@ export async function runDomainCommand(
   const { body: answer } = await deps.api.post(path, body, answerSchema);
   if (answer.status === 'already_stopped') {
     deps.write(isData(opts) ? renderData(answer, opts) : `domain ${domain} is already stopped`);
-    return 0;
+    return EXIT.ok;
   }
   const started = `${answer.status}: ${kind} of ${domain} (workflow ${answer.workflowId})`;
   if (!opts.wait) {
     deps.write(isData(opts) ? renderData(answer, opts) : started);
-    return 0;
+    return EXIT.ok;
   }
   deps.write(started);
   const initialChange = before?.domains.find((d) => d.id === answer.domainId)?.stateChangedAt;
@@ -78,12 +79,12 @@ export async function runDomainCommand(
     const changed = row.stateChangedAt !== initialChange;
     if (row.state === end.ok && changed) {
       if (isData(opts)) deps.write(renderData(row, opts));
-      return 0;
+      return EXIT.ok;
     }
     if (row.state === end.failed && changed) {
       deps.write(`${kind} of ${row.slug} failed: ${row.lastError ?? 'no reason recorded'}`);
       if (isData(opts)) deps.write(renderData(row, opts));
-      return 1;
+      return EXIT.failed;
     }
     await deps.wait(deps.pollMs ?? 1_000);
   }

@@ -18,6 +18,7 @@ import { isData, isWide, type OutputOptions, renderData, renderStreamItem } from
 import { watchOperation } from '../watch-operation';
 import { registerFleetOperations } from './fleet-operations';
 import { registerFleetHealth } from './status';
+import { EXIT } from '../exit-codes';
 
 const out = (line: string): void => {
   process.stdout.write(`${line}\n`);
@@ -58,7 +59,7 @@ async function startOperation(
   out(`${answer.status}: ${kind} ${answer.operation.id}`);
   const final = await watchOperation(watchDeps(api), fleet, answer.operation.id);
   if (isData(opts)) data(final, opts);
-  process.exitCode = final.state === 'succeeded' ? 0 : 1;
+  process.exitCode = final.state === 'succeeded' ? EXIT.ok : EXIT.failed;
 }
 
 /** Waits until an operation newer than the latest one now starts on `fleet`, and returns its id. */
@@ -234,7 +235,7 @@ export function register(program: Command): void {
         if (!id) throw new Error(`fleet ${ref} has no operations yet (--next waits for one)`);
         const final = await watchOperation(watchDeps(api), ref, id);
         if (isData(opts)) data(final, opts);
-        process.exitCode = final.state === 'succeeded' ? 0 : 1;
+        process.exitCode = final.state === 'succeeded' ? EXIT.ok : EXIT.failed;
       },
     );
 

@@ -12,6 +12,7 @@ import { ConfigError, formatZodError, parseEnv } from '../../schemas/env';
 import { type FleetLayout, fleetLayoutSchema } from '../../schemas/layout';
 import { simEnvSchema, simSupervisorTls } from '../../sim/config';
 import { killSimDomain, startSimDomain } from '../../sim/domain';
+import { EXIT } from '../exit-codes';
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
 
@@ -106,7 +107,7 @@ export function register(program: Command): void {
           // The host is gone (killed, or `haru sim kill`): take the rest down too and say so.
           await domain.kill();
           process.stderr.write(`haru: simulated domain ${domain.domainSlug}: supervisor exited; domain stopped\n`);
-          process.exitCode = 1;
+          process.exitCode = EXIT.failed;
           return;
         }
         out(`${outcome}: stopping simulated domain ${domain.domainSlug}`);
