@@ -11,7 +11,7 @@ import {
 import { ageOf } from '../age';
 import { apiClientFor } from '../connection';
 import { table } from '../format';
-import { isData, type OutputOptions, renderData } from '../output';
+import { isData, isWide, type OutputOptions, renderData } from '../output';
 
 const MIB_PER_GIB = 1024;
 const gib = (mib: number | null) => (mib === null ? '?' : `${(mib / MIB_PER_GIB).toFixed(1)}`);
@@ -27,8 +27,15 @@ function progress(p: TrainingProgress['progress']): string | null {
 const lastPoll = (d: PolledDomain) =>
   `${d.lastSeenAt ? `${d.lastSeenAt} (${formatAge(d.lastSeenAgeMs)} ago)` : 'never'}${d.isStale ? ' STALE' : ''}`;
 
-/** `haru fleet health` as a human reads it: the monitor's look and its age, then each domain's last poll. */
-export function formatFleetHealth(h: FleetHealthResponse): string {
+/** The LAST HEARD cell: how long ago (to the millisecond near now: a heartbeat is half a second), `STALE` past the limit. */
+const lastHeardAge = (d: PolledDomain) =>
+  `${d.lastSeenAt ? `${formatAge(d.lastSeenAgeMs)} ago` : 'never'}${d.isStale ? ' STALE' : ''}`;
+
+/**
+ * `haru fleet health` as a human reads it: the monitor's look and its age, then each domain's last poll as an
+ * age (`wide`: its time as well).
+ */
+export function formatFleetHealth(h: FleetHealthResponse, opts: { wide?: boolean } = {}): string {
   const look = h.monitorLook;
   const lines = [`fleet ${h.fleetSlug} (${h.fleetId})`];
   if (!h.monitor) {
@@ -47,7 +54,16 @@ export function formatFleetHealth(h: FleetHealthResponse): string {
   lines.push('');
   lines.push(
     table(
-      ['DOMAIN', 'ROLE', 'STATE', 'MONITOR SAYS', 'LAST HEARD', 'FAILURES', 'LAST ERROR'],
+      [
+        'DOMAIN',
+        'ROLE',
+        'STATE',
+        'MONITOR SAYS',
+        'LAST HEARD',
+        ...(opts.wide ? ['LAST HEARD AT'] : []),
+        'FAILURES',
+        'LAST ERROR',
+      ],
       h.domains.map((d) => {
         const a = assessed.get(d.id);
         return [
@@ -55,7 +71,8 @@ export function formatFleetHealth(h: FleetHealthResponse): string {
           d.isActive ? 'active' : 'standby',
           d.state,
           a ? `${a.status}${a.reasons.length ? ` (${a.reasons.join(', ')})` : ''}` : null,
-          lastPoll(d),
+          lastHeardAge(d),
+          ...(opts.wide ? [d.lastSeenAt] : []),
           d.consecutiveFailures,
           d.lastError,
         ];
@@ -127,7 +144,7 @@ export function registerFleetHealth(fleet: Command): void {
     .option('--json', 'print JSON')
     .action(async (ref: string, opts: OutputOptions, cmd: Command) => {
       const health = await apiClientFor(cmd).get(`${fleetPath(ref)}/health`, fleetHealthResponseSchema);
-      out(isData(opts) ? renderData(health, opts) : formatFleetHealth(health));
+      out(isData(opts) ? renderData(health, opts) : formatFleetHealth(health, { wide: isWide(opts) }));
     });
 }
 

@@ -39,7 +39,10 @@ it("fleet health shows each domain's last poll with its age and the monitor's lo
   expect(text.code).toBe(0);
   expect(text.stdout).toMatch(/monitor looked .* ago/);
   expect(text.stdout).not.toContain('STALE');
-  expect(text.stdout).toMatch(/^east\s+active\s+ready\s+healthy\s+\S+ \(.* ago\)/m);
+  expect(text.stdout).toMatch(/^east\s+active\s+ready\s+healthy\s+\S+ ago\s/m);
+  const wide = await haru('fleet', 'health', live.slug, '-o', 'wide');
+  expect(wide.stdout).toMatch(/^DOMAIN +ROLE +STATE +MONITOR SAYS +LAST HEARD +LAST HEARD AT +FAILURES/m);
+  expect(wide.stdout).toMatch(/^east\s+active\s+ready\s+healthy\s+\S+ ago\s+\d{4}-\d\d-\d\dT\S+Z\s+0/m);
   expect(text.stdout).toMatch(/^west\s+standby\s+ready\s+healthy/m);
 });
 
