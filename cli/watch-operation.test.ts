@@ -109,7 +109,7 @@ describe('watchOperation', () => {
     expect(lines.slice(-3)).toEqual([
       'routing committed 2.60s after start',
       'demotion of east (best effort): failed: east unreachable (the promotion does not depend on it)',
-      'succeeded (watched 0ms)',
+      'succeeded (not demoted) (watched 0ms)',
     ]);
   });
 

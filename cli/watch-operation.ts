@@ -94,7 +94,10 @@ export async function watchOperation(deps: WatchDeps, fleet: string, operationId
       for (const line of summary(detail, slug)) deps.write(line);
       const took = formatElapsed(deps.now().getTime() - started.getTime());
       const why = detail.error ? ` at ${detail.error.step}: ${detail.error.code}: ${detail.error.message}` : '';
-      deps.write(`${detail.state}${why} (watched ${took})`);
+      // Routing moved, the old active did not go to standby: the last line says so, as `fleet operations` does.
+      const demotion = detail.progress?.steps.find((s) => s.step === BEST_EFFORT_STEP);
+      const notDemoted = detail.state === 'succeeded' && demotion?.status === 'failed' ? ' (not demoted)' : '';
+      deps.write(`${detail.state}${notDemoted}${why} (watched ${took})`);
       return detail;
     }
     await deps.wait(deps.pollIntervalMs ?? 250);
