@@ -5,6 +5,7 @@
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import YAML from 'yaml';
 import { runCli } from '../../test/support/cli';
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -116,6 +117,18 @@ describe('haru config', () => {
       1,
       expect.stringMatching(/^haru: api_unreachable: .*haru\.invalid/),
     ]);
+  });
+
+  it('never prints a token: get-contexts -o yaml says only how a context gets it', async () => {
+    const file = path.join(dir, 'inline.json');
+    const config = { currentContext: 'ci', contexts: { ci: { server: 'https://ci.example', token: 'sekrit' } } };
+    writeFileSync(file, JSON.stringify(config), { mode: 0o600 });
+    const run = await haru(['config', 'get-contexts', '-o', 'yaml'], { HARU_CONFIG: file });
+    expect(run.code).toBe(0);
+    expect(YAML.parse(run.stdout)).toEqual([
+      { name: 'ci', isCurrent: true, server: 'https://ci.example', token: 'inline', insecureHttp: false },
+    ]);
+    expect(run.stdout).not.toContain('sekrit');
   });
 
   it('refuses a config file with a problem, naming the file and the JSON path, exit 2', async () => {
