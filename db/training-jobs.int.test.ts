@@ -315,9 +315,10 @@ describe.each(backends)('training jobs on %s', (_backend, open) => {
 });
 
 /**
- * The race made certain on a server Postgres: another session holds the job's row while the starts arrive, so
- * every one of them is in flight at once when it lets go. Under the row lock they apply one after the other;
- * without it each would have read `queued` and all would have written generation 1.
+ * The race made certain on a server Postgres: another session holds the job's row lock while the starts
+ * arrive, so all of them have read `queued` and wait to write when it lets go. The version guard lets one
+ * write; the others write nothing, read the job again and find it running. Without the guard all four would
+ * have written generation 1.
  */
 describe('training job transitions racing on postgres', () => {
   let t: Awaited<ReturnType<typeof createTestDatabase>>;

@@ -4,7 +4,7 @@ import {
   trainingJobHistoryEntrySchema,
   trainingJobSchema,
 } from '../../schemas/training-job';
-import type { TrainingJobEventRow, TrainingJobRow, trainingJobs } from '../schema';
+import type { TrainingJobEventRow, TrainingJobRow } from '../schema';
 
 /** Training job rows in and out of the table; rows leave the db layer only as parsed objects, as in mappers.ts. */
 
@@ -39,19 +39,6 @@ export const toTrainingJob = (row: TrainingJobRow): TrainingJob =>
     startedAt: isoOrNull(row.startedAt),
     finishedAt: isoOrNull(row.finishedAt),
   });
-
-/** The columns the state machine changes, from the job it returned. */
-export const machineColumns = (job: TrainingJob): Partial<typeof trainingJobs.$inferInsert> => ({
-  state: job.state,
-  runGeneration: job.runGeneration,
-  domainId: job.domainId,
-  gpuIndex: job.gpuIndex,
-  preemptedAtStep: job.preemptedAtStep,
-  checkpointStep: job.checkpoint?.step ?? null,
-  checkpointPath: job.checkpoint?.path ?? null,
-  checkpointGeneration: job.checkpoint?.generation ?? null,
-  reason: job.reason,
-});
 
 export const toTrainingJobHistoryEntry = (row: TrainingJobEventRow): TrainingJobHistoryEntry =>
   trainingJobHistoryEntrySchema.parse({

@@ -1,4 +1,4 @@
-import { and, asc, eq, gt, inArray, sql } from 'drizzle-orm';
+import { and, asc, eq, getTableColumns, gt, inArray, sql } from 'drizzle-orm';
 import { checkJobAgainstTemplates } from '../../core/training-job-params';
 import { nextJobState } from '../../core/training-job';
 import type { InputProblem } from '../../schemas/issues';
@@ -16,8 +16,9 @@ import {
 } from '../../schemas/training-job';
 import { fleets, trainingJobEvents, trainingJobs } from '../schema';
 import { StoreError } from '../store-error';
-import { isUuid, type RepoDeps, timestampParam } from './support';
-import { machineColumns, toTrainingJob, toTrainingJobHistoryEntry } from './training-job-rows';
+import { isUuid, type RepoDeps, rowsOf, timestampParam } from './support';
+import { insertJob, moveJob, writtenRow } from './training-job-statements';
+import { toTrainingJob, toTrainingJobHistoryEntry } from './training-job-rows';
 
 export interface SubmitTrainingJobInput {
   fleetId: string;
@@ -37,6 +38,9 @@ export type TrainingJobTransitionResult =
   | { outcome: 'refused'; code: TrainingJobRefusalCode; reason: string; job: TrainingJob };
 
 const MAX_LIST = 1000;
+/** Writes that found their read outdated are decided again; each lost race means another writer won. */
+const WRITE_ATTEMPTS = 50;
+const jobNotFound = (jobId: string) => new StoreError('not_found', `training job ${jobId} does not exist`);
 /** Templates are stored as applied (parsed, defaults filled); read back through the same schema. */
 const trainerTemplatesSchema = trainerTemplateSchema.array();
 const terminal: readonly TrainingJobState[] = TERMINAL_TRAINING_JOB_STATES;
@@ -54,10 +58,11 @@ function eventData(event: TrainingJobEvent, before: TrainingJob): Record<string,
 export type TrainingJobRepo = ReturnType<typeof createTrainingJobRepo>;
 
 /**
- * Training jobs and their history. Every change goes through the state machine of core/training-job.ts inside
- * one short transaction that holds the job's row lock (SELECT … FOR UPDATE), so concurrent events on one job
- * apply one after the other, each to the state the previous left; the history line is written in the same
- * transaction. No network call runs inside it.
+ * Training jobs and their history. Every change is decided by the state machine of core/training-job.ts on the
+ * job as read, then written in one statement with its history line, guarded by the row version read: when
+ * another event changed the job in between, nothing is written and the event is decided again on what that
+ * one left. So concurrent events on one job apply one after the other, and no transaction is held open
+ * (docs/architecture.md §3.6).
  */
 export function createTrainingJobRepo({ db, now }: RepoDeps) {
   const get = async (jobId: string): Promise<TrainingJob | null> => {
@@ -66,44 +71,51 @@ export function createTrainingJobRepo({ db, now }: RepoDeps) {
     return row ? toTrainingJob(row) : null;
   };
 
+  /** The trainer templates of a fleet's last applied layout; null when the fleet does not exist. */
+  const templates = async (fleetId: string): Promise<TrainerTemplate[] | null> => {
+    if (!isUuid(fleetId)) return null;
+    const [fleet] = await db.select({ templates: fleets.trainingTemplates }).from(fleets).where(eq(fleets.id, fleetId));
+    return fleet ? trainerTemplatesSchema.parse(fleet.templates) : null;
+  };
+
   /**
-   * Applies `event` to the job under its row lock, or returns the state machine's refusal. A start makes a
-   * new run generation (returned in the job). StoreError `not_found` when the job does not exist.
+   * Applies `event` to the job, or returns the state machine's refusal. A start makes a new run generation
+   * (returned in the job). StoreError `not_found` when the job does not exist.
    */
   const transition = async (jobId: string, input: TrainingJobEvent): Promise<TrainingJobTransitionResult> => {
     const event = trainingJobEventSchema.parse(input);
-    if (!isUuid(jobId)) throw new StoreError('not_found', `training job ${jobId} does not exist`);
-    return db.transaction(async (tx) => {
-      const [row] = await tx.select().from(trainingJobs).where(eq(trainingJobs.id, jobId)).for('update');
-      if (!row) throw new StoreError('not_found', `training job ${jobId} does not exist`);
+    if (!isUuid(jobId)) throw jobNotFound(jobId);
+    for (let attempt = 0; attempt < WRITE_ATTEMPTS; attempt += 1) {
+      const [read] = await db
+        .select({ ...getTableColumns(trainingJobs), version: sql<string>`${trainingJobs}.xmin::text` })
+        .from(trainingJobs)
+        .where(eq(trainingJobs.id, jobId));
+      if (!read) throw jobNotFound(jobId);
+      const { version, ...row } = read;
       const before = toTrainingJob(row);
       const next = nextJobState(before, event);
-      if (!next.ok) return { outcome: 'refused' as const, code: next.code, reason: next.reason, job: before };
+      if (!next.ok) return { outcome: 'refused', code: next.code, reason: next.reason, job: before };
       const at = now();
-      const [updated] = await tx
-        .update(trainingJobs)
-        .set({
-          ...machineColumns(next.job),
-          updatedAt: at,
-          ...(event.type === 'start' && !row.startedAt ? { startedAt: at } : {}),
-          ...(terminal.includes(next.job.state) ? { finishedAt: at } : {}),
-        })
-        .where(eq(trainingJobs.id, jobId))
-        .returning();
-      const [entry] = await tx
-        .insert(trainingJobEvents)
-        .values({
-          jobId,
-          type: event.type,
-          fromState: before.state,
-          toState: next.job.state,
-          runGeneration: next.job.runGeneration,
-          data: eventData(event, before),
-          createdAt: at,
-        })
-        .returning();
-      return { outcome: 'applied' as const, job: toTrainingJob(updated!), entry: toTrainingJobHistoryEntry(entry!) };
-    });
+      const statement = moveJob({
+        before,
+        version,
+        after: next.job,
+        type: event.type,
+        data: eventData(event, before),
+        at,
+        startedAt: row.startedAt ?? (event.type === 'start' ? at : null),
+        finishedAt: terminal.includes(next.job.state) ? at : null,
+      });
+      const [written] = rowsOf<{ job: unknown; entry: unknown }>(await db.execute(statement)).map(writtenRow);
+      // Nothing written: another event changed the job since it was read. Decide again on what it left.
+      if (!written) continue;
+      return {
+        outcome: 'applied',
+        job: toTrainingJob(written.job),
+        entry: toTrainingJobHistoryEntry(written.entry),
+      };
+    }
+    throw new StoreError('unavailable', `training job ${jobId} kept changing under ${WRITE_ATTEMPTS} attempts`);
   };
 
   return {
@@ -111,57 +123,28 @@ export function createTrainingJobRepo({ db, now }: RepoDeps) {
 
     /**
      * Queues a job after checking it against the template it names, as the fleet's last applied layout declares
-     * it (params resolved with their defaults, which the job keeps). StoreError `not_found` (fleet) when the
-     * fleet does not exist.
+     * it (params resolved with their defaults, which the job keeps); written only while those templates are
+     * still the fleet's. StoreError `not_found` (fleet) when the fleet does not exist.
      */
     async submit(input: SubmitTrainingJobInput): Promise<SubmitTrainingJobResult> {
       const parsed = trainingJobSpecSchema.safeParse(input.spec);
       if (!parsed.success) return { outcome: 'invalid', problems: inputProblems(parsed.error) };
       const missingFleet = new StoreError('not_found', `fleet ${input.fleetId} does not exist`, 'fleet');
       if (!isUuid(input.fleetId)) throw missingFleet;
-      return db.transaction(async (tx) => {
-        // FOR SHARE: a layout apply that changes the templates waits for this job, or this job for it.
-        const [fleet] = await tx
-          .select({ templates: fleets.trainingTemplates })
-          .from(fleets)
-          .where(eq(fleets.id, input.fleetId))
-          .for('share');
-        if (!fleet) throw missingFleet;
-        const checked = checkJobAgainstTemplates(parsed.data, trainerTemplatesSchema.parse(fleet.templates));
-        if (!checked.ok) return { outcome: 'invalid' as const, problems: checked.problems };
-        const at = now();
-        const [row] = await tx
-          .insert(trainingJobs)
-          .values({
-            ...checked.spec,
-            fleetId: input.fleetId,
-            requestedBy: input.requestedBy,
-            createdAt: at,
-            updatedAt: at,
-          })
-          .returning();
-        await tx.insert(trainingJobEvents).values({
-          jobId: row!.id,
-          type: 'submitted',
-          fromState: null,
-          toState: 'queued',
-          runGeneration: 0,
-          data: { requestedBy: input.requestedBy },
-          createdAt: at,
-        });
-        return { outcome: 'submitted' as const, job: toTrainingJob(row!) };
-      });
+      for (let attempt = 0; attempt < WRITE_ATTEMPTS; attempt += 1) {
+        const declared = await templates(input.fleetId);
+        if (!declared) throw missingFleet;
+        const checked = checkJobAgainstTemplates(parsed.data, declared);
+        if (!checked.ok) return { outcome: 'invalid', problems: checked.problems };
+        const statement = insertJob({ ...input, spec: checked.spec, templates: declared, at: now() });
+        const [written] = rowsOf<{ job: unknown; entry: unknown }>(await db.execute(statement)).map(writtenRow);
+        // Nothing written: a layout apply changed the templates (or removed the fleet) since they were read.
+        if (written) return { outcome: 'submitted', job: toTrainingJob(written.job) };
+      }
+      throw new StoreError('unavailable', `fleet ${input.fleetId}'s templates kept changing under the submission`);
     },
 
-    /** The trainer templates of a fleet's last applied layout; null when the fleet does not exist. */
-    async templates(fleetId: string): Promise<TrainerTemplate[] | null> {
-      if (!isUuid(fleetId)) return null;
-      const [fleet] = await db
-        .select({ templates: fleets.trainingTemplates })
-        .from(fleets)
-        .where(eq(fleets.id, fleetId));
-      return fleet ? trainerTemplatesSchema.parse(fleet.templates) : null;
-    },
+    templates,
 
     /**
      * A fleet's jobs, oldest first (ties by id), optionally only those in `states`; at most `limit` (default
@@ -169,7 +152,11 @@ export function createTrainingJobRepo({ db, now }: RepoDeps) {
      */
     async list(
       fleetId: string,
-      opts: { states?: readonly TrainingJobState[]; limit?: number; after?: TrainingJob } = {},
+      opts: {
+        states?: readonly TrainingJobState[];
+        limit?: number;
+        after?: Pick<TrainingJob, 'id' | 'createdAt'>;
+      } = {},
     ): Promise<TrainingJob[]> {
       if (!isUuid(fleetId)) return [];
       const filters = [eq(trainingJobs.fleetId, fleetId)];
