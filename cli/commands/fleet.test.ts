@@ -48,6 +48,7 @@ beforeAll(async () => {
   api = await startFakeApi({
     ...together(),
     '/v1/fleets/prod/events?order=desc&limit=1000': { body: { events: [event], nextCursor: 9 } },
+    '/v1/fleets': { body: { fleets: [fleet] } },
     '/v1/fleets/prod/events?limit=100&order=desc': {
       body: { events: [{ ...event, createdAt: promotion.createdAt }], nextCursor: 9 },
     },
@@ -85,4 +86,11 @@ it('`fleet events` starts each line with the age, and -o wide with the time befo
   expect(run.stdout.trim()).toMatch(/^30m +#9 +operation\.step +demoteOldActive failed: /);
   const wide = await haru(['fleet', 'events', 'prod', '-o', 'wide']);
   expect(wide.stdout.trim().startsWith(`${promotion.createdAt}  30m`)).toBe(true);
+});
+
+it('`fleet list -o wide` adds whether automatic failover is on and the fleet id', async () => {
+  const [header, row] = (await haru(['fleet', 'list', '-o', 'wide'])).stdout.split('\n');
+  expect(header).toMatch(/^FLEET +ACTIVE +REVISION +DOMAINS +IN FLIGHT +AUTO-FAILOVER +ID$/);
+  expect(row).toMatch(new RegExp(`^prod +a +3 +a:ready b:ready +- +on +${fleet.id}$`));
+  expect((await haru(['fleet', 'list'])).stdout.split('\n')[0]).toMatch(/IN FLIGHT$/);
 });
