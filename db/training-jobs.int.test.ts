@@ -1,10 +1,12 @@
 import postgres from 'postgres';
 import type { FleetLayoutInput } from '../schemas/layout';
 import { type TrainerTemplateInput, trainerTemplateSchema } from '../schemas/trainer-template';
-import type { TrainingJob } from '../schemas/training-job';
+import { type TrainingJob, trainingJobSpecSchema } from '../schemas/training-job';
 import type { HaruDatabase } from './client';
 import { testLayout } from './fixtures';
 import type { Store } from './store';
+import { insertJob } from './repo/training-job-statements';
+import { rowsOf } from './repo/support';
 import { StoreError } from './store-error';
 import { eventually } from '../test/support/eventually';
 import { createPgliteTestDatabase, createTestDatabase, seedLayout } from './testing';
@@ -159,6 +161,19 @@ describe.each(backends)('training jobs on %s', (_backend, open) => {
     });
     expect(submitted).toMatchObject({ outcome: 'submitted', job: { template: 'dpo', params: {} } });
     await seedLayout(t.store, layoutWithTemplates('trainers'));
+  });
+
+  it('writes no submission checked against templates the fleet no longer has', async () => {
+    const before = await t.store.trainingJobs.list(fleetId, { limit: 1000 });
+    const outdated = insertJob({
+      fleetId,
+      spec: trainingJobSpecSchema.parse(spec()),
+      storedTemplates: [],
+      requestedBy: 'api:ci',
+      at: tick(),
+    });
+    expect(rowsOf(await t.database.db.execute(outdated))).toEqual([]);
+    expect(await t.store.trainingJobs.list(fleetId, { limit: 1000 })).toEqual(before);
   });
 
   it('has no templates for a fleet whose layout declares none, and none for an unknown fleet', async () => {

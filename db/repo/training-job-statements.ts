@@ -1,6 +1,5 @@
 import { getTableColumns, sql, type SQL } from 'drizzle-orm';
 import type { PgTable } from 'drizzle-orm/pg-core';
-import type { TrainerTemplate } from '../../schemas/trainer-template';
 import type { TrainingJob, TrainingJobSpec } from '../../schemas/training-job';
 import { type TrainingJobEventRow, trainingJobEvents, type TrainingJobRow, trainingJobs } from '../schema';
 import { timestampParam } from './support';
@@ -43,7 +42,8 @@ const historyLine = (type: string, fromState: SQL, data: Record<string, unknown>
 export function insertJob(input: {
   fleetId: string;
   spec: TrainingJobSpec;
-  templates: readonly TrainerTemplate[];
+  /** The fleet's templates exactly as read (not as parsed: a default the schema adds would never match). */
+  storedTemplates: unknown;
   requestedBy: string;
   at: Date;
 }): SQL {
@@ -57,7 +57,7 @@ export function insertJob(input: {
         ${spec.steps}::integer, ${JSON.stringify(spec.params)}::jsonb, ${spec.priority}::integer,
         ${spec.publishOnSuccess}::boolean, ${requestedBy}::text, ${ts}, ${ts}
       from fleets
-      where id = ${fleetId}::uuid and training_templates = ${JSON.stringify(input.templates)}::jsonb
+      where id = ${fleetId}::uuid and training_templates = ${JSON.stringify(input.storedTemplates)}::jsonb
       returning *
     ), line as (${historyLine('submitted', sql`null`, { requestedBy }, at)})
     select row_to_json(written) as job, row_to_json(line) as entry from written, line`;

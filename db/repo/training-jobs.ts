@@ -71,12 +71,15 @@ export function createTrainingJobRepo({ db, now }: RepoDeps) {
     return row ? toTrainingJob(row) : null;
   };
 
-  /** The trainer templates of a fleet's last applied layout; null when the fleet does not exist. */
-  const templates = async (fleetId: string): Promise<TrainerTemplate[] | null> => {
-    if (!isUuid(fleetId)) return null;
-    const [fleet] = await db.select({ templates: fleets.trainingTemplates }).from(fleets).where(eq(fleets.id, fleetId));
-    return fleet ? trainerTemplatesSchema.parse(fleet.templates) : null;
+  /** A fleet's templates as stored (what a submission's guard compares) and as parsed; null without the fleet. */
+  const readTemplates = async (fleetId: string) => {
+    const [fleet] = await db.select({ stored: fleets.trainingTemplates }).from(fleets).where(eq(fleets.id, fleetId));
+    return fleet ? { stored: fleet.stored, parsed: trainerTemplatesSchema.parse(fleet.stored) } : null;
   };
+
+  /** The trainer templates of a fleet's last applied layout; null when the fleet does not exist. */
+  const templates = async (fleetId: string): Promise<TrainerTemplate[] | null> =>
+    isUuid(fleetId) ? ((await readTemplates(fleetId))?.parsed ?? null) : null;
 
   /**
    * Applies `event` to the job, or returns the state machine's refusal. A start makes a new run generation
@@ -132,11 +135,11 @@ export function createTrainingJobRepo({ db, now }: RepoDeps) {
       const missingFleet = new StoreError('not_found', `fleet ${input.fleetId} does not exist`, 'fleet');
       if (!isUuid(input.fleetId)) throw missingFleet;
       for (let attempt = 0; attempt < WRITE_ATTEMPTS; attempt += 1) {
-        const declared = await templates(input.fleetId);
+        const declared = await readTemplates(input.fleetId);
         if (!declared) throw missingFleet;
-        const checked = checkJobAgainstTemplates(parsed.data, declared);
+        const checked = checkJobAgainstTemplates(parsed.data, declared.parsed);
         if (!checked.ok) return { outcome: 'invalid', problems: checked.problems };
-        const statement = insertJob({ ...input, spec: checked.spec, templates: declared, at: now() });
+        const statement = insertJob({ ...input, spec: checked.spec, storedTemplates: declared.stored, at: now() });
         const [written] = rowsOf<{ job: unknown; entry: unknown }>(await db.execute(statement)).map(writtenRow);
         // Nothing written: a layout apply changed the templates (or removed the fleet) since they were read.
         if (written) return { outcome: 'submitted', job: toTrainingJob(written.job) };
