@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { ServerCertificateFiles } from '../lib/server-tls';
 import { secretFromEnv } from '../lib/secret-file';
 import { type ApiKey, apiKeyRing } from './auth/api-key';
 import { loadApiKeysFile } from './auth/keys-file';
@@ -44,6 +45,12 @@ export const apiConfigSchema = z.object({
    * read once at boot; owner-only (mode 600). May be set beside HARU_API_TOKEN, whose key is `default`.
    */
   HARU_API_KEYS_FILE: blankable(z.string().min(1).optional()),
+  /**
+   * HTTPS: the certificate chain and its key (owner-only), both or neither; renewed files are served without a
+   * restart (lib/server-tls.ts).
+   */
+  HARU_API_TLS_CERT_FILE: blankable(z.string().min(1).optional()),
+  HARU_API_TLS_KEY_FILE: blankable(z.string().min(1).optional()),
   /** Fleet (slug or UUID) for proxy requests without an `X-Haru-Fleet` header. */
   HARU_DEFAULT_FLEET: blankable(z.string().min(1).optional()),
   HARU_CHAT_MAX_BODY_BYTES: blankable(positiveInt.default(32 * MIB)),
@@ -127,7 +134,21 @@ export function loadApiConfig(env: NodeJS.ProcessEnv): ApiConfig {
   };
   // A clash between the file and HARU_API_TOKEN stops the API here, at start, not at the first request.
   apiKeysOf(config);
+  apiCertificateFiles(config);
   return config;
+}
+
+/** The API's certificate and key files (HTTPS), or undefined for plain HTTP; ConfigError for one without the other. */
+export function apiCertificateFiles(
+  config: Pick<ApiConfig, 'HARU_API_TLS_CERT_FILE' | 'HARU_API_TLS_KEY_FILE'>,
+): ServerCertificateFiles | undefined {
+  const { HARU_API_TLS_CERT_FILE: cert, HARU_API_TLS_KEY_FILE: key } = config;
+  if (!cert && !key) return undefined;
+  if (!cert || !key) throw configError('HARU_API_TLS_CERT_FILE and HARU_API_TLS_KEY_FILE go together: set both');
+  return {
+    cert: { setting: 'HARU_API_TLS_CERT_FILE', file: cert },
+    key: { setting: 'HARU_API_TLS_KEY_FILE', file: key },
+  };
 }
 
 /** The config with every default, for tests: `defaultApiConfig({ HARU_CHAT_HOLD_MS: 100 })`. */

@@ -3,14 +3,17 @@
  * HTTP server, and installs the signal handlers. Everything else in api/ is a factory taking its deps.
  */
 import http from 'node:http';
+import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { createDatabase } from '../db/client';
 import { listenPoolerWarning } from '../db/postgres-tls';
 import { migrate } from '../db/migrate';
 import { composeApi } from './compose';
-import { type ApiConfig, loadApiConfig } from './config';
+import { type ApiConfig, apiCertificateFiles, loadApiConfig } from './config';
 import { batchedLineWriter, createJsonLogger, type Logger } from '../lib/logger';
+import { readServerCertificate, reloadCertificateOnChange } from '../lib/server-tls';
+import { ConfigError } from '../schemas/env';
 import { createApiMetrics } from './metrics';
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
@@ -48,6 +51,10 @@ export async function startApi(env: NodeJS.ProcessEnv = process.env): Promise<Ru
     base: { service: 'haru-api' },
   });
   const host = bindHost(config, logger, (text) => process.stderr.write(text));
+  // HTTPS when a certificate is configured: read before anything opens (a bad file stops the start), renewed
+  // files served as they change.
+  const certificate = apiCertificateFiles(config);
+  const served = certificate && readServerCertificate(certificate, (m) => new ConfigError(m));
   const database = await createDatabase({
     databaseUrl: config.DATABASE_URL,
     dataDir: path.resolve(config.HARU_STATE_DIR, 'pgdata'),
@@ -59,7 +66,13 @@ export async function startApi(env: NodeJS.ProcessEnv = process.env): Promise<Ru
   await migrate(database);
   const composed = await composeApi({ database, config, logger, metrics: createApiMetrics({ withDefaults: true }) });
   const { api } = composed;
-  const server = http.createServer(api.handle);
+  const server = served ? https.createServer(served, api.handle) : http.createServer(api.handle);
+  const stopReloading = certificate
+    ? reloadCertificateOnChange(server as https.Server, certificate, {
+        reloaded: () => logger.info('api certificate reloaded', { certFile: certificate.cert.file }),
+        failed: (error) => logger.warn('api certificate not reloaded: the one in force stays', { error }),
+      })
+    : () => undefined;
   // Streams may be quiet for long; only the request itself is bounded by Node's requestTimeout.
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
@@ -67,7 +80,7 @@ export async function startApi(env: NodeJS.ProcessEnv = process.env): Promise<Ru
     server.listen(config.PORT, host, () => resolve());
   });
   const { port } = server.address() as AddressInfo;
-  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const url = `${certificate ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`;
   logger.info('api listening', { url, temporal: config.temporal.address, database: database.kind });
 
   let closing: Promise<void> | undefined;
@@ -75,6 +88,7 @@ export async function startApi(env: NodeJS.ProcessEnv = process.env): Promise<Ru
     url,
     close() {
       closing ??= (async () => {
+        stopReloading();
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeIdleConnections();

@@ -1,5 +1,4 @@
 import { readFileSync } from 'node:fs';
-import { readOwnerOnlyFile } from '../lib/secret-file';
 import { ConfigError } from '../schemas/env';
 
 /** Reads the file `variable` names; an unreadable file is a ConfigError naming the variable. */
@@ -10,7 +9,3 @@ export function readConfigFile(variable: string, file: string): Buffer {
     throw new ConfigError(`${variable}: cannot read ${file} (${(err as NodeJS.ErrnoException).code})`);
   }
 }
-
-/** Like readConfigFile, and refuses a file that group or others may read: a secret must be its owner's alone. */
-export const readSecretFile = (variable: string, file: string): Buffer =>
-  readOwnerOnlyFile(file, variable, (message) => new ConfigError(message));

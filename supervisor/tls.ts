@@ -7,7 +7,8 @@ import type { ServerOptions } from 'node:https';
 import type { TLSSocket } from 'node:tls';
 import { ConfigError } from '../schemas/env';
 import { ErrorCode, HaruError } from '../schemas/errors';
-import { readConfigFile as read, readSecretFile } from './secret-file';
+import { readServerCertificate, type ServerCertificateFiles } from '../lib/server-tls';
+import { readConfigFile as read } from './secret-file';
 
 /** The variables read here (validated as optional strings by the supervisor's env schema). */
 export interface SupervisorTlsEnv {
@@ -15,6 +16,12 @@ export interface SupervisorTlsEnv {
   HARU_SUPERVISOR_TLS_KEY_FILE?: string;
   HARU_SUPERVISOR_TLS_CLIENT_CA_FILE?: string;
 }
+
+/** The supervisor's certificate and key files, named by their variables. */
+export const supervisorCertificateFiles = (cert: string, key: string): ServerCertificateFiles => ({
+  cert: { setting: 'HARU_SUPERVISOR_TLS_CERT_FILE', file: cert },
+  key: { setting: 'HARU_SUPERVISOR_TLS_KEY_FILE', file: key },
+});
 
 /**
  * The `https.createServer` options, or undefined for plain HTTP (neither file set). A certificate without
@@ -32,10 +39,8 @@ export function loadSupervisorTls(env: SupervisorTlsEnv): ServerOptions | undefi
   if (!certFile || !keyFile) {
     throw new ConfigError('HARU_SUPERVISOR_TLS_CERT_FILE and HARU_SUPERVISOR_TLS_KEY_FILE go together: set both');
   }
-  const key = readSecretFile('HARU_SUPERVISOR_TLS_KEY_FILE', keyFile);
   return {
-    cert: read('HARU_SUPERVISOR_TLS_CERT_FILE', certFile),
-    key,
+    ...readServerCertificate(supervisorCertificateFiles(certFile, keyFile), (m) => new ConfigError(m)),
     // The handshake asks for a client certificate and verifies it, but does not end the connection without one:
     // requireClientCertificate answers such a request 401 with what to set, as nginx's `ssl_verify_client on`
     // answers 400, where an aborted handshake would reach the worker as a bare "other side closed".
