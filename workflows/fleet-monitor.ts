@@ -7,7 +7,6 @@ import {
   getExternalWorkflowHandle,
   isCancellation,
   log,
-  patched,
   setHandler,
   sleep,
   workflowInfo,
@@ -318,12 +317,6 @@ async function releaseAtCommit(fleetId: string, operationId: string, why: string
   }
 }
 
-/**
- * Patch (docs/architecture.md §4.9): the failed active is marked by the promotion request's own activity instead
- * of a markDomainFailed before it.
- */
-const MARK_FAILED_WITH_PROMOTION_REQUEST = 'mark-failed-with-promotion-request';
-
 /** Acts on a failover decision; returns the promotion it started, if any. */
 async function failOver(
   fleet: FleetView,
@@ -345,19 +338,13 @@ async function failOver(
     });
     return null;
   }
-  const promotion = {
+  // The request marks the failed active first: a workflow task fewer before the promotion starts.
+  const request = await control.requestPromotion({
     fleetId,
     targetDomainId: decision.promoteDomainId,
     reason: `auto-failover: ${decision.failure.message}`,
-  };
-  let request: Awaited<ReturnType<typeof control.requestPromotion>>;
-  if (patched(MARK_FAILED_WITH_PROMOTION_REQUEST)) {
-    // The request marks the active failed first: a workflow task fewer before the promotion starts.
-    request = await control.requestPromotion({ ...promotion, failedActive });
-  } else {
-    if (failedActive) await control.markDomainFailed({ fleetId, ...failedActive });
-    request = await control.requestPromotion(promotion);
-  }
+    failedActive,
+  });
   if (request.outcome === 'conflict') return null;
   log.info('auto-failover promotion requested', {
     fleetId,
