@@ -131,7 +131,11 @@ describeWithSkypilot("rendered YAML read by SkyPilot's own parser", () => {
       expect(task.setup).toBe(d.launch!.setup);
       expect(task.run).toBe(d.launch!.run);
       expect(task.envs).toMatchObject({ HARU_DOMAIN: d.slug, HARU_GPU_VENDOR: 'nvidia' });
-      expect(JSON.stringify(task)).not.toMatch(/HF_TOKEN|HARU_SUPERVISOR_TOKEN/);
+      // A launch's secrets reach SkyPilot as `--secret NAME` at launch, never in the task: none is among its envs
+      // (the run may name the variable it reads), and the supervisor's token is nowhere in it.
+      expect(d.launch!.secrets).toContain('HF_TOKEN');
+      for (const name of d.launch!.secrets!) expect(task.envs).not.toHaveProperty(name);
+      expect(JSON.stringify(task)).not.toMatch(/HARU_SUPERVISOR_TOKEN/);
       expect(task.resources).toEqual([
         expect.objectContaining({
           cloud: d.placement.cloud === 'aws' ? 'AWS' : 'GCP',
