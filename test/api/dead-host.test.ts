@@ -67,7 +67,13 @@ it('shows a dead active as failed and silent since it was last heard, its slots 
   expect(await samples('haru_training_state', east)).toEqual([]);
   expect((await samples('haru_model_awake', { ...east, domain: 'west', model: 'llama-1b' }))[0]?.value).toBe(1);
 
-  // haru fleet status: east failed, heard long ago, no slot serving.
+  // haru fleet status: east failed, heard long ago (once past the fleet's stale limit: a failover can be
+  // quicker than that), no slot serving.
+  await eventually(
+    'east stale',
+    async () => (await fleetStatus()).domains.find((d) => d.slug === 'east')!.sighting.isStale,
+    30_000,
+  );
   const status = await haru('fleet', 'status', live.slug);
   expect(status.code).toBe(0);
   const eastRow = status.stdout.split('\n').find((l) => l.startsWith('east '))!;
