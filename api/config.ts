@@ -93,6 +93,8 @@ export const apiConfigSchema = z.object({
   HARU_RECONCILE_WAIT_MS: blankable(z.coerce.number().int().min(0).default(3_000)),
   /** Poll interval of `GET /events?follow=1`. */
   HARU_EVENTS_POLL_MS: blankable(positiveMsSchema.default(500)),
+  /** Most `events?follow=1` streams one API process holds; more answer 429 `overloaded` with Retry-After. */
+  HARU_EVENTS_MAX_FOLLOWERS: blankable(positiveInt.default(1_000)),
   /** On SIGTERM, how long requests in flight may finish before their connections are cut (event follows end at once). */
   HARU_SHUTDOWN_GRACE_MS: blankable(positiveMsSchema.default(10_000)),
   /** How `GET …/domains/:domain/status` reads supervisors: the worker's variables (token, CA, client certificate). */

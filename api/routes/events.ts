@@ -2,11 +2,15 @@ import type { Request, Response } from 'express';
 import { Router } from 'express';
 import { eventsQuerySchema } from '../../schemas/api';
 import type { FleetSnapshot } from '../../schemas/entities';
+import { HaruError } from '../../schemas/errors';
+import { createEventFeeds, type EventFeeds } from '../event-feed';
 import { startSse, writeSseComment } from '../proxy/sse';
 import { storeDeadline } from '../timeout';
 import { controlStoreTimeoutMs, loadFleet, param, parseWith, type RouteContext } from './context';
 
 const KEEPALIVE_MS = 15_000;
+/** Most events one read of a fleet's feed returns: a follower far behind catches up a page at a time. */
+const FEED_PAGE_SIZE = 500;
 
 /**
  * The cursor to start a follow from: the SSE `Last-Event-ID` a reconnecting client sends, else `?after=`.
@@ -20,82 +24,81 @@ function startCursor(req: Request, after: number | undefined): number {
   return after ?? 0;
 }
 
+/** How long a follower refused for the cap is told to wait before it tries again. */
+const FOLLOW_RETRY_AFTER_S = 5;
+
 /**
  * Streams events as SSE (`id: <cursor>` and `data: <event JSON>` per event) until the client leaves or the
  * API shuts down (`ctx.shutdown`: the stream ends with a comment, so a server draining on SIGTERM is not
- * held open by followers). New events are found by polling the store every HARU_EVENTS_POLL_MS; a store
- * error is logged and retried.
+ * held open by followers). The events come from the fleet's one feed (api/event-feed.ts: one store poll every
+ * HARU_EVENTS_POLL_MS for all its followers); a keepalive comment every 15 s of silence.
  */
-async function follow(
+function follow(
   ctx: RouteContext,
+  feeds: EventFeeds,
   fleet: FleetSnapshot,
   req: Request,
   res: Response,
   after: number,
-  limit: number,
 ) {
-  let cursor = after;
-  let closed = false;
-  res.on('close', () => {
-    closed = true;
+  if (feeds.followerCount() >= ctx.config.HARU_EVENTS_MAX_FOLLOWERS) {
+    throw new HaruError(
+      'overloaded',
+      `this API process has ${ctx.config.HARU_EVENTS_MAX_FOLLOWERS} event followers (HARU_EVENTS_MAX_FOLLOWERS)`,
+      { retryAfterSeconds: FOLLOW_RETRY_AFTER_S },
+    );
+  }
+  if (ctx.shutdown.aborted) {
+    res.end();
+    return;
+  }
+  startSse(res);
+  writeSseComment(res, `following events of fleet ${fleet.slug}`);
+  let lastWrite = Date.now();
+  const leave = feeds.follow(fleet.id, {
+    cursor: after,
+    send(event) {
+      res.write(`id: ${event.id}\ndata: ${JSON.stringify(event)}\n\n`);
+      lastWrite = Date.now();
+    },
   });
+  const keepalive = setInterval(() => {
+    if (Date.now() - lastWrite < KEEPALIVE_MS) return;
+    writeSseComment(res, 'keepalive');
+    lastWrite = Date.now();
+  }, KEEPALIVE_MS / 3);
+  const end = () => {
+    leave();
+    clearInterval(keepalive);
+    ctx.shutdown.removeEventListener('abort', onShutdown);
+  };
   const onShutdown = () => {
-    if (closed) return;
-    closed = true;
+    end();
     writeSseComment(res, 'api shutting down');
     res.end();
   };
   ctx.shutdown.addEventListener('abort', onShutdown, { once: true });
-  res.once('close', () => ctx.shutdown.removeEventListener('abort', onShutdown));
-  if (ctx.shutdown.aborted) return onShutdown();
-  startSse(res);
-  writeSseComment(res, `following events of fleet ${fleet.slug}`);
-  let lastWrite = Date.now();
-  while (!closed) {
-    try {
-      const events = await storeDeadline(
-        ctx.store.events.list(fleet.id, { after: cursor, limit }),
-        controlStoreTimeoutMs(ctx.config),
-      );
-      for (const event of events) {
-        if (closed) break;
-        res.write(`id: ${event.id}\ndata: ${JSON.stringify(event)}\n\n`);
-        cursor = event.id;
-        lastWrite = Date.now();
-      }
-      if (events.length === limit) continue; // more are waiting: no pause
-    } catch (err) {
-      ctx.logger.warn('event follow read failed', {
-        fleetId: fleet.id,
-        error: err instanceof Error ? err.message : String(err),
-      });
-    }
-    if (Date.now() - lastWrite >= KEEPALIVE_MS) {
-      writeSseComment(res, 'keepalive');
-      lastWrite = Date.now();
-    }
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(done, ctx.config.HARU_EVENTS_POLL_MS);
-      res.once('close', done);
-      ctx.shutdown.addEventListener('abort', done, { once: true });
-      function done() {
-        clearTimeout(timer);
-        res.off('close', done);
-        ctx.shutdown.removeEventListener('abort', done);
-        resolve();
-      }
-    });
-  }
+  res.once('close', end);
 }
 
 /** `GET /v1/fleets/:fleet/events?after=&limit=`; with `follow=1` the answer is an SSE stream. */
 export function eventRoutes(ctx: RouteContext): Router {
   const router = Router();
+  const feeds = createEventFeeds({
+    list: (fleetId, opts) => storeDeadline(ctx.store.events.list(fleetId, opts), controlStoreTimeoutMs(ctx.config)),
+    pollMs: ctx.config.HARU_EVENTS_POLL_MS,
+    pageSize: FEED_PAGE_SIZE,
+    onReadError: (fleetId, err) =>
+      ctx.logger.warn('event follow read failed', {
+        fleetId,
+        error: err instanceof Error ? err.message : String(err),
+      }),
+  });
   router.get('/v1/fleets/:fleet/events', async (req, res) => {
     const query = parseWith(eventsQuerySchema, req.query, 'query');
     const fleet = await loadFleet(ctx, param(req, 'fleet'));
     if (query.follow === '1' || query.follow === 'true') {
-      await follow(ctx, fleet, req, res, startCursor(req, query.after), query.limit);
+      follow(ctx, feeds, fleet, req, res, startCursor(req, query.after));
       return;
     }
     const events = await storeDeadline(

@@ -80,6 +80,46 @@ describe('following events on a running API', () => {
     expect(messages).toEqual(['resume-3']);
   });
 
+  it('serves many followers of a fleet from one feed, and refuses one past HARU_EVENTS_MAX_FOLLOWERS with 429', async () => {
+    const capped = await startApi({
+      DATABASE_URL: db.url,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      TEMPORAL_ADDRESS: `127.0.0.1:${await freePort()}`,
+      HARU_API_TOKEN: token,
+      HARU_EVENTS_POLL_MS: '50',
+      HARU_EVENTS_MAX_FOLLOWERS: '3',
+      LOG_LEVEL: 'error',
+    });
+    const ctrl = new AbortController();
+    try {
+      const open = (after: string) =>
+        fetch(`${capped.url}/v1/fleets/${fleetSlug}/events?follow=1${after}`, {
+          headers: { authorization: `Bearer ${token}` },
+          signal: ctrl.signal,
+        });
+      const first = await db.store.events.append({ fleetId, type: 'test', message: 'many-1' });
+      const followers = await Promise.all([
+        open(`&after=${first.id - 1}`),
+        open(`&after=${first.id - 1}`),
+        open(`&after=${first.id}`),
+      ]);
+      expect(followers.map((r) => r.status)).toEqual([200, 200, 200]);
+      const refused = await open('');
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get('retry-after')).toBe('5');
+      expect(await refused.json()).toEqual({
+        error: { code: 'overloaded', message: 'this API process has 3 event followers (HARU_EVENTS_MAX_FOLLOWERS)' },
+      });
+      await db.store.events.append({ fleetId, type: 'test', message: 'many-2' });
+      const seen = await Promise.all(followers.map((r) => readUntil(r, (t) => t.includes('many-2'))));
+      expect(seen.map((s) => s.messages)).toEqual([['many-1', 'many-2'], ['many-1', 'many-2'], ['many-2']]);
+    } finally {
+      ctrl.abort();
+      await capped.close();
+    }
+  });
+
   it('ends a connected follower within a bound when the API shuts down, and close resolves', async () => {
     const res = await follow('');
     expect(res.status).toBe(200);
