@@ -33,14 +33,7 @@ const FOLLOW_RETRY_AFTER_S = 5;
  * held open by followers). The events come from the fleet's one feed (api/event-feed.ts: one store poll every
  * HARU_EVENTS_POLL_MS for all its followers); a keepalive comment every 15 s of silence.
  */
-function follow(
-  ctx: RouteContext,
-  feeds: EventFeeds,
-  fleet: FleetSnapshot,
-  req: Request,
-  res: Response,
-  after: number,
-) {
+function follow(ctx: RouteContext, feeds: EventFeeds, fleet: FleetSnapshot, res: Response, after: number) {
   if (feeds.followerCount() >= ctx.config.HARU_EVENTS_MAX_FOLLOWERS) {
     throw new HaruError(
       'overloaded',
@@ -98,7 +91,7 @@ export function eventRoutes(ctx: RouteContext): Router {
     const query = parseWith(eventsQuerySchema, req.query, 'query');
     const fleet = await loadFleet(ctx, param(req, 'fleet'));
     if (query.follow === '1' || query.follow === 'true') {
-      follow(ctx, feeds, fleet, req, res, startCursor(req, query.after));
+      follow(ctx, feeds, fleet, res, startCursor(req, query.after));
       return;
     }
     const events = await storeDeadline(
