@@ -19,7 +19,21 @@ function handOutRange(): { low: number; high: number } {
   return { low: 20_000, high: 32_767 };
 }
 
-const RANGE = handOutRange();
+/**
+ * Jest runs test files in several worker processes, each with its own `handedOut`: each worker draws from its
+ * own slice of the range, so two workers never hand out the same port before either child has bound it.
+ */
+const WORKER_SLICES = 8;
+
+function workerSlice(range: { low: number; high: number }): { low: number; high: number } {
+  const worker = Number(process.env.JEST_WORKER_ID);
+  if (!Number.isInteger(worker) || worker < 1) return range;
+  const width = Math.floor((range.high - range.low + 1) / WORKER_SLICES);
+  const low = range.low + ((worker - 1) % WORKER_SLICES) * width;
+  return { low, high: low + width - 1 };
+}
+
+const RANGE = workerSlice(handOutRange());
 /** Ports this process has handed out: never twice (a child may not have bound the first one yet). */
 const handedOut = new Set<number>();
 
@@ -50,6 +64,8 @@ export async function freePort(): Promise<number> {
 export async function freeOffset(ports: number[]): Promise<number> {
   const highest = Math.max(...ports);
   const lowest = Math.min(...ports);
+  if (highest - lowest > RANGE.high - RANGE.low)
+    throw new Error(`ports spanning ${highest - lowest} do not fit ${RANGE.low}-${RANGE.high}`);
   for (let tries = 0; tries < 200; tries++) {
     const offset = RANGE.low - lowest + Math.floor(Math.random() * (RANGE.high - highest - (RANGE.low - lowest) + 1));
     const shifted = ports.map((p) => p + offset);
