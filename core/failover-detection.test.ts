@@ -68,6 +68,18 @@ describe('detectActiveFailure', () => {
     });
   });
 
+  it("ends its message with the last poll's error, so the event says what failed", () => {
+    const f = detectActiveFailure(
+      domain({ slug: 'east', consecutiveFailures: 3, lastError: 'model m: engine wedged: 2 running, 0 waiting' }),
+      p,
+      NOW,
+      true,
+    );
+    expect(f?.message).toBe(
+      'active domain east failed 3 consecutive polls (threshold 3): model m: engine wedged: 2 running, 0 waiting',
+    );
+  });
+
   it('does not fail a provisioning active that is still within its heartbeat window', () => {
     expect(detectActiveFailure(domain({ state: 'provisioning' }), p, NOW, true)).toBeNull();
   });

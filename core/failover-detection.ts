@@ -35,7 +35,8 @@ export function detectActiveFailure(
   if (hasExceededFailureThreshold(active, policy)) {
     return {
       reason: 'consecutive_failures',
-      message: `active domain ${active.slug} failed ${active.consecutiveFailures} consecutive polls (threshold ${policy.failureThreshold})`,
+      // The last poll's own words (engine wedged, supervisor timed out, ...): what the on-call reads first.
+      message: `active domain ${active.slug} failed ${active.consecutiveFailures} consecutive polls (threshold ${policy.failureThreshold})${active.lastError ? `: ${active.lastError}` : ''}`,
     };
   }
   if (isSilenceHeldAgainst(active, policy, now)) {
