@@ -27,6 +27,7 @@ import { PAUSE_ROUTE_DOCS } from './routes/pause';
 import { REPAIR_ROUTE_DOCS } from './routes/repair';
 import { PROVISIONING_ROUTE_DOCS } from './routes/provisioning';
 import { STATUS_ROUTE_DOCS } from './routes/status';
+import { TRAINING_ROUTE_DOCS } from './routes/training-jobs';
 import { UI_ROUTE_DOCS } from './routes/ui';
 import { operationSchema } from '../schemas/entities';
 
@@ -285,6 +286,7 @@ export const ROUTE_DOCS: RouteDoc[] = [
   ...STATUS_ROUTE_DOCS,
   ...UI_ROUTE_DOCS,
   ...REPAIR_ROUTE_DOCS,
+  ...TRAINING_ROUTE_DOCS,
 ];
 
 const jsonSchema = (schema: z.ZodType, io: 'input' | 'output') => {

@@ -6,7 +6,7 @@ export interface RouteDoc {
   method: 'get' | 'post';
   path: string;
   summary: string;
-  tag: 'health' | 'fleets' | 'operations' | 'events' | 'inference' | 'meta';
+  tag: 'health' | 'fleets' | 'operations' | 'events' | 'training' | 'inference' | 'meta';
   /**
    * The scope a key needs for this route (docs/architecture.md §5.3), or null for an open route (health,
    * metrics, this document, the fleet page). The one place a route's scope is declared: the API guards each

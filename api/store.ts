@@ -1,5 +1,13 @@
 import type { OperationKind } from '../schemas/enums';
 import type { Fleet, FleetSnapshot, HaruEvent, Operation } from '../schemas/entities';
+import type { InputProblem } from '../schemas/issues';
+import type {
+  TrainingJob,
+  TrainingJobEvent,
+  TrainingJobHistoryEntry,
+  TrainingJobRefusalCode,
+  TrainingJobState,
+} from '../schemas/training-job';
 
 /**
  * The slice of the state store (db/store.ts `createStore`) the API uses. Declared here so the API
@@ -38,6 +46,31 @@ export interface ApiStore {
     /** NOTIFY SERVED_ANSWER_CHANNEL: the domain answered a user successfully at `at`. */
     announceServedAnswer(domainId: string, at: Date): Promise<void>;
     announceMissedAnswer(domainId: string, at: Date, why: string): Promise<void>;
+  };
+  /** Training jobs (db/repo/training-jobs.ts, docs/architecture.md §3.6). */
+  trainingJobs: {
+    /** Checks the spec against the fleet's templates and queues it; `invalid` writes nothing. */
+    submit(input: {
+      fleetId: string;
+      spec: unknown;
+      requestedBy: string;
+    }): Promise<{ outcome: 'submitted'; job: TrainingJob } | { outcome: 'invalid'; problems: InputProblem[] }>;
+    /** Null when no such job. */
+    get(jobId: string): Promise<TrainingJob | null>;
+    /** Oldest first; `after` is the last job of the previous page. */
+    list(
+      fleetId: string,
+      opts?: { states?: readonly TrainingJobState[]; limit?: number; after?: Pick<TrainingJob, 'id' | 'createdAt'> },
+    ): Promise<TrainingJob[]>;
+    history(jobId: string, opts?: { after?: number; limit?: number }): Promise<TrainingJobHistoryEntry[]>;
+    /** Decided by the state machine (core/training-job.ts); a refusal changes nothing. */
+    transition(
+      jobId: string,
+      event: TrainingJobEvent,
+    ): Promise<
+      | { outcome: 'applied'; job: TrainingJob; entry: TrainingJobHistoryEntry }
+      | { outcome: 'refused'; code: TrainingJobRefusalCode; reason: string; job: TrainingJob }
+    >;
   };
   events: {
     append(input: {

@@ -9,9 +9,12 @@ export const ERROR_STATUS = {
   fleet_not_found: 404,
   domain_not_found: 404,
   operation_not_found: 404,
+  training_job_not_found: 404,
   not_found: 404,
   invalid_target: 422,
   operation_conflict: 409,
+  /** A training job's state machine refused the change (cancelling a finished job). */
+  training_job_conflict: 409,
   model_not_found: 404,
   no_active_domain: 503,
   domain_unavailable: 503,

@@ -3,8 +3,8 @@ import { z } from 'zod';
 /**
  * What an API key may do (docs/architecture.md §5.3). `inference`: the OpenAI-compatible proxy and
  * `/v1/models`. `read`: every GET of the control plane (fleets, health, route intent, operations, events,
- * a domain's status). `operate`: steer a fleet (promote, demote, abort, pause, resume, reconcile, repair).
- * `admin`: run work on hosts (provision, teardown).
+ * a domain's status). `operate`: steer a fleet (promote, demote, abort, pause, resume, reconcile, repair,
+ * submit and cancel training jobs of the layout's templates). `admin`: run work on hosts (provision, teardown).
  */
 export const SCOPES = ['inference', 'read', 'operate', 'admin'] as const;
 export const scopeSchema = z.enum(SCOPES);
