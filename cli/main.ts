@@ -30,6 +30,11 @@ const commands: CommandEntry[] = [
     summary: 'provision and tear down domains through the Haru API',
     load: () => require('./commands/domain'),
   },
+  {
+    name: 'training',
+    summary: "submit, list and cancel a fleet's training jobs through the Haru API",
+    load: () => require('./commands/training'),
+  },
   { name: 'dev', summary: 'run the whole stack on this machine', load: () => require('./commands/dev') },
   {
     name: 'config',
