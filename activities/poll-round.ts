@@ -7,7 +7,8 @@ import { assessDomain } from '../core/domain-health';
 import { missedAnswerProblem, nextDomainState, observeDomain, recoversFailedActive } from '../core/domain-observation';
 import { toFleetView } from '../core/fleet-view';
 import { isBlindRound, lastSeenRefreshMs, needsPollWrite, type PollSight } from '../core/poll-record';
-import { judgePoll, type PollOutcome, pollTimeoutMs } from '../core/poll-verdict';
+import { answerWaitMs, judgePoll, pollTimeoutMs } from '../core/poll-verdict';
+import { createAnswerBook, type Heard } from './answer-book';
 import type { ActivityDeps } from './deps';
 import { createServedAnswers } from './served-answers';
 import { processEventLoopLag } from '../lib/event-loop-lag';
@@ -84,6 +85,7 @@ export function createPollRound(deps: ActivityDeps): PollRound {
   /** Fleets whose last round saw none of their domains (`isBlindRound`). */
   const blindFleets = new Set<string>();
   const lastOkAt = new Map<string, string>();
+  const answers = createAnswerBook();
 
   /**
    * Asks one domain's supervisor for its status and judges the poll (`judgePoll`); not yet recorded. Null for a
@@ -93,18 +95,22 @@ export function createPollRound(deps: ActivityDeps): PollRound {
   async function probe(fleet: FleetSnapshot, domain: DomainSnapshot, signal: AbortSignal): Promise<Probe | null> {
     const policy = fleet.policy;
     const timeoutMs = pollTimeoutMs(policy);
+    const waitMs = answerWaitMs(policy, answers.recentMs(domain.id));
     const sentAt = deps.now();
     const sentAtLoop = performance.now();
-    let outcome: PollOutcome;
-    try {
-      const status = await supervisor.status(domain, { signal, timeoutMs });
-      outcome = { kind: 'answered', status };
-    } catch (err) {
-      if (signal.aborted) throw err;
-      const error = err instanceof Error ? err.message : String(err);
-      outcome = { kind: /timed out after \d+ ms$/.test(error) ? 'timeout' : 'unreachable', error };
-    }
-    const at = deps.now();
+    const asked = answers.inFlight(domain.id) ?? answers.asking(domain.id, ask(domain, signal, timeoutMs));
+    let heard = await answers.within(asked, waitMs, signal);
+    if (heard === null) {
+      // Silent in its wait: this interval counts against the host unless an earlier poll's late answer came
+      // since the last verdict. The request runs on (the next round waits on it rather than asking again, so a
+      // slow host is never asked twice at once); if it answers, the next round hears it.
+      answers.keepLate(domain.id, asked);
+      heard = answers.takeLate(domain.id) ?? {
+        outcome: { kind: 'timeout', error: `supervisor: no answer within ${waitMs} ms of the poll` },
+        at: deps.now(),
+      };
+    } else answers.heardNow(domain.id, heard);
+    const { outcome, at } = heard;
     const watcherLagMs = outcome.kind === 'timeout' ? lag.maxSince(sentAtLoop) : 0;
     const verdict = judgePoll(
       {
@@ -113,6 +119,7 @@ export function createPollRound(deps: ActivityDeps): PollRound {
         lastServedAnswerAtMs: servedAnswers.lastServedAnswerAtMs(domain.id),
         polledAtMs: sentAt.getTime(),
         watcherLagMs,
+        waitedMs: waitMs,
       },
       policy,
     );
@@ -121,7 +128,7 @@ export function createPollRound(deps: ActivityDeps): PollRound {
         fleet: fleet.slug,
         domain: domain.slug,
         watcherLagMs: Math.round(watcherLagMs),
-        timeoutMs,
+        waitMs,
       });
       return null;
     }
@@ -140,6 +147,23 @@ export function createPollRound(deps: ActivityDeps): PollRound {
     if (verdict.isFailed) return { fleet, domain, at, sight, error: verdict.message ?? verdict.evidence, failures: 1 };
     if (outcome.kind === 'answered') return { fleet, domain, at, sight, status: outcome.status };
     return { fleet, domain, at, sight, servedAnswer: true };
+  }
+
+  /** One status request, as the outcome it ends in and when that came; rejects only when `signal` aborts. */
+  async function ask(domain: DomainSnapshot, signal: AbortSignal, timeoutMs: number): Promise<Heard> {
+    const sentAtLoop = performance.now();
+    try {
+      const status = await supervisor.status(domain, { signal, timeoutMs });
+      answers.tookMs(domain.id, performance.now() - sentAtLoop);
+      return { outcome: { kind: 'answered', status }, at: deps.now() };
+    } catch (err) {
+      if (signal.aborted) throw err;
+      const error = err instanceof Error ? err.message : String(err);
+      return {
+        outcome: { kind: /timed out after \d+ ms$/.test(error) ? 'timeout' : 'unreachable', error },
+        at: deps.now(),
+      };
+    }
   }
 
   /**

@@ -1,6 +1,13 @@
 import type { ModelStatus, SupervisorStatus } from '../schemas/supervisor';
 import { policy } from './fleet-fixtures';
-import { judgePoll, type PollEvidence, pollTimeoutMs, WATCHER_LAG_SHARE } from './poll-verdict';
+import {
+  ANSWER_WAIT_FLOOR_MS,
+  answerWaitMs,
+  judgePoll,
+  type PollEvidence,
+  pollTimeoutMs,
+  WATCHER_LAG_SHARE,
+} from './poll-verdict';
 
 const P = policy({ heartbeatIntervalMs: 500, heartbeatStaleMs: 5_000 });
 const POLLED_AT = 1_000_000;
@@ -160,5 +167,24 @@ describe('judgePoll', () => {
     expect(pollTimeoutMs({ heartbeatIntervalMs: 250, heartbeatStaleMs: 5_000 })).toBe(1_000);
     expect(pollTimeoutMs({ heartbeatIntervalMs: 2_000, heartbeatStaleMs: 5_000 })).toBe(4_000);
     expect(pollTimeoutMs({ heartbeatIntervalMs: 2_000, heartbeatStaleMs: 3_000 })).toBe(3_000);
+  });
+
+  it('waits for an answer three times the slowest recent one, at least 200 ms, at most the poll interval', () => {
+    expect(answerWaitMs({ heartbeatIntervalMs: 500 }, [])).toBe(ANSWER_WAIT_FLOOR_MS);
+    expect(answerWaitMs({ heartbeatIntervalMs: 500 }, [3, 5, 4])).toBe(ANSWER_WAIT_FLOOR_MS);
+    // A region away: 120 ms answers are waited for 360 ms, not counted silent at 200.
+    expect(answerWaitMs({ heartbeatIntervalMs: 500 }, [80, 120, 90])).toBe(360);
+    expect(answerWaitMs({ heartbeatIntervalMs: 500 }, [400])).toBe(500);
+    expect(answerWaitMs({ heartbeatIntervalMs: 150 }, [])).toBe(150);
+  });
+
+  it("weighs the watcher's stall against the poll's own wait, not the request's timeout", () => {
+    const silent = { kind: 'timeout' as const, error: 'supervisor: no answer within 200 ms of the poll' };
+    // 60 ms of a 200 ms wait: the answer may have sat unread, so the interval is held against nobody.
+    expect(judgePoll({ ...evidence(silent), watcherLagMs: 60, waitedMs: 200 }, P).evidence).toBe('watcher_lag');
+    expect(judgePoll({ ...evidence(silent), watcherLagMs: 30, waitedMs: 200 }, P)).toMatchObject({
+      isFailed: true,
+      evidence: 'supervisor_timeout',
+    });
   });
 });

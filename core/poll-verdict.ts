@@ -18,6 +18,8 @@ export interface PollEvidence {
   polledAtMs: number;
   /** The longest stall of the watcher's own event loop while the poll was under way (ms; 0 when none). */
   watcherLagMs?: number;
+  /** How long the poll's answer was waited for (`answerWaitMs`); `pollTimeoutMs` when absent. */
+  waitedMs?: number;
 }
 
 /** What decided a verdict. */
@@ -60,12 +62,36 @@ export const pollTimeoutMs = (policy: Pick<FleetPolicy, 'heartbeatIntervalMs' | 
   Math.min(Math.max(policy.heartbeatIntervalMs * 2, 1_000), policy.heartbeatStaleMs);
 
 /**
+ * The least a round waits for a domain's answer before its interval counts as silent: a supervisor a region away
+ * answers a status read over a kept-alive connection in well under this.
+ */
+export const ANSWER_WAIT_FLOOR_MS = 200;
+/** How many times its slowest recent answer a domain is waited for: a host that always answers slowly is not silent. */
+export const ANSWER_WAIT_FACTOR = 3;
+
+/**
+ * How long a round waits for one domain's status before that interval counts as silent (docs/architecture.md
+ * §9.2): ANSWER_WAIT_FACTOR times the slowest of its recent answers (`recentAnswerMs`, this worker's own
+ * measurements), at least ANSWER_WAIT_FLOOR_MS, at most the poll interval. The request itself runs on to
+ * `pollTimeoutMs`: an answer that comes later is still heard, and clears the silence at the next round. So a
+ * host is failed on silence once `failureThreshold` consecutive polls went unanswered in their interval: within
+ * `heartbeatIntervalMs` × `failureThreshold` + this wait of its last answer. Pure.
+ */
+export function answerWaitMs(
+  policy: Pick<FleetPolicy, 'heartbeatIntervalMs'>,
+  recentAnswerMs: readonly number[],
+): number {
+  const slowest = recentAnswerMs.length > 0 ? Math.max(...recentAnswerMs) : 0;
+  return Math.min(policy.heartbeatIntervalMs, Math.max(ANSWER_WAIT_FLOOR_MS, Math.ceil(slowest * ANSWER_WAIT_FACTOR)));
+}
+
+/**
  * Whether one poll counts as failed, and on what evidence (docs/architecture.md §9.2). Pure.
  * - The supervisor answered: the poll fails only on proof that a model cannot serve: every process serving
  *   it is stopped (`frozen`, SIGSTOP) or none is left and its port refuses (`gone`). A model whose admin
  *   endpoints are slow or timed out is `busy`: alive, never a failed poll, traffic or not. A supervisor that
  *   sends no `condition` (older than the status view) is read as before: an answer is a success.
- * - The supervisor timed out while the watcher's own event loop stalled for a quarter of the wait or more
+ * - The supervisor did not answer in its wait while the watcher's own event loop stalled for a quarter of it or more
  *   (`watcher_lag`): the watcher could not see, so the poll counts neither way. A refused or reset connection
  *   is the host's answer, whatever the watcher's lag.
  * - The supervisor did not answer (refused, reset, timed out): the poll fails unless the proxy relayed a
@@ -105,7 +131,8 @@ export function judgePoll(
     return { isFailed: false, evidence: 'status', busyModels, message: null };
   }
   const windowMs = pollTimeoutMs(policy);
-  if (outcome.kind === 'timeout' && (evidence.watcherLagMs ?? 0) >= windowMs * WATCHER_LAG_SHARE) {
+  const waitedMs = evidence.waitedMs ?? windowMs;
+  if (outcome.kind === 'timeout' && (evidence.watcherLagMs ?? 0) >= waitedMs * WATCHER_LAG_SHARE) {
     return { isFailed: false, evidence: 'watcher_lag', busyModels: [], message: null };
   }
   if (evidence.lastServedAnswerAtMs !== null && evidence.lastServedAnswerAtMs >= evidence.polledAtMs - windowMs) {

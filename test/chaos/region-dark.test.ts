@@ -52,7 +52,11 @@ it('fails over from an active whose region went dark while it stays dark, and fa
   // Decided on failed polls that each ended at their own deadline, not on a heartbeat gone stale behind polls
   // that hung in their connect for the dispatcher's connect timeout.
   expect(operation!.reason).toMatch(new RegExp(`consecutive polls \\(threshold ${policy.failureThreshold}\\)`));
-  console.log(`region dark: packets dropped -> routing moved in ${movedAt - darkAt} ms; reason: ${operation!.reason}`);
+  const decidedMs = Date.parse(operation!.createdAt) - darkAt;
+  console.log(
+    `region dark: packets dropped -> promotion decided in ${decidedMs} ms, routing moved in ${movedAt - darkAt} ms; ` +
+      `reason: ${operation!.reason}`,
+  );
 
   // East stays dark past every bound it meets (the Agent's 5 s connect timeout, the 5 s stale limit, the old
   // active's demotion budgets): routing stays on west and nothing else is started.
