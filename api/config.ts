@@ -70,8 +70,6 @@ export const apiConfigSchema = z.object({
   HARU_CHAT_HOLD_QUIET_MS: blankable(positiveMsSchema.default(45_000)),
   /** Most requests held at once per API process; more answer 429 `overloaded`. */
   HARU_CHAT_HOLD_MAX: blankable(positiveInt.default(1_000)),
-  /** Interval of SSE comment pings sent to held streaming requests. */
-  HARU_CHAT_HOLD_PING_MS: blankable(positiveMsSchema.default(5_000)),
   /**
    * Most times one request is sent again after its upstream died in flight (0 turns resending off);
    * inference has no side effects, so a re-sent request only costs GPU time.
@@ -89,10 +87,6 @@ export const apiConfigSchema = z.object({
   HARU_STORE_TIMEOUT_MS: blankable(positiveMsSchema.default(500)),
   /** Bound on one Temporal call; past it the route answers 503 `orchestrator_unavailable`. */
   HARU_TEMPORAL_TIMEOUT_MS: blankable(positiveMsSchema.default(5_000)),
-  /** How long `POST /reconcile` waits for the monitor's fresh poll before answering. */
-  HARU_RECONCILE_WAIT_MS: blankable(z.coerce.number().int().min(0).default(3_000)),
-  /** Poll interval of `GET /events?follow=1`. */
-  HARU_EVENTS_POLL_MS: blankable(positiveMsSchema.default(500)),
   /** Most `events?follow=1` streams one API process holds; more answer 429 `overloaded` with Retry-After. */
   HARU_EVENTS_MAX_FOLLOWERS: blankable(positiveInt.default(1_000)),
   /** On SIGTERM, how long requests in flight may finish before their connections are cut (event follows end at once). */
@@ -101,8 +95,26 @@ export const apiConfigSchema = z.object({
   ...supervisorClientEnvShape,
   LOG_LEVEL: blankable(z.enum(['debug', 'info', 'warn', 'error']).default('info')),
 });
+/**
+ * Timings the API keeps fixed: no variable, since no operator has a reason to turn them (each is far inside the
+ * bounds that matter to clients); tests shorten them through `defaultApiConfig`.
+ */
+export const API_TIMINGS = {
+  /**
+   * Interval of the SSE comment pings sent to held streams and to streams waiting for their first byte: well
+   * under the common load-balancer idle timeouts (AWS ALB, nginx: 60 s).
+   */
+  holdPingMs: 5_000,
+  /** How often the event feed reads the store for a followed fleet (one read per fleet, whatever its followers). */
+  eventsPollMs: 500,
+  /** How long `POST /reconcile` waits for the monitor's fresh poll of every domain before it answers. */
+  reconcileWaitMs: 3_000,
+};
+export type ApiTimings = typeof API_TIMINGS;
+
 /** The API's settings; the Temporal ones resolved with the profile file (`temporal`). */
-export type ApiConfig = Omit<z.infer<typeof apiConfigSchema>, keyof typeof temporalEnvShape> & {
+export type ApiConfig = Omit<z.infer<typeof apiConfigSchema>, keyof typeof temporalEnvShape> &
+  ApiTimings & {
   temporal: TemporalSettings;
   /** Read from HARU_SUPERVISOR_CA_FILE and the client certificate files; undefined when none is set. */
   supervisorTls?: SupervisorClientTls;
@@ -128,6 +140,7 @@ export function loadApiConfig(env: NodeJS.ProcessEnv): ApiConfig {
   const parsed = parseEnv(apiConfigSchema, env, 'API');
   const config: ApiConfig = {
     ...parsed,
+    ...API_TIMINGS,
     HARU_API_TOKEN: apiToken(parsed),
     HARU_SUPERVISOR_TOKEN: secretFromEnv(parsed, 'HARU_SUPERVISOR_TOKEN', { fail: configError }),
     temporal: resolveTemporalSettings(env),
@@ -156,6 +169,7 @@ export function apiCertificateFiles(
 /** The config with every default, for tests: `defaultApiConfig({ HARU_CHAT_HOLD_MS: 100 })`. */
 export const defaultApiConfig = (overrides: Partial<ApiConfig> = {}): ApiConfig => ({
   ...apiConfigSchema.parse({}),
+  ...API_TIMINGS,
   temporal: defaultTemporalSettings(),
   ...overrides,
 });

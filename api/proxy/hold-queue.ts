@@ -84,7 +84,7 @@ export function enterHold(deps: ProxyDeps, client: ClientResponse, isStream: boo
   // Headers go out only at the first ping, so a short hold still passes the upstream's own status through.
   const fleetSlug = routing.snapshot.slug;
   const pings = isStream
-    ? setInterval(() => client.pingHeld(fleetSlug), deps.config.HARU_CHAT_HOLD_PING_MS)
+    ? setInterval(() => client.pingHeld(fleetSlug), deps.config.holdPingMs)
     : undefined;
   let left = false;
   const stopPings = () => clearInterval(pings);

@@ -192,7 +192,7 @@ class ProxiedRequest {
     const routed = routedHeadersFor(routing, target.domain.slug);
     const upstreamHeaders = withUpstreamAuth(this.headers, target, body.model);
     // Only a stream is pinged while its first token is awaited: a non-streaming request makes no pinger.
-    const pinger = body.stream ? pingUntilFirstByte(deps.config.HARU_CHAT_HOLD_PING_MS, client, routed) : undefined;
+    const pinger = body.stream ? pingUntilFirstByte(deps.config.holdPingMs, client, routed) : undefined;
     // Registered until its answer ends (`relay` leaves it): a route move away from the domain cuts it.
     const inFlight = deps.inFlight.enter(snapshot.id, target.domain.id, snapshot.routeRevision);
     let outcome: ForwardOutcome;

@@ -31,7 +31,7 @@ const FOLLOW_RETRY_AFTER_S = 5;
  * Streams events as SSE (`id: <cursor>` and `data: <event JSON>` per event) until the client leaves or the
  * API shuts down (`ctx.shutdown`: the stream ends with a comment, so a server draining on SIGTERM is not
  * held open by followers). The events come from the fleet's one feed (api/event-feed.ts: one store poll every
- * HARU_EVENTS_POLL_MS for all its followers); a keepalive comment every 15 s of silence.
+ * `eventsPollMs` for all its followers); a keepalive comment every 15 s of silence.
  */
 function follow(ctx: RouteContext, feeds: EventFeeds, fleet: FleetSnapshot, res: Response, after: number) {
   if (feeds.followerCount() >= ctx.config.HARU_EVENTS_MAX_FOLLOWERS) {
@@ -79,7 +79,7 @@ export function eventRoutes(ctx: RouteContext): Router {
   const router = Router();
   const feeds = createEventFeeds({
     list: (fleetId, opts) => storeDeadline(ctx.store.events.list(fleetId, opts), controlStoreTimeoutMs(ctx.config)),
-    pollMs: ctx.config.HARU_EVENTS_POLL_MS,
+    pollMs: ctx.config.eventsPollMs,
     pageSize: FEED_PAGE_SIZE,
     onReadError: (fleetId, err) =>
       ctx.logger.warn('event follow read failed', {

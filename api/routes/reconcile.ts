@@ -19,13 +19,13 @@ function polledSince(before: FleetSnapshot, after: FleetSnapshot, since: number)
 
 /**
  * Signals `checkNow` to the fleet's monitor (503 `orchestrator_unavailable` when Temporal is down), then
- * waits up to HARU_RECONCILE_WAIT_MS for the store to show a poll of every domain newer than the signal,
+ * waits up to `reconcileWaitMs` (3 s) for the store to show a poll of every domain newer than the signal,
  * and answers with that health and the monitor's own `health` query.
  */
 export async function reconcile(ctx: RouteContext, fleet: FleetSnapshot): Promise<ReconcileResponse> {
   const signalledAt = ctx.now();
   await ctx.orchestrator.checkNow(fleet.id, fleet.slug);
-  const deadline = signalledAt.getTime() + ctx.config.HARU_RECONCILE_WAIT_MS;
+  const deadline = signalledAt.getTime() + ctx.config.reconcileWaitMs;
   let latest = fleet;
   let fresh = polledSince(fleet, latest, signalledAt.getTime());
   while (!fresh && ctx.now().getTime() < deadline) {

@@ -32,7 +32,6 @@ describe('following events on a running API', () => {
       PORT: '0',
       TEMPORAL_ADDRESS: `127.0.0.1:${await freePort()}`,
       HARU_API_TOKEN_FILE: path.join(dir, 'token'),
-      HARU_EVENTS_POLL_MS: '50',
       LOG_LEVEL: 'error',
     });
   });
@@ -87,7 +86,6 @@ describe('following events on a running API', () => {
       PORT: '0',
       TEMPORAL_ADDRESS: `127.0.0.1:${await freePort()}`,
       HARU_API_TOKEN: token,
-      HARU_EVENTS_POLL_MS: '50',
       HARU_EVENTS_MAX_FOLLOWERS: '3',
       LOG_LEVEL: 'error',
     });

@@ -77,7 +77,7 @@ describe('failover under load', () => {
 
     const taskQueue = `e2e-${process.pid}-${Date.now().toString(36)}`;
     h = await startHarness({
-      config: { HARU_TASK_QUEUE: taskQueue, HARU_CHAT_HOLD_MS: 120_000, HARU_CHAT_HOLD_PING_MS: 1_000 },
+      config: { HARU_TASK_QUEUE: taskQueue, HARU_CHAT_HOLD_MS: 120_000, holdPingMs: 1_000 },
     });
     const fleet = await h.seed(input);
     // The monitor owns domain states: start from what it observes, not from the harness's shortcut.

@@ -21,7 +21,7 @@ describe('requests held during a failover', () => {
   beforeAll(async () => {
     west = await startFakeUpstream('west');
     h = await startHarness({
-      config: { HARU_CHAT_HOLD_MS: 60_000, HARU_CHAT_HOLD_PING_MS: 50, HARU_CHAT_HOLD_MAX: 3 },
+      config: { HARU_CHAT_HOLD_MS: 60_000, holdPingMs: 50, HARU_CHAT_HOLD_MAX: 3 },
     });
   });
   afterAll(async () => {
@@ -175,7 +175,7 @@ describe('requests held during a failover', () => {
   });
 
   it('ends a hold that sees no route move within HARU_CHAT_HOLD_MS with the error, as an SSE error event for a started stream', async () => {
-    const short = await startHarness({ config: { HARU_CHAT_HOLD_MS: 1_500, HARU_CHAT_HOLD_PING_MS: 50 } });
+    const short = await startHarness({ config: { HARU_CHAT_HOLD_MS: 1_500, holdPingMs: 50 } });
     try {
       const { fleet } = await failingFleet({ on: short });
       const ask = (stream: boolean) =>
@@ -217,7 +217,7 @@ describe('requests held during a failover', () => {
 
   it('holds a non-streaming request at most HARU_CHAT_HOLD_QUIET_MS (it sends nothing), a stream for HARU_CHAT_HOLD_MS', async () => {
     const quiet = await startHarness({
-      config: { HARU_CHAT_HOLD_MS: 60_000, HARU_CHAT_HOLD_QUIET_MS: 1_000, HARU_CHAT_HOLD_PING_MS: 50 },
+      config: { HARU_CHAT_HOLD_MS: 60_000, HARU_CHAT_HOLD_QUIET_MS: 1_000, holdPingMs: 50 },
     });
     try {
       const { fleet, commit } = await failingFleet({ on: quiet });

@@ -22,7 +22,7 @@ describe('OpenAI-compatible proxy', () => {
         // answered in time (300 ms was not, once, in a full run).
         HARU_CHAT_HEADER_TIMEOUT_MS: 1_000,
         HARU_CHAT_FIRST_BYTE_TIMEOUT_MS: 1_000,
-        HARU_CHAT_HOLD_PING_MS: 100,
+        holdPingMs: 100,
         HARU_CHAT_MAX_BODY_BYTES: 4_096,
       },
     });

@@ -94,7 +94,7 @@ describe('resending requests across a failover', () => {
   beforeAll(async () => {
     west = await fakeVllm();
     [h, limited] = await Promise.all([
-      startHarness({ config: { HARU_CHAT_HOLD_MS: 30_000, HARU_CHAT_HOLD_PING_MS: 100 } }),
+      startHarness({ config: { HARU_CHAT_HOLD_MS: 30_000, holdPingMs: 100 } }),
       startHarness({
         config: {
           HARU_CHAT_HOLD_MS: 30_000,

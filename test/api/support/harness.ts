@@ -94,7 +94,7 @@ export async function startHarness(opts: {
   const config = defaultApiConfig({
     HARU_TASK_QUEUE: `api-test-${process.pid}-${fleetCounter++}`,
     HARU_TEMPORAL_TIMEOUT_MS: 3_000,
-    HARU_RECONCILE_WAIT_MS: 0,
+    reconcileWaitMs: 0,
     // Generous on a loaded machine: only the outage tests want routing reads to time out.
     HARU_STORE_TIMEOUT_MS: 5_000,
     ...opts.config,

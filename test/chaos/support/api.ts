@@ -20,7 +20,7 @@ export async function startChaosApi(opts: {
   taskQueue: string;
   config?: Partial<ApiConfig>;
 }): Promise<ChaosApi> {
-  const config = defaultApiConfig({ HARU_TASK_QUEUE: opts.taskQueue, HARU_RECONCILE_WAIT_MS: 0, ...opts.config });
+  const config = defaultApiConfig({ HARU_TASK_QUEUE: opts.taskQueue, reconcileWaitMs: 0, ...opts.config });
   const database = await createDatabase({ databaseUrl: opts.databaseUrl, max: 5 });
   // Composed as api/main.ts composes it (provisioning included), minus the process concerns.
   const composed = await composeApi({
