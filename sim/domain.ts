@@ -199,7 +199,7 @@ export async function startSimDomain(opts: SimDomainOptions): Promise<SimDomain>
       HARU_SUPERVISOR_HOST: host,
       HARU_GPU_SMI: SIM_NVIDIA_SMI,
       HARU_GPU_VENDOR: 'nvidia',
-      HARU_SUPERVISOR_SHUTDOWN_GRACE_MS: String(opts.shutdownGraceMs ?? 5_000),
+      HARU_SHUTDOWN_GRACE_MS: String(opts.shutdownGraceMs ?? 5_000),
       // A simulated host runs on a developer's machine, often without a cgroup the supervisor may use (macOS, a
       // container, no root): its fake trainers never leave their group, so tracking by it is said to be enough.
       HARU_TRAINING_ALLOW_PGROUP: '1',

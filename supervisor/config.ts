@@ -52,7 +52,7 @@ export const supervisorEnvSchema = z.object({
    */
   HARU_TRAINING_ALLOW_PGROUP: blankable(z.enum(['0', '1']).default('0')),
   /** On its own SIGTERM the supervisor stops every training run with this grace, then exits. */
-  HARU_SUPERVISOR_SHUTDOWN_GRACE_MS: blankable(z.coerce.number().int().min(0).default(10_000)),
+  HARU_SHUTDOWN_GRACE_MS: blankable(z.coerce.number().int().min(0).default(10_000)),
   LOG_LEVEL: blankable(z.enum(['debug', 'info', 'warn', 'error']).default('info')),
 });
 export type SupervisorEnv = z.infer<typeof supervisorEnvSchema>;

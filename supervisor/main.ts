@@ -168,7 +168,7 @@ export async function startSupervisor(
     port,
     training,
     logger,
-    async shutdown(graceMs = settings.HARU_SUPERVISOR_SHUTDOWN_GRACE_MS) {
+    async shutdown(graceMs = settings.HARU_SHUTDOWN_GRACE_MS) {
       statusView.stop();
       await training.stopAll(graceMs);
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));

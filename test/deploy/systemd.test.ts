@@ -202,9 +202,7 @@ describe('deploy/systemd: start order', () => {
     // The supervisor stops its training runs itself on SIGTERM, within its grace; systemd waits longer.
     expect(directive(supervisorUnit, 'KillMode')).toBe('mixed');
     const grace = supervisorEnvSchema.parse(readEnvFile(path.join(UNITS, 'env/supervisor.env')));
-    expect(Number(directive(supervisorUnit, 'TimeoutStopSec')) * 1000).toBeGreaterThan(
-      grace.HARU_SUPERVISOR_SHUTDOWN_GRACE_MS,
-    );
+    expect(Number(directive(supervisorUnit, 'TimeoutStopSec')) * 1000).toBeGreaterThan(grace.HARU_SHUTDOWN_GRACE_MS);
   });
 });
 

@@ -277,7 +277,7 @@ describe('supervisor process', () => {
     const sup = spawnSupervisor({
       HARU_SUPERVISOR_CONFIG: JSON.stringify(config),
       PORT: '0',
-      HARU_SUPERVISOR_SHUTDOWN_GRACE_MS: '800',
+      HARU_SHUTDOWN_GRACE_MS: '800',
     });
     const port = await waitFor('the supervisor to listen', () => /"port":(\d+)/.exec(sup.stdout())?.[1]);
     const start = await fetch(`http://127.0.0.1:${port}/v1/training/start`, { method: 'POST' });
