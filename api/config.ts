@@ -75,13 +75,12 @@ export const apiConfigSchema = z.object({
    * inference has no side effects, so a re-sent request only costs GPU time.
    */
   HARU_RESEND_MAX_PER_REQUEST: blankable(z.coerce.number().int().min(0).max(100).default(3)),
-  /** Most bytes of relayed text kept per stream for its continuation; past it that stream cannot be resent. */
-  HARU_RESEND_MAX_STREAM_BYTES: blankable(positiveInt.default(1 * MIB)),
   /**
-   * Most bytes of a non-streaming answer read before its headers go to the client, so an upstream that breaks
-   * mid-body can still be sent again; a longer answer is streamed through and a break then cuts it.
+   * Most bytes of one answer kept so that it can be sent again: a stream's relayed text (past it, that stream
+   * cannot be continued elsewhere) or a non-streaming answer read whole before its headers go out (a longer one
+   * streams through, and a break then cuts it). Memory per request in flight.
    */
-  HARU_RESEND_MAX_BODY_BYTES: blankable(positiveInt.default(1 * MIB)),
+  HARU_RESEND_MAX_BYTES: blankable(positiveInt.default(1 * MIB)),
   HARU_SNAPSHOT_CACHE_TTL_MS: blankable(positiveMsSchema.default(2_000)),
   /** Bound on one routing read from the store; past it the last known routing is served as stale. */
   HARU_STORE_TIMEOUT_MS: blankable(positiveMsSchema.default(500)),
@@ -115,12 +114,12 @@ export type ApiTimings = typeof API_TIMINGS;
 /** The API's settings; the Temporal ones resolved with the profile file (`temporal`). */
 export type ApiConfig = Omit<z.infer<typeof apiConfigSchema>, keyof typeof temporalEnvShape> &
   ApiTimings & {
-  temporal: TemporalSettings;
-  /** Read from HARU_SUPERVISOR_CA_FILE and the client certificate files; undefined when none is set. */
-  supervisorTls?: SupervisorClientTls;
-  /** The keys of HARU_API_KEYS_FILE (HARU_API_TOKEN's `default` key is added by `apiKeysOf`). */
-  apiKeys?: readonly ApiKey[];
-};
+    temporal: TemporalSettings;
+    /** Read from HARU_SUPERVISOR_CA_FILE and the client certificate files; undefined when none is set. */
+    supervisorTls?: SupervisorClientTls;
+    /** The keys of HARU_API_KEYS_FILE (HARU_API_TOKEN's `default` key is added by `apiKeysOf`). */
+    apiKeys?: readonly ApiKey[];
+  };
 
 const configError = (m: string) => new ConfigError(`invalid API environment:\n  ${m}`);
 

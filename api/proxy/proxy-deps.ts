@@ -30,8 +30,7 @@ export interface ProxyDeps {
     | 'HARU_CHAT_HOLD_QUIET_MS'
     | 'holdPingMs'
     | 'HARU_RESEND_MAX_PER_REQUEST'
-    | 'HARU_RESEND_MAX_STREAM_BYTES'
-    | 'HARU_RESEND_MAX_BODY_BYTES'
+    | 'HARU_RESEND_MAX_BYTES'
   >;
   now: () => Date;
 }

@@ -100,8 +100,7 @@ describe('resending requests across a failover', () => {
           HARU_CHAT_HOLD_MS: 30_000,
           HARU_CHAT_HEADER_TIMEOUT_MS: 500,
           HARU_RESEND_MAX_PER_REQUEST: 1,
-          HARU_RESEND_MAX_STREAM_BYTES: 12,
-          HARU_RESEND_MAX_BODY_BYTES: 8,
+          HARU_RESEND_MAX_BYTES: 12,
         },
       }),
     ]);
@@ -249,7 +248,7 @@ describe('resending requests across a failover', () => {
     expect(await counter(h.api.metrics.resends, { kind: 'request', outcome: 'succeeded' })).toBe(before + 1);
   });
 
-  it('answers 502 for a body broken mid-answer with X-Haru-Resend: off, and cuts one past HARU_RESEND_MAX_BODY_BYTES', async () => {
+  it('answers 502 for a body broken mid-answer with X-Haru-Resend: off, and cuts one past HARU_RESEND_MAX_BYTES', async () => {
     const off = await dyingFleet(100, { faults: { crashAfterBodyBytes: 20 } });
     const res = await off.post('chat/completions', { model, messages: question }, { 'x-haru-resend': 'off' });
     expect(res.status).toBe(502);
@@ -257,7 +256,7 @@ describe('resending requests across a failover', () => {
       /broke mid-answer and the request cannot be sent again \(off\)/,
     );
 
-    // Past the 8-byte bound the first 20 bytes already went out with the status: the break cuts the answer.
+    // Past the 12-byte bound the first 20 bytes already went out with the status: the break cuts the answer.
     const long = await dyingFleet(100, { on: limited, faults: { crashAfterBodyBytes: 20 } });
     const attempted = await counter(limited.api.metrics.resends, { kind: 'request', outcome: 'attempted' });
     const cut = await long.post('chat/completions', { model, messages: question });
@@ -342,7 +341,7 @@ describe('resending requests across a failover', () => {
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe('upstream_timeout');
   });
 
-  it('refuses to resend past HARU_RESEND_MAX_STREAM_BYTES of relayed text, and past HARU_RESEND_MAX_PER_REQUEST', async () => {
+  it('refuses to resend past HARU_RESEND_MAX_BYTES of relayed text, and past HARU_RESEND_MAX_PER_REQUEST', async () => {
     // 'This is a simulated' is 19 bytes, past the 12-byte bound.
     const long = await dyingFleet(4, { on: limited });
     const events = await sseEvents(await long.post('chat/completions', { model, messages: question, stream: true }));

@@ -30,7 +30,7 @@ export interface ResendDeps {
   logger: Logger;
   config: Pick<
     ApiConfig,
-    'HARU_RESEND_MAX_PER_REQUEST' | 'HARU_RESEND_MAX_STREAM_BYTES' | 'HARU_RESEND_MAX_BODY_BYTES'
+    'HARU_RESEND_MAX_PER_REQUEST' | 'HARU_RESEND_MAX_BYTES'
   >;
 }
 
@@ -132,7 +132,7 @@ export async function proxyWithResend(
       resends.settle('error');
       throw err;
     });
-  const t = newTranscript(deps.config.HARU_RESEND_MAX_STREAM_BYTES);
+  const t = newTranscript(deps.config.HARU_RESEND_MAX_BYTES);
   const attempt: Attempt = { relay: (c, up, extra) => c.relayStream(up, extra, t), mayResend };
   let outcome = await sendOnce(raw, attempt);
   while (outcome === 'upstream_broken' || outcome === 'rejected') {
@@ -166,7 +166,7 @@ export async function proxyWithResend(
 }
 
 /**
- * A request whose answer is read whole before it is sent (up to HARU_RESEND_MAX_BODY_BYTES): a break
+ * A request whose answer is read whole before it is sent (up to HARU_RESEND_MAX_BYTES): a break
  * mid-body is then sent again like one before headers. The resends are the attempt itself (`mayResend`),
  * so the common case, one attempt that succeeds, makes no closure or promise beyond its own.
  */
@@ -177,7 +177,7 @@ async function proxyWhole(
   send: SendAttempt,
   resends: Resends,
 ): Promise<string> {
-  const whole = new WholeAttempt(resends, deps.config.HARU_RESEND_MAX_BODY_BYTES);
+  const whole = new WholeAttempt(resends, deps.config.HARU_RESEND_MAX_BYTES);
   try {
     let outcome = await send(raw, whole);
     while (outcome === 'upstream_broken' && !client.isStarted && !client.isGone) {

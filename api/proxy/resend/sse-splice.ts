@@ -4,7 +4,7 @@ import { StringDecoder } from 'node:string_decoder';
 export type ResendRefusal =
   | 'off' // `X-Haru-Resend: off` or HARU_RESEND_MAX_PER_REQUEST=0
   | 'limit' // HARU_RESEND_MAX_PER_REQUEST resends already made
-  | 'memory' // the relayed text outgrew HARU_RESEND_MAX_STREAM_BYTES
+  | 'memory' // the relayed text outgrew HARU_RESEND_MAX_BYTES
   | 'tool_calls' // tool-call deltas were relayed: a half tool call cannot be continued as text
   | 'reasoning' // reasoning deltas were relayed: they are not part of the assistant message
   | 'n' // several choices
