@@ -230,12 +230,12 @@ describe('launchDomain', () => {
     await setAccess({ tokenEnv: 'HARU_SECRET_WEST_TOKEN' });
     await run(acts.launchDomain, { domainId: f.ids.west!, timeoutMs: 60_000 });
     expect(sky.calls[0]).toMatchObject({ secrets: { HARU_SUPERVISOR_TOKEN: 'west-token' } });
-    await setAccess({ tokenEnv: 'HARU_SECRET_UNSET_TOKEN' });
+    await setAccess({ tokenEnv: 'HARU_SECRET_UNSET' });
     const failure = await failureOf(run(acts.launchDomain, { domainId: f.ids.west!, timeoutMs: 60_000 }));
     expect(failure).toMatchObject({
       type: FailureType.SupervisorMisconfigured,
       nonRetryable: true,
-      message: 'domain west: supervisor.tokenEnv: HARU_SECRET_UNSET_TOKEN is not set',
+      message: 'domain west: supervisor.tokenEnv: HARU_SECRET_UNSET is not set',
     });
     expect(sky.calls).toHaveLength(1); // nothing launched without its token
   });

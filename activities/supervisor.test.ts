@@ -23,7 +23,7 @@ function setup(opts: Parameters<typeof fakeStore>[0] = {}) {
     pollIntervalMs: 2,
     trainingSettleMs: 5,
     fetch: host.servingFetch,
-    upstreamCredentials: createUpstreamCredentials({ HARU_SECRET_TEST_UPSTREAM_KEY: 'upstream-key-1' }, () => {
+    upstreamCredentials: createUpstreamCredentials({ HARU_SECRET_UPSTREAM_KEY: 'upstream-key-1' }, () => {
       throw new Error('ENOENT');
     }),
   });
@@ -368,7 +368,7 @@ describe('probeModels', () => {
   };
 
   it('probes each model through its servingUrl too, with the token its upstreamAuth names', async () => {
-    const { host, acts, env } = setup(keyedB('HARU_SECRET_TEST_UPSTREAM_KEY'));
+    const { host, acts, env } = setup(keyedB('HARU_SECRET_UPSTREAM_KEY'));
     await env.run(acts.probeModels, input);
     expect(host.servingCalls).toEqual([
       { url: 'http://vllm-b/v1/chat/completions', authorization: 'Bearer upstream-key-1' },
@@ -393,10 +393,10 @@ describe('probeModels', () => {
     expect(failure).toMatchObject({ type: FailureType.Unauthorized, nonRetryable: true });
     expect(failure.message).toMatch(/HTTP 401: .*set upstreamAuth on the model in the layout$/);
 
-    const unsetKey = setup(keyedB('HARU_SECRET_TEST_UNSET'));
+    const unsetKey = setup(keyedB('HARU_SECRET_UNSET'));
     const unset = await failureOf(unsetKey.env.run(unsetKey.acts.probeModels, input));
     expect(unset).toMatchObject({ type: FailureType.InvalidTarget, nonRetryable: true });
-    expect(unset.message).toMatch(/upstreamAuth names HARU_SECRET_TEST_UNSET, which is not set$/);
+    expect(unset.message).toMatch(/upstreamAuth names HARU_SECRET_UNSET, which is not set$/);
   });
 
   it('refuses an upstreamAuth outside the allow-list (a layout stored before the check) without reading or sending it', async () => {

@@ -105,8 +105,8 @@ describe('the environment of sky processes', () => {
       HARU_SUPERVISOR_TOKEN: 's',
       HARU_SUPERVISOR_TOKEN_FILE: '/run/s',
       HARU_SUPERVISOR_TOKEN_AWS_USE1: 'per-domain',
-      HARU_SECRET_SUPERVISOR_TOKEN_AWS_USE1: 'per-domain, as layouts name it',
-      HARU_SECRET_VLLM_KEY: 'an upstreamAuth key',
+      HARU_SECRET_EAST_TOKEN: 'per-domain, as layouts name it',
+      HARU_SECRET_UPSTREAM_KEY: 'an upstreamAuth key',
     });
     expect(env).toEqual({ PATH: '/bin', AWS_PROFILE: 'prod' });
   });

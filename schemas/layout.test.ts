@@ -245,7 +245,7 @@ describe("a domain's supervisor settings", () => {
   });
 
   it('refuses both token sources, a token read from a control-plane secret, a CA for http, and a secret itself', () => {
-    expect(problemPaths(withAccess(1, { tokenEnv: 'HARU_SECRET_T', tokenFile: '/etc/haru/secrets/t' }))).toEqual([
+    expect(problemPaths(withAccess(1, { tokenEnv: 'HARU_SECRET_EAST_TOKEN', tokenFile: '/etc/haru/secrets/t' }))).toEqual([
       { path: '$.domains[1].supervisor.tokenFile', message: 'set tokenEnv or tokenFile, not both' },
     ]);
     expect(problemPaths(withAccess(1, { tokenEnv: 'HARU_API_TOKEN' }))).toEqual([
@@ -378,7 +378,7 @@ describe('secret references: an allow-list', () => {
   });
 
   it('accepts HARU_SECRET_… variables and files in the directory HARU_SECRETS_DIR names', () => {
-    expect(problemPaths(withUpstreamAuth({ env: 'HARU_SECRET_VLLM_KEY' }))).toEqual([]);
+    expect(problemPaths(withUpstreamAuth({ env: 'HARU_SECRET_UPSTREAM_KEY' }))).toEqual([]);
     expect(problemPaths(withUpstreamAuth({ file: '/etc/haru/secrets/vllm/key' }))).toEqual([]);
     process.env.HARU_SECRETS_DIR = '/run/haru-secrets';
     expect(problemPaths(withAccess({ tokenFile: '/run/haru-secrets/west' }))).toEqual([]);

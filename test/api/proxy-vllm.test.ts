@@ -102,7 +102,7 @@ describe('proxy to a fake vLLM', () => {
 /** A vLLM started with `--api-key` reached directly: the layout's `upstreamAuth` names the key the proxy sends. */
 describe('proxy to a keyed fake vLLM', () => {
   const model = 'qwen-keyed';
-  const KEY_ENV = 'HARU_SECRET_TEST_PROXY_UPSTREAM_KEY';
+  const KEY_ENV = 'HARU_SECRET_UPSTREAM_KEY';
   let vllm: FakeVllm;
   let h: Harness;
   let url: string;
@@ -161,12 +161,12 @@ describe('proxy to a keyed fake vLLM', () => {
   });
 
   it('a token the API cannot read is a 500 naming the reference', async () => {
-    const fleet = await seed({ env: 'HARU_SECRET_TEST_PROXY_UNSET_KEY' });
+    const fleet = await seed({ env: 'HARU_SECRET_UNSET' });
     const res = await call(`${h.url}/v1/chat/completions`, {
       body: { model, messages: [] },
       headers: { 'x-haru-fleet': fleet },
     });
     expect(res.status).toBe(500);
-    expect(res.body.error.message).toMatch(/upstreamAuth names HARU_SECRET_TEST_PROXY_UNSET_KEY, which is not set/);
+    expect(res.body.error.message).toMatch(/upstreamAuth names HARU_SECRET_UNSET, which is not set/);
   });
 });

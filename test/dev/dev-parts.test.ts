@@ -89,12 +89,12 @@ describe("a dev domain's supervisor token", () => {
   });
 
   it('stops haru dev before anything starts when a domain names a token variable that is unset', () => {
-    const { file, slug } = layoutWith({ tokenEnv: 'HARU_SECRET_UNSET_WEST_TOKEN' });
+    const { file, slug } = layoutWith({ tokenEnv: 'HARU_SECRET_UNSET' });
     const configure = () => configureDevStack({ HARU_DEV_LAYOUT: file }, dir, ROOT);
     expect(configure).toThrow(ConfigError);
-    expect(configure).toThrow(`domain ${slug}: supervisor.tokenEnv: HARU_SECRET_UNSET_WEST_TOKEN is not set`);
+    expect(configure).toThrow(`domain ${slug}: supervisor.tokenEnv: HARU_SECRET_UNSET is not set`);
     expect(() =>
-      configureDevStack({ HARU_DEV_LAYOUT: file, HARU_SECRET_UNSET_WEST_TOKEN: 't' }, dir, ROOT),
+      configureDevStack({ HARU_DEV_LAYOUT: file, HARU_SECRET_UNSET: 't' }, dir, ROOT),
     ).not.toThrow();
   });
 });

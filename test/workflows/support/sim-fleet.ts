@@ -72,7 +72,7 @@ export interface SimFleetOptions {
 
 let fleetCounter = 0;
 /** The variable the layout's `upstreamAuth` names when the fake vLLMs run with `--api-key`. */
-export const SIM_UPSTREAM_KEY_ENV = 'HARU_SECRET_SIM_UPSTREAM_KEY';
+export const SIM_UPSTREAM_KEY_ENV = 'HARU_SECRET_UPSTREAM_KEY';
 
 /** Starts the fleet: ports are free ones, the layout is seeded, east serves and west sleeps with training running. */
 export async function startSimFleet(opts: SimFleetOptions = {}): Promise<SimFleet> {
