@@ -64,6 +64,7 @@ export interface FinishOperationInput {
   fleetId: string;
   operationId: string;
   outcome: 'succeeded' | 'failed' | 'cancelled';
+  /** Why it failed or was cancelled; for a success, the best-effort step it succeeded without. */
   error?: OperationError;
 }
 
@@ -293,7 +294,7 @@ export function createFleetStoreActivities(deps: ActivityDeps) {
     async finishOperation(input: FinishOperationInput): Promise<{ state: OperationState }> {
       const error = input.error ?? { step: 'unknown', code: 'unknown', message: input.outcome };
       let op: Operation | null;
-      if (input.outcome === 'succeeded') op = await store.operations.succeed(input.operationId);
+      if (input.outcome === 'succeeded') op = await store.operations.succeed(input.operationId, input.error);
       else if (input.outcome === 'failed') op = await store.operations.fail(input.operationId, error);
       else op = await store.operations.cancel(input.operationId, error);
       if (!op) {
@@ -310,10 +311,12 @@ export function createFleetStoreActivities(deps: ActivityDeps) {
         domainId: op.targetDomainId,
         type: 'operation.finished',
         message:
-          input.outcome === 'succeeded'
-            ? `${op.kind} succeeded`
-            : `${op.kind} ${input.outcome} at ${error.step}: ${error.message}`,
-        data: { state: op.state, ...(input.outcome === 'succeeded' ? {} : { error }) },
+          input.outcome !== 'succeeded'
+            ? `${op.kind} ${input.outcome} at ${error.step}: ${error.message}`
+            : input.error
+              ? `${op.kind} succeeded without ${error.step}: ${error.message}`
+              : `${op.kind} succeeded`,
+        data: { state: op.state, ...(input.outcome === 'succeeded' && !input.error ? {} : { error }) },
       });
       return { state: op.state };
     },

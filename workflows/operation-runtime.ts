@@ -311,9 +311,12 @@ export function createOperationRuntime(opts: OperationRuntimeOptions) {
         return null;
       }
     },
-    /** Ends the operation as succeeded. */
-    async finishSucceeded(): Promise<void> {
-      await finish('succeeded');
+    /**
+     * Ends the operation as succeeded; `bestEffort`: a best-effort step that failed (kept on the row as its
+     * `error`, so a reader sees a promotion that left its old active undemoted without reading events).
+     */
+    async finishSucceeded(bestEffort?: { step: string; code: string; message: string }): Promise<void> {
+      await finish('succeeded', bestEffort);
       progress = withPhase(progress, 'succeeded');
     },
     /**

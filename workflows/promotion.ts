@@ -69,14 +69,14 @@ export async function promotionWorkflow(input: PromotionInput): Promise<Promotio
   });
 
   const demotion = op.isStepSkipped('demoteOldActive')
-    ? 'skipped'
+    ? { outcome: 'skipped' as const, error: undefined }
     : await demoteOldActive(
         op,
         { fleetId, operationId, oldActiveId: begin.fromDomainId!, policy, slugs: slugsOfBegin(begin) },
         () => releaseReason,
       );
-  await op.finishSucceeded();
-  return { operationId, state: 'succeeded', routeRevision: commit.routeRevision, demotion };
+  await op.finishSucceeded(demotion.error);
+  return { operationId, state: 'succeeded', routeRevision: commit.routeRevision, demotion: demotion.outcome };
 }
 
 /**
@@ -246,7 +246,11 @@ async function demoteOldActive(
   op: OperationRuntime,
   child: Parameters<typeof demotionChildStart>[0] & { policy: FleetPolicy },
   releaseReason: () => string | null,
-): Promise<'succeeded' | 'failed' | 'unreachable'> {
+): Promise<{
+  outcome: 'succeeded' | 'failed' | 'unreachable';
+  /** The step's failure, kept on the operation row. */
+  error?: { step: string; code: string; message: string };
+}> {
   const { fleetId, operationId, oldActiveId } = child;
   try {
     await op.run(
@@ -278,10 +282,13 @@ async function demoteOldActive(
       },
       (r) => `old active on standby${r.drained === false ? ' (drain budget spent)' : ''}`,
     );
-    return 'succeeded';
+    return { outcome: 'succeeded' };
   } catch (err) {
     if (!(err instanceof StepFailure)) throw err;
     log.warn('demotion of the old active failed', { fleetId, operationId, domainId: oldActiveId, error: err.message });
-    return isHostUnreachable(err.info) ? 'unreachable' : 'failed';
+    return {
+      outcome: isHostUnreachable(err.info) ? 'unreachable' : 'failed',
+      error: { step: err.step, code: err.info.code, message: err.info.message },
+    };
   }
 }

@@ -1,6 +1,6 @@
 /**
- * `haru fleet operations` against the real API and store, the steps recorded by the same activity the
- * promotion workflow records them with (`recordStep`): a promotion whose demotion of the old active failed
+ * `haru fleet operations` against the real API and store, the steps recorded and the operation finished by the
+ * same activities the promotion workflow uses (`recordStep`, `finishOperation`): a promotion whose demotion of the old active failed
  * reads `succeeded (not demoted)`, one whose demotion succeeded reads `succeeded`.
  */
 import { createFleetStoreActivities } from '../../activities/fleet-store';
@@ -41,7 +41,21 @@ it('reads a promotion whose demotion failed as succeeded (not demoted), with the
           : 'old active on standby',
       ...(demotion === 'failed' ? { data: { code: 'SupervisorUnreachable' } } : {}),
     });
-    await h.store.operations.succeed(operation.id);
+    // As the workflow ends it: succeeded, with the best-effort step's failure kept on the row.
+    await runIn(env, acts.finishOperation, {
+      fleetId: fleet.id,
+      operationId: operation.id,
+      outcome: 'succeeded',
+      ...(demotion === 'failed'
+        ? {
+            error: {
+              step: 'demoteOldActive',
+              code: 'SupervisorUnreachable',
+              message: 'old active unreachable, left as it was (drain: refused)',
+            },
+          }
+        : {}),
+    });
     return operation.id;
   };
   const failed = await promotion('failed');

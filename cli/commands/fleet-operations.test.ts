@@ -7,17 +7,18 @@ const now = new Date('2030-01-01T02:00:00.000Z');
 
 describe('formatOperations', () => {
   const operations = [
-    promotionFixture(OP1, '2030-01-01T01:57:00.000Z'),
+    promotionFixture(OP1, '2030-01-01T01:57:00.000Z', {
+      error: { step: 'demoteOldActive', code: 'E', message: 'gone' },
+    }),
     promotionFixture(OP2, '2029-12-31T21:00:00.000Z', {
       state: 'failed',
       step: 'probeModels',
       error: { step: 'probeModels', code: 'ProbeFailed', message: 'empty answer' },
     }),
   ];
-  const outcomes = new Map([[OP1, { status: 'failed' as const, error: 'demoteOldActive: E: gone' }]]);
 
   it('shows AGE instead of a timestamp, and a promotion that left the old active as it was honestly', () => {
-    const [header, first, second] = formatOperations(fleetStatusFixture(), operations, outcomes, {
+    const [header, first, second] = formatOperations(fleetStatusFixture(), operations, {
       wide: false,
       now,
     }).split('\n');
@@ -30,9 +31,7 @@ describe('formatOperations', () => {
   });
 
   it('adds the times, who asked and why with -o wide', () => {
-    const [header, first] = formatOperations(fleetStatusFixture(), operations, outcomes, { wide: true, now }).split(
-      '\n',
-    );
+    const [header, first] = formatOperations(fleetStatusFixture(), operations, { wide: true, now }).split('\n');
     expect(header).toMatch(/ERROR +CREATED +FINISHED +REQUESTED BY +REASON$/);
     expect(first).toMatch(/2030-01-01T01:57:00\.000Z +2030-01-01T01:57:00\.000Z +api +drill$/);
   });

@@ -4,7 +4,7 @@ import { operationListResponseSchema } from '../../schemas/api';
 import { ageOf } from '../age';
 import { integerArg } from '../arguments';
 import { apiClientFor } from '../connection';
-import { type DemotionOutcome, demotionOutcomes, stateCell } from '../demotion-outcome';
+import { stateCell } from '../demotion-outcome';
 import { table } from '../format';
 import { isData, isWide, type OutputOptions, renderData } from '../output';
 
@@ -18,7 +18,6 @@ const fleetPath = (fleet: string) => `/v1/fleets/${encodeURIComponent(fleet)}`;
 export function formatOperations(
   snapshot: FleetSnapshot,
   operations: readonly Operation[],
-  outcomes: ReadonlyMap<string, DemotionOutcome>,
   opts: { wide: boolean; now: Date },
 ): string {
   const slug = (id: string | null) => snapshot.domains.find((d) => d.id === id)?.slug ?? id;
@@ -27,17 +26,12 @@ export function formatOperations(
   return table(
     headers,
     operations.map((o) => {
-      const outcome = outcomes.get(o.id);
-      const error = o.error
-        ? `${o.error.step}: ${o.error.code}: ${o.error.message}`
-        : outcome?.status === 'failed'
-          ? outcome.error
-          : null;
+      const error = o.error ? `${o.error.step}: ${o.error.code}: ${o.error.message}` : null;
       const row = [
         ageOf(o.createdAt, opts.now),
         o.kind,
         o.kind === 'promote' ? `${slug(o.fromDomainId) ?? 'none'} → ${slug(o.targetDomainId)}` : slug(o.targetDomainId),
-        stateCell(o, outcome),
+        stateCell(o),
         o.step,
         o.id,
         error,
@@ -63,8 +57,7 @@ export function registerFleetOperations(fleet: Command): void {
         api.get(fleetPath(ref), fleetSnapshotSchema),
         api.get(path, operationListResponseSchema),
       ]);
-      const outcomes = await demotionOutcomes(api, fleetPath(ref), operations);
-      out(formatOperations(snapshot, operations, outcomes, { wide: isWide(opts), now: new Date() }));
+      out(formatOperations(snapshot, operations, { wide: isWide(opts), now: new Date() }));
     });
 }
 

@@ -214,8 +214,12 @@ export function createOperationRepo({ db, now }: RepoDeps) {
       return row ? toOperation(row) : null;
     },
 
-    /** running -> succeeded. Null when the operation is not running. */
-    succeed: (id: string) => transition(id, 'succeeded', { finishedAt: now() }),
+    /**
+     * running -> succeeded; `bestEffort`: the failure of a best-effort step it succeeded without (a promotion
+     * whose old active was left undemoted), kept as its `error`. Null when the operation is not running.
+     */
+    succeed: (id: string, bestEffort?: OperationError) =>
+      transition(id, 'succeeded', { finishedAt: now(), ...(bestEffort ? { error: bestEffort } : {}) }),
 
     /** pending|running -> failed with `{ step, code, message }`. Null when already finished. */
     fail: (id: string, error: OperationError) => finish(id, 'failed', error),

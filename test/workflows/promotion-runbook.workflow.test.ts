@@ -372,7 +372,17 @@ describe('promotionWorkflow runbook', () => {
     });
     const { result } = await promoteToEnd(activities);
     expect(result).toMatchObject({ state: 'succeeded', demotion: 'failed' });
-    expect(finished).toEqual([{ outcome: 'succeeded' }]);
+    // Succeeded, with the demotion's failure kept on the operation row for whoever reads it.
+    expect(finished).toEqual([
+      {
+        outcome: 'succeeded',
+        error: {
+          step: 'demoteOldActive',
+          code: 'DemotionFailed',
+          message: 'demotion failed at drain: supervisor refused our token',
+        },
+      },
+    ]);
   });
 });
 
