@@ -1,7 +1,6 @@
 import type { OperationProgress, StepProgress } from '../schemas/api';
-import type { Operation } from '../schemas/entities';
 import { fleetStatusFixture, promotionFixture } from '../test/support/fake-haru-api';
-import { formatElapsed, formatFleet, lastFailedOperation, progressChanges, table } from './format';
+import { formatElapsed, formatFleet, progressChanges, table } from './format';
 
 const step = (over: Partial<StepProgress> & { step: string }): StepProgress => ({
   status: 'pending',
@@ -79,17 +78,6 @@ describe('formatting helpers', () => {
         ],
       ),
     ).toBe('A     BB\nx     -\nlong  2');
-  });
-});
-
-describe('lastFailedOperation', () => {
-  const op = (id: string, state: Operation['state']) => ({ id, state }) as Operation;
-
-  it('is the newest failed operation unless a later one succeeded; cancelled and in-flight ones pass', () => {
-    expect(lastFailedOperation([op('c', 'running'), op('b', 'cancelled'), op('a', 'failed')])?.id).toBe('a');
-    expect(lastFailedOperation([op('b', 'succeeded'), op('a', 'failed')])).toBeNull();
-    expect(lastFailedOperation([op('b', 'failed'), op('a', 'succeeded')])?.id).toBe('b');
-    expect(lastFailedOperation([])).toBeNull();
   });
 });
 

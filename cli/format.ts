@@ -3,6 +3,8 @@ import type { FleetStatus, OperationProgress, StepProgress } from '../schemas/ap
 import { formatAge } from '../core/monitor-look';
 import { ageOf } from './age';
 
+export { lastFailedOperation } from '../core/last-failed-operation';
+
 /** Left-aligned plain-text table; every cell stringified. */
 export function table(headers: string[], rows: (string | number | null | undefined)[][]): string {
   const cells = [headers, ...rows.map((r) => r.map((c) => (c === null || c === undefined ? '-' : String(c))))];
@@ -15,18 +17,6 @@ export function table(headers: string[], rows: (string | number | null | undefin
         .trimEnd(),
     )
     .join('\n');
-}
-
-/**
- * The failed operation an operator must still see: the newest failed one that no later operation
- * succeeded after (`operations` newest first; cancelled and in-flight ones neither show nor clear it).
- */
-export function lastFailedOperation(operations: readonly Operation[]): Operation | null {
-  for (const op of operations) {
-    if (op.state === 'succeeded') return null;
-    if (op.state === 'failed') return op;
-  }
-  return null;
 }
 
 type SightedDomain = FleetStatus['domains'][number];
