@@ -1,0 +1,91 @@
+import { domainSnapshot } from '../../core/fleet-fixtures';
+import { ago, ID, pageInput, progress, promotion, snapshot, step } from '../../test/support/fleet-page-fixtures';
+import { renderFleetIndex, renderFleetPage } from './fleet-page';
+import { fleetPage, fleetSummary } from './fleet-page-view';
+
+const HOSTILE = `<img src=x onerror="alert(1)"><script>alert('x')</script>`;
+const ESCAPED = '&lt;img src=x onerror=&quot;alert(1)&quot;&gt;&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;';
+
+/** Every start tag in `doc`, by name. */
+const tags = (doc: string) => [...doc.matchAll(/<([a-z0-9]+)[\s>]/gi)].map(([, name]) => name!.toLowerCase());
+
+describe('renderFleetPage', () => {
+  it('prints hostile names, reasons and errors as text: no tag or attribute of theirs gets in', () => {
+    const fleet = snapshot({
+      displayName: HOSTILE,
+      autoFailoverPause: { by: HOSTILE, reason: HOSTILE, at: ago(1_000) },
+      domains: [
+        domainSnapshot('a', { lastError: HOSTILE, consecutiveFailures: 2 }),
+        domainSnapshot('b', {
+          slots: domainSnapshot('b').slots.map((s) =>
+            s.kind === 'inference' ? { ...s, models: [{ name: HOSTILE, servingUrl: 'http://x/v1' }] } : s,
+          ),
+        }),
+      ],
+    });
+    const failed = promotion({
+      state: 'failed',
+      reason: HOSTILE,
+      requestedBy: HOSTILE,
+      error: { step: HOSTILE, code: HOSTILE, message: HOSTILE },
+    });
+    const doc = renderFleetPage(
+      fleetPage(
+        pageInput({
+          fleet,
+          operations: [failed],
+          progress: new Map([[ID.op, progress([step({ step: HOSTILE, lastError: HOSTILE, status: 'failed' })])]]),
+        }),
+      ),
+    );
+    expect(new Set(tags(doc))).not.toContain('img');
+    expect(new Set(tags(doc))).not.toContain('script');
+    expect(doc).not.toMatch(/onerror="/);
+    // displayName, the pause (by, reason), lastError, the model, the failed operation (reason, by, error's three
+    // parts) twice (last failed and in the list), its step (name, error) twice.
+    expect(doc.split(ESCAPED).length - 1).toBeGreaterThanOrEqual(15);
+  });
+
+  it('is one document with no script and no external asset, reloading itself', () => {
+    const doc = renderFleetPage(fleetPage(pageInput({ operations: [promotion()] })));
+    expect(doc).toMatch(/^<!doctype html>/);
+    expect(doc).toMatch(/<meta http-equiv="refresh" content="5"/);
+    expect(tags(doc)).not.toContain('script');
+    expect(tags(doc)).not.toContain('link');
+    expect(doc).not.toMatch(/\bsrc=|url\(|@import/);
+  });
+
+  it('puts the warnings first, counts the critical ones in the title, and labels the dead old active failed', () => {
+    const fleet = snapshot({
+      activeDomainId: ID.b,
+      domains: [
+        domainSnapshot('a', { state: 'failed', isActive: false, lastSeenAt: ago(40_000) }),
+        domainSnapshot('b', { isActive: true }),
+      ],
+    });
+    const doc = renderFleetPage(fleetPage(pageInput({ fleet })));
+    expect(doc).toContain('<title>(1) prod · haru</title>');
+    const warning = doc.indexOf('No standby ready: auto-failover could not move traffic');
+    expect(warning).toBeGreaterThan(0);
+    expect(warning).toBeLessThan(doc.indexOf('<table>'));
+    expect(doc).toMatch(
+      /<tr class="tone-bad" data-domain="a" data-role="failed">\s*<th scope="row">a<\/th>\s*<td class="role tone-bad">failed<\/td>/,
+    );
+    expect(doc).toContain('40 s ago <span class="stale">STALE</span>');
+  });
+
+  it('says so when nothing needs anyone', () => {
+    const doc = renderFleetPage(fleetPage(pageInput({ monitor: null })));
+    expect(doc).not.toContain('Nothing needs you');
+    const healthy = fleetPage(pageInput());
+    expect(renderFleetPage({ ...healthy, warnings: [] })).toContain('Nothing needs you');
+  });
+});
+
+describe('renderFleetIndex', () => {
+  it('links each fleet to its page by its escaped slug, with its warnings', () => {
+    const summary = fleetSummary(snapshot({ slug: 'a&b' }), new Date());
+    const doc = renderFleetIndex([summary], '2030-01-01T00:00:00.000Z');
+    expect(doc).toContain('<a href="/ui/fleets/a%26b">a&amp;b</a>');
+  });
+});
