@@ -30,6 +30,7 @@ import { inferenceRoutes } from './routes/inference';
 import { operationRoutes } from './routes/operations';
 import { type ProvisioningStarter, provisioningRoutes } from './routes/provisioning';
 import { type HostReader, statusRoutes } from './routes/status';
+import { trainingJobRoutes } from './routes/training-jobs';
 import { uiRoutes } from './routes/ui';
 import { createSupervisorClient } from '../clients/supervisor-client';
 import type { ApiDatabase, ApiStore } from './store';
@@ -169,7 +170,10 @@ export function createApp(deps: ApiDeps): ApiApp {
   app.get('/metrics', async (_req, res) => {
     res.set('content-type', metrics.registry.contentType).send(await metrics.registry.metrics());
   });
-  app.use(uiRoutes());
+  const hosts =
+    deps.hosts ?? createSupervisorClient({ token: config.HARU_SUPERVISOR_TOKEN, tls: config.supervisorTls });
+  app.use('/ui', authorizer.authenticatePage);
+  app.use(uiRoutes(ctx, { holdQueue: proxy.holdQueue, hosts, allows: authorizer.allows }));
   app.use('/v1', authorizer.authenticate);
   app.use(inferenceRoutes(proxy, config.HARU_CHAT_MAX_BODY_BYTES));
   app.use('/v1/fleets', express.json({ limit: CONTROL_BODY_LIMIT_BYTES, type: () => true, strict: true }));
@@ -179,13 +183,9 @@ export function createApp(deps: ApiDeps): ApiApp {
   app.use(repairRoutes(ctx));
   app.use(operationRoutes(ctx));
   app.use(eventRoutes(ctx));
-  app.use(
-    statusRoutes(
-      ctx,
-      deps.hosts ?? createSupervisorClient({ token: config.HARU_SUPERVISOR_TOKEN, tls: config.supervisorTls }),
-    ),
-  );
+  app.use(statusRoutes(ctx, hosts));
   app.use(provisioningRoutes(ctx, deps.provisioning));
+  app.use(trainingJobRoutes(ctx));
   app.use(notFoundHandler);
   app.use(errorMiddleware(logger));
   // Last: every route is registered, each gets the guard of the scope its RouteDoc declares.

@@ -9,7 +9,7 @@ export interface RouteDoc {
   tag: 'health' | 'fleets' | 'operations' | 'events' | 'training' | 'inference' | 'meta';
   /**
    * The scope a key needs for this route (docs/architecture.md §5.3), or null for an open route (health,
-   * metrics, this document, the fleet page). The one place a route's scope is declared: the API guards each
+   * metrics, this document). The one place a route's scope is declared: the API guards each
    * route by it (api/auth/authorize.ts) and the OpenAPI document publishes it.
    */
   scope: Scope | null;

@@ -31,8 +31,8 @@ const TOOLS = [
   { name: 'openssl', pkg: 'openssl', tiers: ['unit', 'integration', 'system'], present: () => found('openssl') },
   // test/temporal/tls.test.ts: the TLS terminator in front of Temporal.
   { name: 'haproxy', pkg: 'haproxy', tiers: ['integration'], present: () => found('haproxy'), services: ['haproxy'] },
-  // test/api/ui.test.ts drives /usr/bin/chromium with puppeteer-core.
-  { name: 'chromium', pkg: 'chromium', tiers: ['integration'], present: () => fs.existsSync('/usr/bin/chromium') },
+  // test/api/ui.e2e.test.ts drives /usr/bin/chromium with puppeteer-core.
+  { name: 'chromium', pkg: 'chromium', tiers: ['system'], present: () => fs.existsSync('/usr/bin/chromium') },
   // The PyPI tools' virtualenvs (schemathesis, the OpenAI SDK, SkyPilot, hadolint, Compose v2).
   { name: 'python3 venv', pkg: 'python3-venv', tiers: ['integration', 'system'], present: pythonVenvWorks },
   // test/deploy/gateway.test.ts, route-intent-nginx.test.ts.

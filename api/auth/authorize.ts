@@ -30,10 +30,27 @@ export interface AuthorizerOptions {
 export interface Authorizer {
   /** The bearer check of every `/v1/*` request: 401 without a known key, else the key is the request's principal. */
   authenticate: BearerMiddleware;
+  /**
+   * The check of the fleet page (`/ui`): `authenticate`, and the key also taken as HTTP Basic's password (any
+   * user name), the one credential a browser sends without JavaScript; a refusal asks the browser for it.
+   */
+  authenticatePage: BearerMiddleware;
   /** The guard of the route `doc` declares: its scope, then its fleet. Throws for a route that declares none. */
   guardFor(method: string, path: string): RouteGuard;
   /** Whether a key limited to fleets may see `fleet` (lists leave out the others). */
   allows(key: ApiKey | undefined, fleet: FleetName): boolean;
+}
+
+/** What a browser is asked for: a user name (any) and the key as the password. */
+const BASIC_CHALLENGE = 'Basic realm="haru", charset="UTF-8"';
+
+/** The password of `Basic base64(user:password)`; undefined for any other header. */
+export function basicPassword(authorization: string | undefined): string | undefined {
+  const encoded = /^Basic +([A-Za-z0-9+/=]+)\s*$/i.exec(authorization ?? '')?.[1];
+  if (!encoded) return undefined;
+  const decoded = Buffer.from(encoded, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  return colon < 0 ? undefined : decoded.slice(colon + 1);
 }
 
 const keyAllows = (key: ApiKey | undefined, fleet: FleetName): boolean =>
@@ -60,6 +77,19 @@ export function createAuthorizer(docs: readonly RouteDoc[], opts: AuthorizerOpti
       return next();
     }
     res.setHeader('www-authenticate', 'Bearer');
+    next(new HaruError('unauthorized', found.refusal));
+  };
+
+  const authenticatePage: BearerMiddleware = (req, res, next) => {
+    if (isOpen) return next();
+    const password = basicPassword(req.headers.authorization);
+    // Basic's password goes through the one bearer check, in the form it reads.
+    const found = identify(password === undefined ? req.headers.authorization : `Bearer ${password}`);
+    if ('value' in found) {
+      setPrincipal(req, found.value);
+      return next();
+    }
+    res.setHeader('www-authenticate', [BASIC_CHALLENGE, 'Bearer']);
     next(new HaruError('unauthorized', found.refusal));
   };
 
@@ -105,6 +135,7 @@ export function createAuthorizer(docs: readonly RouteDoc[], opts: AuthorizerOpti
   const guards = new Map(docs.map((doc) => [routeKey(doc.method, doc.path), guard(doc)]));
   return {
     authenticate,
+    authenticatePage,
     guardFor(method, path) {
       const found = guards.get(routeKey(method, path));
       if (!found) throw new Error(`route ${method.toUpperCase()} ${path} has no RouteDoc: declare its scope there`);

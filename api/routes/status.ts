@@ -54,8 +54,11 @@ export const STATUS_ROUTE_DOCS: RouteDoc[] = [
 /** How long one supervisor read may take before the host counts as unreachable for this answer. */
 const HOST_READ_TIMEOUT_MS = 3_000;
 
-/** Reads the host now; a failure is part of the answer (`isReachable: false`), never an error of the route. */
-async function readHost(hosts: HostReader, domain: DomainSnapshot, now: Date): Promise<HostReading> {
+/**
+ * Reads the host now (at most HOST_READ_TIMEOUT_MS); a failure is part of the answer (`isReachable: false`),
+ * never an error of the route. The fleet page reads GPU memory through it too.
+ */
+export async function readHost(hosts: HostReader, domain: DomainSnapshot, now: Date): Promise<HostReading> {
   const opts = { timeoutMs: HOST_READ_TIMEOUT_MS };
   const [status, memory] = await Promise.allSettled([hosts.status(domain, opts), hosts.gpuMemory(domain, opts)]);
   if (status.status === 'rejected') {

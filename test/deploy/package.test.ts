@@ -89,7 +89,7 @@ describe('the package installed globally from its tarball', () => {
       'README.md',
       'bin/haru.js',
       'cli/main.ts',
-      'api/ui/index.html',
+      'api/ui/fleet-page.ts',
       'workers/main.ts',
       'workflows/index.ts',
       'db/migrations/meta/_journal.json',
