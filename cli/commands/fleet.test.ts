@@ -15,7 +15,14 @@ import {
 
 const OP1 = '00000000-0000-4000-8000-000000000101';
 const fleet = fleetStatusFixture();
-const promotion = promotionFixture(OP1, new Date(Date.now() - 30 * 60_000).toISOString());
+const promotion = promotionFixture(OP1, new Date(Date.now() - 30 * 60_000).toISOString(), {
+  // Succeeded without its demotion: the row keeps that step's failure (workflows/promotion.ts).
+  error: {
+    step: 'demoteOldActive',
+    code: 'SupervisorUnreachable',
+    message: 'old active unreachable, left as it was (drain: refused)',
+  },
+});
 const event = stepFailedEvent(9, OP1, 'demoteOldActive', 'old active unreachable, left as it was (drain: refused)');
 
 /**
@@ -47,7 +54,6 @@ let api: FakeApi;
 beforeAll(async () => {
   api = await startFakeApi({
     ...together(),
-    '/v1/fleets/prod/events?order=desc&limit=1000': { body: { events: [event], nextCursor: 9 } },
     '/v1/fleets': { body: { fleets: [fleet] } },
     '/v1/fleets/prod/events?limit=100&order=desc': {
       body: { events: [{ ...event, createdAt: promotion.createdAt }], nextCursor: 9 },
