@@ -95,3 +95,74 @@ describe('a reading reused under maxAgeMs', () => {
     expect((await reader.read({ maxAgeMs: 60_000 })).gpus).toEqual(gpu(1));
   });
 });
+
+describe('a reading begun after the last training exit', () => {
+  const gpu = (usedMiB: number): GpuReading[] => [
+    { index: 0, uuid: 'GPU-0', usedMiB, totalMiB: 100, processes: [], source: 'device', migDevice: null, error: null },
+  ];
+  /** A tool whose runs the test ends by hand, counting them. */
+  function manualTool() {
+    const pending: ((gpus: GpuReading[]) => void)[] = [];
+    let runs = 0;
+    const reader = {
+      vendor: 'nvidia' as const,
+      checkConfig: async () => undefined,
+      read: () => {
+        runs += 1;
+        return new Promise<GpuReading[]>((resolve) => pending.push(resolve));
+      },
+    };
+    return { reader, runs: () => runs, finish: (used: number) => pending.shift()!(gpu(used)) };
+  }
+
+  it('is begun when the run exits, and the release step joins it instead of starting another', async () => {
+    let now = 1_000;
+    const tool = manualTool();
+    const reader = singleFlight(tool.reader, () => now);
+    reader.trainingExited();
+    expect(tool.runs()).toBe(1); // under way before anyone asks
+    now += 40;
+    const asked = reader.read({ afterTrainingExit: true, maxAgeMs: 1_000 });
+    tool.finish(7);
+    expect(await asked).toEqual({ gpus: gpu(7), ageMs: 0 });
+    expect(tool.runs()).toBe(1);
+    // Done a moment ago: still the proof, within maxAgeMs.
+    now += 300;
+    expect(await reader.read({ afterTrainingExit: true, maxAgeMs: 1_000 })).toEqual({ gpus: gpu(7), ageMs: 300 });
+    expect(tool.runs()).toBe(1);
+  });
+
+  it('never takes a reading begun before the exit: it waits for that run and reads again', async () => {
+    let now = 1_000;
+    const tool = manualTool();
+    const reader = singleFlight(tool.reader, () => now);
+    const before = reader.read(); // a trainer still alive while this one runs
+    now += 10;
+    reader.trainingExited();
+    const asked = reader.read({ afterTrainingExit: true, maxAgeMs: 1_000 });
+    tool.finish(50); // the reading from before the exit
+    expect(await before).toEqual({ gpus: gpu(50), ageMs: 0 });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(tool.runs()).toBe(2); // begun after the earlier one ended
+    tool.finish(3);
+    expect(await asked).toEqual({ gpus: gpu(3), ageMs: 0 });
+  });
+
+  it('reads afresh when the reading after the exit is older than maxAgeMs, or no run has exited', async () => {
+    let now = 1_000;
+    const tool = manualTool();
+    const reader = singleFlight(tool.reader, () => now);
+    const fresh = reader.read({ afterTrainingExit: true, maxAgeMs: 1_000 }); // no exit yet: a reading begun now
+    tool.finish(1);
+    expect((await fresh).gpus).toEqual(gpu(1));
+    reader.trainingExited();
+    tool.finish(2);
+    await new Promise((resolve) => setImmediate(resolve)); // the reading after the exit is done
+    now += 1_001;
+    const stale = reader.read({ afterTrainingExit: true, maxAgeMs: 1_000 });
+    await new Promise((resolve) => setImmediate(resolve));
+    tool.finish(3);
+    expect(await stale).toEqual({ gpus: gpu(3), ageMs: 0 });
+    expect(tool.runs()).toBe(3);
+  });
+});
