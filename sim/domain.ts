@@ -74,6 +74,11 @@ export interface SimDomainOptions {
   vllmApiKey?: string;
   /** HTTPS for the supervisor, as `haru supervisor` takes it (`haru sim domain`: simSupervisorTls, sim/config.ts). */
   tls?: SimSupervisorTls;
+  /**
+   * More environment of the supervisor (a shorter HARU_VLLM_WEDGE_MS, say); what the simulator sets itself (its
+   * port, config, GPU tool, token, TLS) wins.
+   */
+  supervisorEnv?: Record<string, string>;
 }
 
 /**
@@ -188,6 +193,7 @@ export async function startSimDomain(opts: SimDomainOptions): Promise<SimDomain>
     tsEntry('supervisor/main.ts'),
     {
       ...baseEnv,
+      ...opts.supervisorEnv,
       HARU_SUPERVISOR_CONFIG: JSON.stringify(
         withTrainerSimEnv(withApiKeyRefs(plan.supervisorConfig, opts.vllmApiKey), {
           HARU_SIM_GPU_STATE: gpuStateDir,

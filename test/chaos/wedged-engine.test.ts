@@ -10,7 +10,7 @@ import { monitorWorkflowId } from '../../workflows/definitions';
 import { MODEL } from '../workflows/support/sim-fleet';
 import { eventually, uniqueTaskQueue, useTestServer } from '../workflows/support/temporal';
 import { activeOf, reviveAsStandby, untilViableStandby } from './support/failover-again';
-import { type ChaosRig, startChaosRig } from './support/rig';
+import { type ChaosRig, domainStateReasons, startChaosRig } from './support/rig';
 
 jest.setTimeout(420_000);
 
@@ -20,17 +20,6 @@ const server = useTestServer(async () => {
   for (const fn of cleanups) await fn().catch(() => undefined);
   await rig?.close();
 });
-
-/**
- * The reasons `domainId` was moved for, from its own `domain.state` events: the wedge's words survive a later
- * poll or the promotion rewriting the row's `lastError`.
- */
-async function wedgeReasons(fleet: ChaosRig['fleet'], domainId: string): Promise<string[]> {
-  const events = await fleet.db.store.events.list(fleet.fleetId, { limit: 1_000 });
-  return events
-    .filter((e) => e.domainId === domainId && e.type === 'domain.state')
-    .map((e) => String((e.data as { reason?: unknown } | null)?.reason ?? ''));
-}
 
 /** A client sending one chat completion a second to `servingUrl` until stopped; each waits up to 60 s. */
 function oneRequestASecond(servingUrl: string): () => void {
@@ -85,7 +74,7 @@ it('fails over from a wedged active under traffic, then from a wedged idle activ
   const [operation] = await fleet.db.store.operations.list(fleet.fleetId);
   expect(operation).toMatchObject({ kind: 'promote', targetDomainId: fleet.west.id, requestedBy: 'monitor' });
   expect(operation!.reason).toMatch(new RegExp(`consecutive polls \\(threshold ${policy.failureThreshold}\\)`));
-  expect(await wedgeReasons(fleet, fleet.east.id)).toContainEqual(
+  expect(await domainStateReasons(fleet, fleet.east.id)).toContainEqual(
     expect.stringMatching(/engine wedged: \d+ running, \d+ waiting, vllm:generation_tokens_total \d+, unchanged for/),
   );
 
@@ -96,7 +85,7 @@ it('fails over from a wedged active under traffic, then from a wedged idle activ
   const idleWedgedAt = Date.now();
   await eventually('routing to move back to east', async () => (await activeOf(fleet)) === fleet.east.id, 120_000, 50);
   const idleMs = Date.now() - idleWedgedAt;
-  expect(await wedgeReasons(fleet, fleet.west.id)).toContainEqual(
+  expect(await domainStateReasons(fleet, fleet.west.id)).toContainEqual(
     expect.stringMatching(/engine wedged: a synthetic completion \(max_tokens 1\) unanswered/),
   );
   console.log(`wedged engine: routing moved in ${underTrafficMs} ms under traffic, ${idleMs} ms idle`);

@@ -72,3 +72,53 @@ export async function proxiedCompletion(
     body: text,
   };
 }
+
+/** One answer a client got through the proxy: when it came (ms), its status (null: none) and who served it. */
+export interface ClientAnswer {
+  at: number;
+  status: number | null;
+  domain: string | null;
+}
+
+/**
+ * A client sending one small chat completion through the proxy every `everyMs` until stopped, each request on
+ * its own (a slow answer does not hold back the next request). `answers` are in the order they came; a
+ * request that ended without an answer (a reset) has status null. `stop` aborts what is in flight, unrecorded.
+ */
+export function steadyClient(
+  apiUrl: string,
+  fleet: string,
+  model: string,
+  everyMs = 1_000,
+): { answers: ClientAnswer[]; stop(): Promise<void> } {
+  const answers: ClientAnswer[] = [];
+  const inFlight = new Set<Promise<void>>();
+  const abort = new AbortController();
+  const send = () => {
+    const request = fetch(`${apiUrl}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-haru-fleet': fleet },
+      body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 }),
+      signal: abort.signal,
+    })
+      .then(async (res) => {
+        await res.text();
+        answers.push({ at: Date.now(), status: res.status, domain: res.headers.get('x-haru-domain') });
+      })
+      .catch(() => {
+        if (!abort.signal.aborted) answers.push({ at: Date.now(), status: null, domain: null });
+      })
+      .finally(() => inFlight.delete(request));
+    inFlight.add(request);
+  };
+  const timer = setInterval(send, everyMs);
+  send();
+  return {
+    answers,
+    async stop() {
+      clearInterval(timer);
+      abort.abort();
+      await Promise.all(inFlight);
+    },
+  };
+}

@@ -45,6 +45,10 @@ export interface ChaosRigOptions {
   workerEnv?: Record<string, string>;
   /** GPUs per domain (default 1). */
   gpus?: 1 | 2;
+  /** Each fake vLLM's `--max-num-seqs` (requests beyond it wait in its engine). */
+  maxNumSeqs?: number;
+  /** More environment of both supervisors (a shorter HARU_VLLM_WEDGE_MS, say); a revived host has the defaults. */
+  supervisorEnv?: Record<string, string>;
 }
 
 /** Starts a two-domain simulated fleet (east active, west standby); workers come from `startWorker`. */
@@ -56,6 +60,8 @@ export async function startChaosRig(opts: ChaosRigOptions): Promise<ChaosRig> {
     wakeDelayMs: opts.wakeDelayMs,
     db: opts.db,
     gpus: opts.gpus,
+    maxNumSeqs: opts.maxNumSeqs,
+    supervisorEnv: opts.supervisorEnv,
   });
   const workers: WorkerProcess[] = [];
   const store = fleet.db.store;
@@ -134,4 +140,15 @@ export async function vllmCalls(domain: SimFleetDomain): Promise<string[]> {
   const model = domain.sim.models[0]!;
   const res = await fetch(`http://127.0.0.1:${model.port}/_sim/state`);
   return ((await res.json()) as { calls: string[] }).calls;
+}
+
+/**
+ * The reasons `domainId` was moved for, from its own `domain.state` events: a poll's words survive a later
+ * poll or the promotion rewriting the row's `lastError`.
+ */
+export async function domainStateReasons(fleet: SimFleet, domainId: string): Promise<string[]> {
+  const events = await fleet.db.store.events.list(fleet.fleetId, { limit: 1_000 });
+  return events
+    .filter((e) => e.domainId === domainId && e.type === 'domain.state')
+    .map((e) => String((e.data as { reason?: unknown } | null)?.reason ?? ''));
 }

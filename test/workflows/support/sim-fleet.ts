@@ -68,6 +68,10 @@ export interface SimFleetOptions {
   vllmApiKey?: string;
   /** GPUs per domain, each with one model and one trainer (default 1). */
   gpus?: 1 | 2;
+  /** Each fake vLLM's `--max-num-seqs` (requests beyond it wait in its engine). */
+  maxNumSeqs?: number;
+  /** More environment of both supervisors (a shorter HARU_VLLM_WEDGE_MS, say). */
+  supervisorEnv?: Record<string, string>;
 }
 
 let fleetCounter = 0;
@@ -125,6 +129,8 @@ export async function startSimFleet(opts: SimFleetOptions = {}): Promise<SimFlee
       wakeDelayMs: opts.wakeDelayMs,
       shutdownGraceMs: 2_000,
       vllmApiKey: opts.vllmApiKey,
+      maxNumSeqs: opts.maxNumSeqs,
+      supervisorEnv: opts.supervisorEnv,
     });
     started.push(sim);
     return {
