@@ -277,7 +277,11 @@ class ProxiedRequest {
       this.held = enterHold(deps, this.client, this.body.stream, fresh);
       if (!this.held) {
         const retryAfterSeconds = expectedFailoverSeconds(fresh.snapshot.policy);
-        const message = `${deps.holdQueue.max} requests are already held for failover`;
+        const { held, max } = deps.holdQueue;
+        const message =
+          held >= max
+            ? `${max} requests are already held for failover`
+            : `fleet ${fresh.snapshot.slug} holds ${deps.holdQueue.heldBy(fresh.snapshot.id)} of the ${held} requests held for failover, its share while other fleets fail over too`;
         return failed(new HaruError('overloaded', message, { retryAfterSeconds }));
       }
     }
