@@ -13,6 +13,7 @@ import { buildOpenApiDocument, ROUTE_DOCS } from './openapi';
 import type { Orchestrator } from './orchestrator';
 import { createForwarder, type Forwarder } from './proxy/forwarder';
 import { createMonitorSignals } from './proxy/monitor-signals';
+import { createBodyBudget, LARGEST_BODIES_HELD } from './proxy/body-budget';
 import { createHoldQueue } from './proxy/hold-queue';
 import { createInFlightRegistry } from './proxy/in-flight';
 import type { ProxyDeps } from './proxy/inference';
@@ -123,6 +124,7 @@ export function createApp(deps: ApiDeps): ApiApp {
     cache,
     forwarder,
     holdQueue: createHoldQueue(config.HARU_CHAT_HOLD_MAX, (n) => metrics.heldRequests.set(n)),
+    bodyBudget: createBodyBudget(LARGEST_BODIES_HELD * config.HARU_CHAT_MAX_BODY_BYTES),
     inFlight: createInFlightRegistry({ cache, logger }),
     monitorSignals: createMonitorSignals({
       checkNow: (fleetId) => deps.orchestrator.checkNow(fleetId),

@@ -10,6 +10,7 @@ import { defaultApiConfig } from '../config';
 import { createApiMetrics } from '../metrics';
 import { createForwarder } from './forwarder';
 import { createMonitorSignals } from './monitor-signals';
+import { createBodyBudget } from './body-budget';
 import { createHoldQueue } from './hold-queue';
 import type { ProxyDeps } from './inference';
 import { leanInference } from './lean';
@@ -102,6 +103,7 @@ beforeAll(async () => {
     cache,
     forwarder,
     holdQueue: createHoldQueue(1),
+    bodyBudget: createBodyBudget(1024 * 1024),
     inFlight: createInFlightRegistry({ cache, logger: silentLogger }),
     monitorSignals: createMonitorSignals({ checkNow: async () => {}, debounceMs: 1_000, now, logger: silentLogger }),
     metrics,

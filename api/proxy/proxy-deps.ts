@@ -1,6 +1,7 @@
 import type { Logger } from '../../lib/logger';
 import type { ApiConfig } from '../config';
 import type { ApiMetrics } from '../metrics';
+import type { BodyBudget } from './body-budget';
 import type { Forwarder } from './forwarder';
 import type { HoldQueue } from './hold-queue';
 import type { InFlightRegistry } from './in-flight';
@@ -13,6 +14,8 @@ export interface ProxyDeps {
   cache: RoutingCache;
   forwarder: Forwarder;
   holdQueue: HoldQueue;
+  /** The bytes of request bodies held at once (api/proxy/body-budget.ts). */
+  bodyBudget: BodyBudget;
   /** Exchanges in flight per domain: a route move away from a domain cuts them (api/proxy/in-flight.ts). */
   inFlight: InFlightRegistry;
   /** Upstream failures and served answers, told to the fleet monitor (api/proxy/monitor-signals.ts). */

@@ -154,6 +154,39 @@ describe('OpenAI-compatible proxy', () => {
     expect(west.seen.map((s) => s.path)).toEqual(['/v1/embeddings']);
   });
 
+  it("answers 429 past the process's body budget without sending the body anywhere, and frees it as answers end", async () => {
+    // HARU_CHAT_MAX_BODY_BYTES 4096 here: the budget holds 8 bodies of the largest size.
+    const body = (n: number) =>
+      JSON.stringify({ model, messages: [{ role: 'user', content: `${n}`.padEnd(3_900, 'x') }] });
+    const release = gate();
+    east.handle(async (_req, _body, res) => {
+      await release.promise;
+      answerAs('east')(_req, _body, res);
+    });
+    const headers = await fleetHeader();
+    try {
+      const held = Array.from({ length: 8 }, (_, i) =>
+        call(`${h.url}/v1/chat/completions`, { body: body(i), headers }),
+      );
+      await east.waitFor((seen) => seen.length === 8);
+      const refused = await call(`${h.url}/v1/chat/completions`, { body: body(8), headers });
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get('retry-after')).toBe('1');
+      expect((refused.body as { error: { code: string; message: string } }).error).toMatchObject({
+        code: 'overloaded',
+        message: expect.stringMatching(/bytes of request bodies; \d+ more would pass its 32768-byte budget/),
+      });
+      expect(east.seen).toHaveLength(8); // never forwarded
+      release.open();
+      expect((await Promise.all(held)).map((r) => r.status)).toEqual(Array(8).fill(200));
+      const after = await call(`${h.url}/v1/chat/completions`, { body: body(9), headers });
+      expect(after.status).toBe(200);
+    } finally {
+      release.open();
+      east.handle(answerAs('east'));
+    }
+  });
+
   it('streams SSE chunks to the client before the upstream has finished', async () => {
     const release = gate();
     east.handle(async (_req, _body, res) => {
