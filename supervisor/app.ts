@@ -20,6 +20,7 @@ import { NoSlotError } from './errors';
 import { GpuQueryError, type SharedGpuReader } from './gpu';
 import { createGpuExclusion } from './gpu-exclusion';
 import type { InferenceController } from './inference';
+import { legacyRoutes } from './legacy-routes';
 import type { ListenerTable } from './listeners';
 import type { SupervisorMetrics } from './metrics';
 import { withModelMemory } from './model-memory';
@@ -207,6 +208,8 @@ export function createApp(deps: SupervisorAppDeps): express.Express {
       res.json({ results: await scoreAnswers({ ...body, answers }, deps) });
     }),
   );
+  // The original project's `/v1/ready` and `/v1/training/status`, as aliases (supervisor/legacy-routes.ts).
+  v1.use(legacyRoutes(deps));
   app.use('/v1', v1);
 
   app.use((req, _res, next) => next(new HaruError('not_found', `no route ${req.method} ${req.path}`)));
