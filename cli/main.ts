@@ -22,6 +22,11 @@ const commands: CommandEntry[] = [
   { name: 'fleet', summary: 'inspect and steer fleets through the Haru API', load: () => require('./commands/fleet') },
   { name: 'api', summary: 'run the Haru API and proxy', load: () => require('./commands/api') },
   { name: 'db', summary: 'migrate and seed the state store', load: () => require('./commands/db') },
+  {
+    name: 'layout',
+    summary: "convert the original project's fleet layouts and supervisor configs",
+    load: () => require('./commands/layout'),
+  },
   { name: 'worker', summary: 'run a Haru worker', load: () => require('./commands/worker') },
   { name: 'supervisor', summary: 'run the GPU-host supervisor', load: () => require('./commands/supervisor') },
   { name: 'sim', summary: 'simulated GPU hosts for machines without GPUs', load: () => require('./commands/sim') },

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { refusedLegacyVariables } from './legacy-env';
 
 /** Wraps an env schema so that a blank value (`FOO=`) counts as unset and takes the default. */
 export const blankable = <T extends z.ZodType>(schema: T) =>
@@ -17,11 +18,16 @@ export function formatZodError(error: z.ZodError, prefix = ''): string {
     .join('\n');
 }
 
-/** Parses `env` with `schema`; on failure throws an Error listing every bad variable. */
+/**
+ * Parses `env` with `schema`; on failure throws a ConfigError listing every bad variable. A variable of the
+ * original project that Haru does not read (schemas/legacy-env.ts) is one of them, naming what replaces it.
+ */
 export function parseEnv<T extends z.ZodType>(schema: T, env: NodeJS.ProcessEnv, what: string): z.infer<T> {
+  const refused = refusedLegacyVariables(env).map((line) => `  ${line}`);
   const parsed = schema.safeParse(env);
-  if (!parsed.success) throw new ConfigError(`invalid ${what} environment:\n${formatZodError(parsed.error, '  ')}`);
-  return parsed.data;
+  const problems = [...refused, ...(parsed.success ? [] : [formatZodError(parsed.error, '  ')])];
+  if (problems.length) throw new ConfigError(`invalid ${what} environment:\n${problems.join('\n')}`);
+  return parsed.data as z.infer<T>;
 }
 
 /** A configuration problem found at boot: printed as-is, exit code 2, never a stack trace. */

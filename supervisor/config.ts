@@ -2,7 +2,8 @@ import { z } from 'zod';
 import { isLoopbackHost } from '../lib/loopback';
 import { secretFromEnv } from '../lib/secret-file';
 import { readSecretRef } from '../lib/secret-ref';
-import { blankable, ConfigError, formatZodError, portSchema, positiveMsSchema } from '../schemas/env';
+import { blankable, ConfigError, formatZodError, parseEnv, portSchema, positiveMsSchema } from '../schemas/env';
+import { isLegacySupervisorConfig } from '../schemas/legacy-supervisor-config';
 import { type SupervisorConfig, supervisorConfigSchema } from '../schemas/supervisor';
 import { DEFAULT_WEDGE_MS } from './engine-progress';
 import type { MigSlot } from './gpu';
@@ -63,15 +64,12 @@ export type SupervisorEnv = z.infer<typeof supervisorEnvSchema>;
  * is not part of the token); an unreadable or empty file, or both forms set, is a ConfigError naming them.
  */
 export function loadSupervisorEnv(env: NodeJS.ProcessEnv, readFile?: (file: string) => string): SupervisorEnv {
-  const parsed = supervisorEnvSchema.safeParse(env);
-  if (!parsed.success) {
-    throw new ConfigError(`invalid supervisor environment:\n${formatZodError(parsed.error, '  ')}`);
-  }
+  const parsed = parseEnv(supervisorEnvSchema, env, 'supervisor');
   const opts = { read: readFile, fail: (message: string) => new ConfigError(message) };
   return {
-    ...parsed.data,
-    HARU_SUPERVISOR_TOKEN: secretFromEnv(parsed.data, 'HARU_SUPERVISOR_TOKEN', opts),
-    HARU_SUPERVISOR_TOKEN_PREVIOUS: secretFromEnv(parsed.data, 'HARU_SUPERVISOR_TOKEN_PREVIOUS', opts),
+    ...parsed,
+    HARU_SUPERVISOR_TOKEN: secretFromEnv(parsed, 'HARU_SUPERVISOR_TOKEN', opts),
+    HARU_SUPERVISOR_TOKEN_PREVIOUS: secretFromEnv(parsed, 'HARU_SUPERVISOR_TOKEN_PREVIOUS', opts),
   };
 }
 
@@ -95,6 +93,13 @@ export function loadSupervisorConfig(raw: string, readFile: (file: string) => st
     json = JSON.parse(text);
   } catch (err) {
     throw new ConfigError(`supervisor config ${source} is not valid JSON: ${(err as Error).message}`);
+  }
+  if (isLegacySupervisorConfig(json)) {
+    throw new ConfigError(
+      `supervisor config ${source} is in the original project's format (one "slots" list): convert it with ` +
+        `\`haru layout convert ${inline ? '<file>' : raw} -o <new file>\` and point HARU_SUPERVISOR_CONFIG at the result ` +
+        '(docs/migration.md)',
+    );
   }
   const parsed = supervisorConfigSchema.safeParse(json);
   if (!parsed.success) {

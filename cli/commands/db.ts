@@ -1,12 +1,13 @@
-import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
-import YAML from 'yaml';
 import { createDatabase, type HaruDatabase } from '../../db/client';
 import { type DbConfig, dbConfigFromEnv, dbEnvSchema, describeDatabase } from '../../db/config';
 import { applyLayout, LayoutApplyRefusedError, type LayoutApplyReport, validateLayout } from '../../db/layout-apply';
+import type { LayoutValidation } from '../../db/layout/validate';
 import { migrate } from '../../db/migrate';
 import { ConfigError, parseEnv } from '../../schemas/env';
 import { formatProblems } from '../../schemas/issues';
+import { isLegacyLayout } from '../../schemas/legacy-layout';
+import { readLayoutFile } from '../layout-file';
 import { type OutputOptions, renderData } from '../output';
 import { EXIT } from '../exit-codes';
 
@@ -26,22 +27,9 @@ async function withDatabase<T>(config: DbConfig, fn: (database: HaruDatabase) =>
   }
 }
 
-/** Reads a layout file: JSON, or YAML for `.yaml`/`.yml`. Unreadable or unparsable -> ConfigError. */
-async function readLayoutFile(file: string): Promise<unknown> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (err) {
-    throw new ConfigError(`cannot read layout file ${file}: ${(err as Error).message}`);
-  }
-  try {
-    return /\.ya?ml$/i.test(file) ? YAML.parse(text) : JSON.parse(text);
-  } catch (err) {
-    throw new ConfigError(
-      `layout file ${file} is not valid ${/\.ya?ml$/i.test(file) ? 'YAML' : 'JSON'}: ${(err as Error).message}`,
-    );
-  }
-}
+const legacyLayoutMessage = (file: string) =>
+  "a layout of the original project's format (the fleet's slug at the top, no fleet block): convert it with " +
+  `\`haru layout convert ${file} -o <new file>\` and seed that (docs/migration.md)`;
 
 function printReport(report: LayoutApplyReport): void {
   const counts = (['created', 'updated', 'pruned', 'unchanged', 'left'] as const).map(
@@ -58,8 +46,11 @@ function printReport(report: LayoutApplyReport): void {
 async function seed(opts: OutputOptions & { config: string; prune?: boolean }): Promise<void> {
   const config = loadConfig();
   const input = await readLayoutFile(opts.config);
-  // Validate the whole file before touching the database: a bad layout opens no connection at all.
-  const validation = validateLayout(input);
+  // Validate the whole file before touching the database: a bad layout opens no connection at all. One of the
+  // original project's format would fail on every field: it is told how to convert it instead.
+  const validation: LayoutValidation = isLegacyLayout(input)
+    ? { ok: false, problems: [{ path: '$', message: legacyLayoutMessage(opts.config) }] }
+    : validateLayout(input);
   if (!validation.ok) {
     if (opts.json) {
       out(renderData({ ok: false, problems: validation.problems }, opts));
