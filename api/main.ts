@@ -2,6 +2,7 @@
  * The `haru api` composition root: reads the environment, opens the database, the Temporal client and the
  * HTTP server, and installs the signal handlers. Everything else in api/ is a factory taking its deps.
  */
+import { listenerLimits } from '../lib/listener-limits';
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -66,7 +67,9 @@ export async function startApi(env: NodeJS.ProcessEnv = process.env): Promise<Ru
   await migrate(database);
   const composed = await composeApi({ database, config, logger, metrics: createApiMetrics({ withDefaults: true }) });
   const { api } = composed;
-  const server = served ? https.createServer(served, api.handle) : http.createServer(api.handle);
+  const server = served
+    ? https.createServer({ ...listenerLimits(), ...served }, api.handle)
+    : http.createServer(listenerLimits(), api.handle);
   const stopReloading = certificate
     ? reloadCertificateOnChange(server as https.Server, certificate, {
         reloaded: () => logger.info('api certificate reloaded', { certFile: certificate.cert.file }),

@@ -3,6 +3,7 @@
  * stops every training run within the shutdown grace before exiting. Run it as `haru supervisor` or
  * `node -r tsx/cjs supervisor/main.ts`.
  */
+import { listenerLimits } from '../lib/listener-limits';
 import { readFileSync } from 'node:fs';
 import http, { type Server } from 'node:http';
 import https from 'node:https';
@@ -150,8 +151,8 @@ export async function startSupervisor(
     defaultStopGraceMs: DEFAULT_STOP_GRACE_MS,
   });
   const server: Server = tls
-    ? https.createServer(tls, tls.requestCert ? requireClientCertificate(app) : app)
-    : http.createServer(app);
+    ? https.createServer({ ...listenerLimits(), ...tls }, tls.requestCert ? requireClientCertificate(app) : app)
+    : http.createServer(listenerLimits(), app);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(settings.PORT, host, () => resolve());
