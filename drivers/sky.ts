@@ -317,7 +317,7 @@ export function createSkyCli(options: SkyCliOptions): SkyCli {
 }
 
 /** Variables of Haru's own processes that must never reach a `sky` process (or, through it, a cloud host). */
-export const HARU_SECRET_ENV = [
+export const CONTROL_PLANE_SECRETS = [
   'HARU_SUPERVISOR_TOKEN',
   'HARU_API_TOKEN',
   'DATABASE_URL',
@@ -334,7 +334,7 @@ export function skyProcessEnv(env: NodeJS.ProcessEnv): Record<string, string> {
   const result: Record<string, string> = {};
   for (const [key, value] of Object.entries(env)) {
     const isSecret =
-      (HARU_SECRET_ENV as readonly string[]).includes(key) ||
+      (CONTROL_PLANE_SECRETS as readonly string[]).includes(key) ||
       key.startsWith('HARU_SUPERVISOR_TOKEN') ||
       key.startsWith(SECRET_ENV_PREFIX);
     if (value !== undefined && !isSecret) result[key] = value;

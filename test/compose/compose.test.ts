@@ -66,7 +66,7 @@ function resolveEnv(s: Service): Record<string, string> {
   );
 }
 
-const HARU_SERVICES = ['haru-migrate', 'haru-certs', 'haru-api', 'haru-worker', 'sim-east', 'sim-west'];
+const OWN_SERVICES = ['haru-migrate', 'haru-certs', 'haru-api', 'haru-worker', 'sim-east', 'sim-west'];
 const keysOf = (schema: z.ZodObject) => Object.keys(schema.shape);
 /** Where the `tls` volume is mounted: what deploy/compose/make-certs.sh writes by default. */
 const TLS_DIR = '/app/.haru/tls';
@@ -74,7 +74,7 @@ const TLS_DIR = '/app/.haru/tls';
 describe('docker-compose.yml: images', () => {
   it('runs PostgreSQL, the Temporal server with schema setup and namespace steps, the Web UI, and Haru', () => {
     expect(Object.keys(services).sort()).toEqual(
-      ['postgres', 'temporal-schema', 'temporal', 'temporal-namespace', 'temporal-ui', ...HARU_SERVICES].sort(),
+      ['postgres', 'temporal-schema', 'temporal', 'temporal-namespace', 'temporal-ui', ...OWN_SERVICES].sort(),
     );
   });
 
@@ -91,7 +91,7 @@ describe('docker-compose.yml: images', () => {
   });
 
   it('builds every Haru service from the Dockerfile into one image', () => {
-    for (const name of HARU_SERVICES) {
+    for (const name of OWN_SERVICES) {
       expect(service(name).build).toBe('.');
       expect(service(name).image).toBe('haru:local');
     }
@@ -470,7 +470,7 @@ describeCompose(`docker compose config${compose2.argv ? '' : ` [skipped: ${compo
         .map((s) => s.image!)
         .sort(),
     );
-    for (const name of HARU_SERVICES) {
+    for (const name of OWN_SERVICES) {
       expect(resolved.services[name]!.build).toEqual({ context: ROOT, dockerfile: 'Dockerfile' });
     }
   });

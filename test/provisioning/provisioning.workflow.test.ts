@@ -23,7 +23,7 @@ import {
 } from '../../workflows/definitions';
 import { freePort } from '../support/ports';
 import { workflowBundle } from '../workflows/support/bundle';
-import { eventually, HARU_BIN, startProvisioningRig, type FakeSky, type ProvisioningRig } from './support';
+import { eventually, CLI_BIN, startProvisioningRig, type FakeSky, type ProvisioningRig } from './support';
 
 jest.setTimeout(180_000);
 
@@ -52,7 +52,7 @@ const supervisorUrls: Record<string, string> = {};
 
 /** A simulated host started by the fake cluster's `run`, as a launch spec would on a real cluster. */
 const simRun = (layoutFile: string, slug: string) =>
-  `exec node ${HARU_BIN} sim domain --layout ${layoutFile} --domain ${slug} --state-dir ${path.join(stateRoot, slug)}`;
+  `exec node ${CLI_BIN} sim domain --layout ${layoutFile} --domain ${slug} --state-dir ${path.join(stateRoot, slug)}`;
 
 beforeAll(async () => {
   stateRoot = mkdtempSync(path.join(os.tmpdir(), 'haru-prov-'));
@@ -68,7 +68,7 @@ beforeAll(async () => {
       provider,
       placement: { cloud: 'aws', region: 'us-east-1', accelerators: 'H100:1', useSpot: false },
       supervisorUrl: `http://${host}:${supervisorPort}`,
-      launch: { run: run ?? simRun(layoutFile, slug), envs: { HARU_SIM_NOTE: `domain ${slug}` } },
+      launch: { run: run ?? simRun(layoutFile, slug), envs: { SIM_NOTE: `domain ${slug}` } },
       slots: [
         { kind: 'inference', gpuIndex: 0, models: [{ name: MODEL, servingUrl: `http://127.0.0.1:${vllmPort}/v1` }] },
         { kind: 'training', gpuIndex: 0, command: ['node', SIM_TRAINER], checkpointDir: 'checkpoints/gpu0' },

@@ -24,7 +24,7 @@ import { DEFAULT_WATCH_SHARDS } from '../../core/watch-shard';
 import { ensureWatchShards } from '../../workers/start';
 import { freePort } from '../support/ports';
 import { workflowBundle } from '../workflows/support/bundle';
-import { eventually, HARU_BIN, startProvisioningRig, type FakeSky, type ProvisioningRig } from './support';
+import { eventually, CLI_BIN, startProvisioningRig, type FakeSky, type ProvisioningRig } from './support';
 
 jest.setTimeout(240_000);
 
@@ -57,7 +57,7 @@ beforeAll(async () => {
       placement: { cloud: 'aws', region: 'us-east-1', accelerators: 'H100:1' },
       supervisorUrl: supervisorUrls[slug],
       launch: {
-        run: `exec node ${HARU_BIN} sim domain --layout ${layoutFile} --domain ${slug} --state-dir ${stateDir}`,
+        run: `exec node ${CLI_BIN} sim domain --layout ${layoutFile} --domain ${slug} --state-dir ${stateDir}`,
       },
       slots: [
         { kind: 'inference', gpuIndex: 0, models: [{ name: MODEL, servingUrl: `http://127.0.0.1:${vllmPort}/v1` }] },

@@ -15,7 +15,7 @@ import type { HaruWorkerOptions } from '../../workers/worker';
 
 export const REPO_ROOT = path.resolve(__dirname, '../..');
 export const SIM_BIN = path.join(REPO_ROOT, 'sim/bin');
-export const HARU_BIN = path.join(REPO_ROOT, 'bin/haru.js');
+export const CLI_BIN = path.join(REPO_ROOT, 'bin/haru.js');
 
 /** One invocation as the fake recorded it. */
 export interface FakeSkyCall {
