@@ -11,7 +11,7 @@ import { quietEnvironment } from '../test/support/activity-environment';
 import { FakeHost, gpuMemory } from '../test/support/fake-host';
 import { fakeStore } from '../test/support/fake-store';
 import { domainSnapshot, IDS } from '../test/support/fleet-fixtures';
-import { createSupervisorActivities, RELEASE_MEMORY_MAX_AGE_MS, WAKE_MEMORY_MAX_AGE_MS } from './supervisor';
+import { createSupervisorActivities, WAKE_MEMORY_MAX_AGE_MS } from './supervisor';
 
 function setup(opts: Parameters<typeof fakeStore>[0] = {}) {
   const host = new FakeHost();
@@ -111,23 +111,6 @@ describe('stopTraining', () => {
 });
 
 describe('verifyGpuReleased', () => {
-  it('first takes the reading the host began when the trainers exited, then reads afresh', async () => {
-    const { host, acts, env } = setup();
-    host.training[0]!.state = 'idle';
-    const asked: unknown[] = [];
-    const read = host.client.gpuMemory;
-    host.client.gpuMemory = async (url, o) => {
-      asked.push({ afterTrainingExit: o?.afterTrainingExit, maxAgeMs: o?.maxAgeMs });
-      if (asked.length === 2) host.exitTraining(0);
-      return read(url, o);
-    };
-    await env.run(acts.verifyGpuReleased, { domainId: IDS.b, trainerPids: [4242], maxUsedRatio: 0.1 });
-    expect(asked).toEqual([
-      { afterTrainingExit: true, maxAgeMs: RELEASE_MEMORY_MAX_AGE_MS },
-      { afterTrainingExit: undefined, maxAgeMs: undefined },
-    ]);
-  });
-
   it('waits until the stopped trainers hold no memory and nothing else holds more than the tolerance', async () => {
     const { host, acts, env, heartbeats } = setup();
     host.training[0]!.state = 'idle';

@@ -49,11 +49,6 @@ export interface StepResult {
 
 /** How old the host's GPU memory reading may be for the wake's re-check (see wakeModels). */
 export const WAKE_MEMORY_MAX_AGE_MS = 1_000;
-/**
- * How old the reading begun after the trainers exited may be for the release step's first look (see
- * verifyGpuReleased): it proves the trainers gone, and this bounds what may have allocated since.
- */
-export const RELEASE_MEMORY_MAX_AGE_MS = 1_000;
 
 const invalidTarget = (message: string) => ApplicationFailure.nonRetryable(message, FailureType.InvalidTarget);
 
@@ -154,15 +149,8 @@ export function createSupervisorActivities(deps: ActivityDeps) {
       const target = await loadTarget(deps, input.domainId);
       const gpus = target.training.map((s) => s.gpuIndex);
       const host = target.domain;
-      // The first look takes the reading the supervisor began when the trainers exited (under way or just done:
-      // most of an nvidia-smi run already behind it); a look again reads afresh.
-      let isFirstLook = true;
       const report = await waitUntil(async () => {
-        const memory = await supervisor.gpuMemory(host, {
-          signal: cancellation(),
-          ...(isFirstLook ? { afterTrainingExit: true, maxAgeMs: RELEASE_MEMORY_MAX_AGE_MS } : {}),
-        });
-        isFirstLook = false;
+        const memory = await supervisor.gpuMemory(host, { signal: cancellation() });
         const problems: string[] = [];
         const seen = gpus.map((index) => {
           const gpu = memory.gpus.find((g) => g.index === index);

@@ -62,7 +62,7 @@ export interface SupervisorClient {
   /** `maxAgeMs`: the host's last reading may be reused when it is at most this old (the wake's re-check). */
   gpuMemory(
     target: SupervisorTarget,
-    opts?: SupervisorRequestOptions & { maxAgeMs?: number; afterTrainingExit?: boolean },
+    opts?: SupervisorRequestOptions & { maxAgeMs?: number },
   ): Promise<GpuMemoryReport>;
   sleep(
     target: SupervisorTarget,
@@ -107,15 +107,6 @@ export interface SupervisorClientOptions {
   tls?: SupervisorClientTls;
   /** Timeout of a request that names none (default 10 s). */
   defaultTimeoutMs?: number;
-}
-
-/** `v1/gpu/memory` with the reading's freshness asked for (schemas/supervisor.ts `gpuMemoryQuerySchema`). */
-function gpuMemoryPath(opts?: { maxAgeMs?: number; afterTrainingExit?: boolean }): string {
-  const query = [
-    ...(opts?.maxAgeMs ? [`maxAgeMs=${opts.maxAgeMs}`] : []),
-    ...(opts?.afterTrainingExit ? ['afterTrainingExit=1'] : []),
-  ];
-  return query.length > 0 ? `v1/gpu/memory?${query.join('&')}` : 'v1/gpu/memory';
 }
 
 /** Parses a Retry-After header (seconds or HTTP date) into milliseconds; undefined when absent or bad. */
@@ -217,7 +208,15 @@ export function createSupervisorClient(options: SupervisorClientOptions = {}): S
 
   return {
     status: (target, opts) => call('GET', target, 'v1/status', supervisorStatusSchema, undefined, opts),
-    gpuMemory: (target, opts) => call('GET', target, gpuMemoryPath(opts), gpuMemoryReportSchema, undefined, opts),
+    gpuMemory: (target, opts) =>
+      call(
+        'GET',
+        target,
+        opts?.maxAgeMs ? `v1/gpu/memory?maxAgeMs=${opts.maxAgeMs}` : 'v1/gpu/memory',
+        gpuMemoryReportSchema,
+        undefined,
+        opts,
+      ),
     sleep: (target, body, opts) => call('POST', target, 'v1/vllm/sleep', supervisorActionResponseSchema, body, opts),
     wake: (target, body, opts) => call('POST', target, 'v1/vllm/wake', supervisorActionResponseSchema, body, opts),
     startTraining: (target, body, opts) =>

@@ -385,13 +385,10 @@ export type GpuMemoryReport = z.infer<typeof gpuMemoryReportSchema>;
 export const GPU_MEMORY_MAX_AGE_LIMIT_MS = 5_000;
 /**
  * `GET /v1/gpu/memory?maxAgeMs=N`: the last reading may be reused when the tool finished it at most N ms ago on
- * the host's clock (absent or 0: run the tool now, or join the run in flight). `&afterTrainingExit=1`: only a
- * reading the tool began after the host's last training run ended (the one the supervisor starts at that moment,
- * joined while in flight), the GPU release step's proof that no trainer was alive when it was taken.
+ * the host's clock (absent or 0: run the tool now, or join the run in flight).
  */
 export const gpuMemoryQuerySchema = z.object({
   maxAgeMs: z.coerce.number().int().min(0).max(GPU_MEMORY_MAX_AGE_LIMIT_MS).optional(),
-  afterTrainingExit: z.enum(['0', '1']).optional(),
 });
 
 export const probeModelResultSchema = z.object({

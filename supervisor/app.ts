@@ -150,10 +150,7 @@ export function createApp(deps: SupervisorAppDeps): express.Express {
       if (!query.success) throw new HaruError('invalid_request', formatZodError(query.error));
       let reading;
       try {
-        reading = await gpu.read({
-          maxAgeMs: query.data.maxAgeMs,
-          afterTrainingExit: query.data.afterTrainingExit === '1',
-        });
+        reading = await gpu.read({ maxAgeMs: query.data.maxAgeMs });
       } catch (err) {
         metrics.gpuQueryErrors.inc();
         throw err;

@@ -119,10 +119,8 @@ export async function startSupervisor(
     now,
     logger,
     output: opts.trainingOutput ?? 'inherit',
-    onExit: (gpuIndex, exit) => {
-      metrics.trainingExits.inc({ gpu: String(gpuIndex), how: exit.signal ?? `code ${exit.code ?? 'unknown'}` });
-      gpu.trainingExited(); // the reading a promotion's GPU release step asks for next, begun now
-    },
+    onExit: (gpu, exit) =>
+      metrics.trainingExits.inc({ gpu: String(gpu), how: exit.signal ?? `code ${exit.code ?? 'unknown'}` }),
   });
   const listeners = createListenerTable();
   const { inference, statusView } = createObservedInference({

@@ -36,13 +36,7 @@ export interface GpuMemoryReader {
 export interface SharedGpuReader {
   readonly vendor: GpuMemoryReader['vendor'];
   checkConfig(): Promise<void>;
-  /**
-   * `afterTrainingExit`: a reading begun after the last training run on the host ended (and, when done, at most
-   * `maxAgeMs` old, 0 by default): taken with the trainer gone, as the GPU release step's proof needs.
-   */
-  read(opts?: { maxAgeMs?: number; afterTrainingExit?: boolean }): Promise<{ gpus: GpuReading[]; ageMs: number }>;
-  /** A training run ended: starts the reading the GPU release step will ask for. */
-  trainingExited(): void;
+  read(opts?: { maxAgeMs?: number }): Promise<{ gpus: GpuReading[]; ageMs: number }>;
 }
 
 /** Most of a tool's stderr we keep in an error message. */
