@@ -180,6 +180,19 @@ describe('lookAtFleet', () => {
     });
   });
 
+  it('does not ask a failed domain its refusal again: a dead host stays one refused poll per round', async () => {
+    const { a, east, look, domain } = await setup();
+    await tdb.store.domains.transition(east.id, 'failed');
+    let asked = 0;
+    a.onStatus = () => {
+      asked += 1;
+      throw refused();
+    };
+    await look();
+    expect(asked).toBe(1); // the poll, and no confirming poll after it
+    expect(await domain(east.id)).toMatchObject({ state: 'failed', consecutiveFailures: 1 });
+  });
+
   it('takes a confirmed refusal over a served answer: answers relayed a moment ago do not keep a dead host alive', async () => {
     const { a, east, look, domain } = await setup({
       lastServedAnswerAtMs: () => Date.now(),

@@ -138,7 +138,9 @@ export function createPollRound(deps: ActivityDeps): PollRound {
     const sight: PollSight = outcome.kind === 'answered' || refusal !== null ? 'seen' : 'unseen';
     // A confirmed refusal outweighs a served answer: answers relayed a moment ago do not keep a host alive whose
     // every port refuses now (a killed active under traffic is decided at once, not one poll timeout later).
-    if (refusal !== null && (verdict.isFailed || verdict.evidence === 'served_answer')) {
+    // A domain already failed has nothing left to decide: its refusal is not asked again (a dead host's every
+    // poll would otherwise open a connection to each of its ports, twice a second, for as long as it stays dead).
+    if (refusal !== null && domain.state !== 'failed' && (verdict.isFailed || verdict.evidence === 'served_answer')) {
       if (await isRefusalConfirmed(domain, signal, timeoutMs)) {
         const confirmed = `${refusal}; confirmed: the supervisor and every model port refuse connections`;
         return { fleet, domain, at: deps.now(), sight, error: confirmed, failures: policy.failureThreshold };
