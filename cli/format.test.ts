@@ -105,4 +105,13 @@ describe('formatFleet', () => {
     expect(header).toMatch(/^DOMAIN +ROLE +STATE +PROVIDER +LAST HEARD +LAST HEARD AT +ID +SLOTS$/);
     expect(formatFleet(fleet, null, { now })).not.toContain('LAST HEARD AT');
   });
+
+  it('calls a dead old active failed, never standby', () => {
+    const afterFailover = fleetStatusFixture();
+    afterFailover.activeDomainId = afterFailover.domains[1]!.id;
+    afterFailover.domains[0]!.state = 'failed';
+    const rows = formatFleet(afterFailover, null, { now }).split('\n');
+    expect(rows.find((l) => l.startsWith('a '))).toMatch(/^a +failed +failed /);
+    expect(rows.find((l) => l.startsWith('b '))).toMatch(/^b +active +ready /);
+  });
 });

@@ -1,5 +1,6 @@
 import type { Operation } from '../schemas/entities';
 import type { FleetStatus, OperationProgress, StepProgress } from '../schemas/api';
+import { domainRole } from '../core/domain-role';
 import { formatAge } from '../core/monitor-look';
 import { ageOf } from './age';
 
@@ -82,7 +83,7 @@ export function formatFleet(
       [...headers, 'SLOTS'],
       fleet.domains.map((d) => [
         d.slug,
-        d.id === fleet.activeDomainId ? 'active' : 'standby',
+        domainRole(d.state, d.id === fleet.activeDomainId),
         d.state,
         d.provider,
         lastHeard(d),

@@ -1,7 +1,7 @@
 import { domainSnapshot } from '../../core/fleet-fixtures';
 import type { HostReading } from '../../schemas/status';
 import { ago, ID, NOW, snapshot } from '../../test/support/fleet-page-fixtures';
-import { domainRole, domainRows, gpuMemoryText } from './domain-rows';
+import { domainRows, gpuMemoryText } from './domain-rows';
 
 const reading = (gpus: HostReading['gpus']): HostReading => ({
   isReachable: true,
@@ -21,17 +21,6 @@ const gpu = (index: number, usedMiB: number | null, totalMiB: number | null) => 
   migDevice: null,
   error: null,
   models: [],
-});
-
-describe('domainRole', () => {
-  it('calls the pointer’s domain active, a ready or degraded one standby, and any other by its state', () => {
-    expect(domainRole('failed', true)).toBe('active');
-    expect(domainRole('ready', false)).toBe('standby');
-    expect(domainRole('degraded', false)).toBe('standby');
-    expect(domainRole('failed', false)).toBe('failed');
-    expect(domainRole('stopped', false)).toBe('stopped');
-    expect(domainRole('provisioning', false)).toBe('provisioning');
-  });
 });
 
 describe('domainRows', () => {

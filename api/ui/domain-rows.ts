@@ -1,3 +1,4 @@
+import { type DomainRole, domainRole } from '../../core/domain-role';
 import { activeDomainOf, toFleetView } from '../../core/fleet-view';
 import { sightingOf } from '../../core/sighting';
 import { type NonViableReason, standbyViability } from '../../core/standby-ranking';
@@ -9,9 +10,6 @@ import { agoText } from './ages';
 
 /** How a fact reads at a glance: fine, needs a look, or needs someone now. */
 export type Tone = 'ok' | 'warn' | 'bad';
-
-/** What a domain is to the fleet: the pointer's, a standby that could be promoted, or out of service (its state). */
-export type DomainRole = 'active' | 'standby' | Exclude<DomainState, 'ready' | 'degraded'>;
 
 /** One domain as the fleet page shows it. */
 export interface DomainRow {
@@ -52,12 +50,6 @@ const NOT_VIABLE: Record<NonViableReason, (d: DomainSnapshot) => string> = {
   no_inference: () => 'it serves no model',
   missing_models: () => 'it lacks a model the active serves',
 };
-
-/** The role a domain plays: `active` for the pointer's, `standby` only while ready or degraded, else its state. */
-export function domainRole(state: DomainState, isActive: boolean): DomainRole {
-  if (isActive) return 'active';
-  return state === 'ready' || state === 'degraded' ? 'standby' : state;
-}
 
 const MIB_PER_GIB = 1024;
 const gib = (mib: number) => (mib / MIB_PER_GIB).toFixed(1);
