@@ -245,9 +245,9 @@ describe("a domain's supervisor settings", () => {
   });
 
   it('refuses both token sources, a token read from a control-plane secret, a CA for http, and a secret itself', () => {
-    expect(problemPaths(withAccess(1, { tokenEnv: 'HARU_SECRET_EAST_TOKEN', tokenFile: '/etc/haru/secrets/t' }))).toEqual([
-      { path: '$.domains[1].supervisor.tokenFile', message: 'set tokenEnv or tokenFile, not both' },
-    ]);
+    expect(
+      problemPaths(withAccess(1, { tokenEnv: 'HARU_SECRET_EAST_TOKEN', tokenFile: '/etc/haru/secrets/t' })),
+    ).toEqual([{ path: '$.domains[1].supervisor.tokenFile', message: 'set tokenEnv or tokenFile, not both' }]);
     expect(problemPaths(withAccess(1, { tokenEnv: 'HARU_API_TOKEN' }))).toEqual([
       { path: '$.domains[1].supervisor.tokenEnv', message: expect.stringContaining('must start with HARU_SECRET_') },
     ]);

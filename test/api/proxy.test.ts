@@ -159,9 +159,9 @@ describe('OpenAI-compatible proxy', () => {
     const body = (n: number) =>
       JSON.stringify({ model, messages: [{ role: 'user', content: `${n}`.padEnd(3_900, 'x') }] });
     const release = gate();
-    east.handle(async (_req, _body, res) => {
+    east.handle(async (req, upstreamBody, res) => {
       await release.promise;
-      answerAs('east')(_req, _body, res);
+      await answerAs('east')(req, upstreamBody, res);
     });
     const headers = await fleetHeader();
     try {

@@ -93,9 +93,7 @@ describe("a dev domain's supervisor token", () => {
     const configure = () => configureDevStack({ HARU_DEV_LAYOUT: file }, dir, ROOT);
     expect(configure).toThrow(ConfigError);
     expect(configure).toThrow(`domain ${slug}: supervisor.tokenEnv: HARU_SECRET_UNSET is not set`);
-    expect(() =>
-      configureDevStack({ HARU_DEV_LAYOUT: file, HARU_SECRET_UNSET: 't' }, dir, ROOT),
-    ).not.toThrow();
+    expect(() => configureDevStack({ HARU_DEV_LAYOUT: file, HARU_SECRET_UNSET: 't' }, dir, ROOT)).not.toThrow();
   });
 });
 

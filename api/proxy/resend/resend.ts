@@ -28,10 +28,7 @@ export type SendAttempt = (raw: Buffer, attempt: Attempt) => Promise<string>;
 export interface ResendDeps {
   metrics: Pick<ApiMetrics, 'resends' | 'resendRefusals'>;
   logger: Logger;
-  config: Pick<
-    ApiConfig,
-    'HARU_RESEND_MAX_PER_REQUEST' | 'HARU_RESEND_MAX_BYTES'
-  >;
+  config: Pick<ApiConfig, 'HARU_RESEND_MAX_PER_REQUEST' | 'HARU_RESEND_MAX_BYTES'>;
 }
 
 // A request that never reached the upstream may always be sent elsewhere: only these are sure of it.
