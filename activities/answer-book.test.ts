@@ -66,13 +66,15 @@ describe('answer book', () => {
   it('keeps one request under way per domain, until it ends', async () => {
     const book = createAnswerBook();
     const { asked, end } = pending();
-    expect(book.asking('d', asked)).toBe(asked);
-    expect(book.inFlight('d')).toBe(asked);
-    expect(book.inFlight('other')).toBeUndefined();
+    expect(book.asking('d', signal, asked)).toBe(asked);
+    expect(book.inFlight('d', signal)).toBe(asked);
+    expect(book.inFlight('other', signal)).toBeUndefined();
+    // Asked under another caller's signal (a look's beside the watch's): not shared, since that caller may abort it.
+    expect(book.inFlight('d', new AbortController().signal)).toBeUndefined();
     end(answered(1));
     await asked;
     await Promise.resolve();
-    expect(book.inFlight('d')).toBeUndefined();
+    expect(book.inFlight('d', signal)).toBeUndefined();
   });
 
   it('remembers the last eight answer times', () => {

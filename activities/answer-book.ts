@@ -17,7 +17,8 @@ const KEPT_ANSWERS = 8;
  */
 export function createAnswerBook() {
   const recent = new Map<string, number[]>();
-  const asked = new Map<string, Promise<Heard>>();
+  /** Each domain's request under way, and the signal it was asked under (a watch's, or a look's). */
+  const asked = new Map<string, { request: Promise<Heard>; signal: AbortSignal }>();
   const late = new Map<string, Heard>();
   /** When each domain's newest answer that a verdict used came (ms): an older one arriving later is not news. */
   const usedAt = new Map<string, number>();
@@ -26,14 +27,20 @@ export function createAnswerBook() {
     /** The domain's recent answer times (ms), oldest first. */
     recentMs: (domainId: string): readonly number[] => recent.get(domainId) ?? [],
 
-    /** The domain's request still under way, if any: a round waits on it rather than asking again. */
-    inFlight: (domainId: string): Promise<Heard> | undefined => asked.get(domainId),
+    /**
+     * The domain's request still under way under `signal`, if any: a round waits on it rather than asking again.
+     * One asked under another signal (a look's beside the watch's) is not shared: its caller may abort it.
+     */
+    inFlight: (domainId: string, signal: AbortSignal): Promise<Heard> | undefined => {
+      const entry = asked.get(domainId);
+      return entry?.signal === signal ? entry.request : undefined;
+    },
 
-    /** Notes `request` as the domain's request under way until it ends; returns it. */
-    asking(domainId: string, request: Promise<Heard>): Promise<Heard> {
-      asked.set(domainId, request);
+    /** Notes `request`, asked under `signal`, as the domain's request under way until it ends; returns it. */
+    asking(domainId: string, signal: AbortSignal, request: Promise<Heard>): Promise<Heard> {
+      asked.set(domainId, { request, signal });
       const ended = () => {
-        if (asked.get(domainId) === request) asked.delete(domainId);
+        if (asked.get(domainId)?.request === request) asked.delete(domainId);
       };
       request.then(ended, ended);
       return request;

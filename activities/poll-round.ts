@@ -98,7 +98,8 @@ export function createPollRound(deps: ActivityDeps): PollRound {
     const waitMs = answerWaitMs(policy, answers.recentMs(domain.id));
     const sentAt = deps.now();
     const sentAtLoop = performance.now();
-    const asked = answers.inFlight(domain.id) ?? answers.asking(domain.id, ask(domain, signal, timeoutMs));
+    const asked =
+      answers.inFlight(domain.id, signal) ?? answers.asking(domain.id, signal, ask(domain, signal, timeoutMs));
     let heard = await answers.within(asked, waitMs, signal);
     if (heard === null) {
       // Silent in its wait: this interval counts against the host unless an earlier poll's late answer came

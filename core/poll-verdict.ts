@@ -54,8 +54,8 @@ export interface PollVerdict {
 export const WATCHER_LAG_SHARE = 0.25;
 
 /**
- * How long the monitor waits for a supervisor status: twice the poll interval, at least 1 s, at most the
- * stale limit. The supervisor answers from its background view, so this bounds the host and the network,
+ * How long a supervisor status request may run: twice the poll interval, at least 1 s, at most the stale limit
+ * (a round waits for it only `answerWaitMs`; a later answer is heard by the next round). The supervisor answers from its background view, so this bounds the host and the network,
  * never vLLM.
  */
 export const pollTimeoutMs = (policy: Pick<FleetPolicy, 'heartbeatIntervalMs' | 'heartbeatStaleMs'>): number =>
@@ -81,7 +81,10 @@ export function answerWaitMs(
   policy: Pick<FleetPolicy, 'heartbeatIntervalMs'>,
   recentAnswerMs: readonly number[],
 ): number {
-  const slowest = recentAnswerMs.length > 0 ? Math.max(...recentAnswerMs) : 0;
+  // Nothing measured yet (this worker's first polls of it: a start, a shard handed on): a whole interval, so a
+  // host a region away on a fresh TLS connection is not silent at its first poll.
+  if (recentAnswerMs.length === 0) return policy.heartbeatIntervalMs;
+  const slowest = Math.max(...recentAnswerMs);
   return Math.min(policy.heartbeatIntervalMs, Math.max(ANSWER_WAIT_FLOOR_MS, Math.ceil(slowest * ANSWER_WAIT_FACTOR)));
 }
 
