@@ -10,9 +10,12 @@ export const HEAD_TIMEOUT_MS = 10_000;
 
 /**
  * The options every Haru HTTP(S) listener is created with (`http.createServer(listenerLimits(), handler)`):
- * the head timeout, and the server checking for it every second instead of every 30 s.
+ * the head timeout, and the server checking for it every second instead of every 30 s. Over TLS the head's clock
+ * starts only once the handshake is done, so the handshake gets the same bound (Node's own is 120 s); a plain
+ * HTTP listener ignores it.
  */
-export const listenerLimits = (headTimeoutMs = HEAD_TIMEOUT_MS): ServerOptions => ({
+export const listenerLimits = (headTimeoutMs = HEAD_TIMEOUT_MS): ServerOptions & { handshakeTimeout: number } => ({
   headersTimeout: headTimeoutMs,
   connectionsCheckingInterval: Math.min(1_000, headTimeoutMs),
+  handshakeTimeout: headTimeoutMs,
 });
