@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { domainRole } from '../../core/domain-role';
 import { formatAge } from '../../core/monitor-look';
 import {
   type DomainStatusResponse,
@@ -68,7 +69,7 @@ export function formatFleetHealth(h: FleetHealthResponse, opts: { wide?: boolean
         const a = assessed.get(d.id);
         return [
           d.slug,
-          d.isActive ? 'active' : 'standby',
+          domainRole(d.state, d.isActive),
           d.state,
           a ? `${a.status}${a.reasons.length ? ` (${a.reasons.join(', ')})` : ''}` : null,
           lastHeardAge(d),

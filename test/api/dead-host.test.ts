@@ -77,7 +77,7 @@ it('shows a dead active as failed and silent since it was last heard, its slots 
   const status = await haru('fleet', 'status', live.slug);
   expect(status.code).toBe(0);
   const eastRow = status.stdout.split('\n').find((l) => l.startsWith('east '))!;
-  expect(eastRow).toMatch(/^east\s+standby\s+failed\s+\S+\s+\S+ ago STALE\s+gpu0:unknown\[llama-1b\]/);
+  expect(eastRow).toMatch(/^east\s+failed\s+failed\s+\S+\s+\S+ ago STALE\s+gpu0:unknown\[llama-1b\]/);
   expect(eastRow).not.toContain('serving');
   expect(status.stdout).toMatch(/^west\s+active\s+ready\s+\S+\s+\S+ ago\s+gpu0:serving\[llama-1b\]/m);
 
@@ -92,7 +92,7 @@ it('shows a dead active as failed and silent since it was last heard, its slots 
     expect(polled.lastSeenAgeMs).toBe(Date.parse(json.at) - Date.parse(stored.lastSeenAt!));
     expect(polled.lastSeenAgeMs).toBeGreaterThan(166_000);
     const text = await haru('fleet', 'health', live.slug);
-    expect(text.stdout).toMatch(/^east\s+standby\s+failed\s+failed .* [23]m\d\ds ago STALE/m);
+    expect(text.stdout).toMatch(/^east\s+failed\s+failed\s+failed .* [23]m\d\ds ago STALE/m);
   } finally {
     live.advanceApiClock(-166_000);
   }
