@@ -89,7 +89,10 @@ export type Slot = z.infer<typeof slotSchema>;
 export type InferenceSlot = z.infer<typeof inferenceSlotSchema>;
 export type TrainingSlot = z.infer<typeof trainingSlotSchema>;
 
-/** Why an operation failed: the step, a failure type or error code, and a human message. */
+/**
+ * Why an operation failed, or which best-effort step a succeeded one went without (a promotion whose old active
+ * was left undemoted): the step, a failure type or error code, and a human message.
+ */
 export const operationErrorSchema = z.object({ step: z.string(), code: z.string(), message: z.string() });
 export type OperationError = z.infer<typeof operationErrorSchema>;
 

@@ -74,7 +74,8 @@ describe("the original project's environment variables", () => {
     expect(
       refusedLegacyVariables({ HARU_RECONCILE_WAIT_MS: '3000', HARU_RECONCILED: '1', HARU_TASK_QUEUE: 'q' }),
     ).toEqual([
-      "HARU_RECONCILE_WAIT_MS is not read: Haru has no reconcile loop to tune (the worker's fleet monitors do its work)",
+      "HARU_RECONCILE_WAIT_MS is not read: Haru has no reconcile loop to tune (the worker's fleet monitors do its " +
+        'work; POST /reconcile waits a fixed 3 s for their fresh poll)',
     ]);
   });
 

@@ -84,7 +84,9 @@ export const LEGACY_ENV: readonly LegacyVariable[] = [
 
 /** Any other `HARU_RECONCILE_…` name: the original's reconcile loop has no counterpart to configure. */
 const RECONCILE_PREFIX = 'HARU_RECONCILE_';
-const RECONCILE_REPLACEMENT = "Haru has no reconcile loop to tune (the worker's fleet monitors do its work)";
+const RECONCILE_REPLACEMENT =
+  "Haru has no reconcile loop to tune (the worker's fleet monitors do its work; POST /reconcile waits a fixed 3 s " +
+  'for their fresh poll)';
 
 const isSet = (value: string | undefined): boolean => value !== undefined && value.trim() !== '';
 

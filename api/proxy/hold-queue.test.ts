@@ -18,7 +18,7 @@ describe('isWithinShare', () => {
 });
 
 describe('createHoldQueue', () => {
-  it('keeps the last places for a second failing fleet, and gives them back once it leaves', () => {
+  it('gives a second failing fleet the places the first may not take past its share, and all back once it leaves', () => {
     const q = createHoldQueue(4);
     expect([q.tryEnter('a'), q.tryEnter('a')].every(Boolean)).toBe(true);
     const b = q.tryEnter('b');
