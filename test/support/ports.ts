@@ -23,7 +23,7 @@ function handOutRange(): { low: number; high: number } {
  * Jest runs test files in several worker processes, each with its own `handedOut`: each worker draws from its
  * own slice of the range, so two workers never hand out the same port before either child has bound it.
  */
-const WORKER_SLICES = 8;
+const WORKER_SLICES = 16;
 
 function workerSlice(range: { low: number; high: number }): { low: number; high: number } {
   const worker = Number(process.env.JEST_WORKER_ID);
