@@ -55,7 +55,7 @@ it('does not move a failed standby to ready over a provisioning that started dur
 });
 
 describe('lookAtFleet', () => {
-  const POLICY = { heartbeatIntervalMs: 5, heartbeatStaleMs: 60_000, failureThreshold: 3 };
+  const POLICY = { heartbeatIntervalMs: 1_000, heartbeatStaleMs: 60_000, failureThreshold: 3 };
   let fleets = 0;
 
   /** A fresh fleet (east active and serving, west a sleeping standby, both ready) and a look at it. */
