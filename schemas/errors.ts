@@ -24,6 +24,8 @@ export const ERROR_STATUS = {
   overloaded: 429,
   state_store_unavailable: 503,
   orchestrator_unavailable: 503,
+  /** The worker's own probes: its Temporal worker is not polling (starting, draining, stopped). */
+  worker_not_running: 503,
   internal_error: 500,
 } as const;
 export type ErrorCode = keyof typeof ERROR_STATUS;

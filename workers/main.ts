@@ -1,9 +1,8 @@
 /**
  * The `haru worker` composition root: reads the environment, opens the state store and the Temporal
  * connection, registers search attributes, runs the worker, keeps a monitor per fleet (`keepMonitors`), serves
- * Prometheus metrics, and installs the signal handlers. Everything else in workers/ is a factory.
+ * Prometheus metrics and the cluster's probes (workers/http-server.ts), and installs the signal handlers. Everything else in workers/ is a factory.
  */
-import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { Client } from '@temporalio/client';
@@ -17,6 +16,7 @@ import { connectWorkerTemporal } from '../temporal/connect';
 import { loadWorkerConfig, type WorkerConfig } from './config';
 import { createWorkerLogger } from './logger';
 import { createWorkerMetrics } from './metrics';
+import { createWorkerHttpServer, READY_CHECK_MS } from './http-server';
 import { ensureSearchAttributes } from './search-attributes';
 import { monitorTaskQueue } from '../core/task-queues';
 import { ensureMonitors, keepMonitors } from './start';
@@ -97,15 +97,13 @@ export async function startWorker(env: NodeJS.ProcessEnv = process.env): Promise
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await done.catch(() => undefined);
     });
-    const server = http.createServer((req, res) => {
-      if (req.method !== 'GET' || req.url !== '/metrics') {
-        res.writeHead(404).end();
-        return;
-      }
-      metrics.registry.metrics().then(
-        (text) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text),
-        () => res.writeHead(500).end(),
-      );
+    const server = createWorkerHttpServer({
+      metrics,
+      workerState: () => worker.getState(),
+      pingDatabase: () => database.ping(),
+      pingTemporal: () =>
+        connection.withDeadline(Date.now() + READY_CHECK_MS, () => connection.healthService.check({})).then(() => undefined),
+      warn: (message, fields) => logger.warn(message, fields),
     });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);

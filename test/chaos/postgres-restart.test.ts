@@ -43,7 +43,13 @@ it('retries activities through a PostgreSQL restart mid-promotion while the prox
   const { fleet } = rig;
   const slug = fleet.layout.fleet.slug;
   // The worker must ride out the outage: a crash fails the test at once, with the worker's log.
-  const watch = crashWatch(await rig.startWorker());
+  const worker = await rig.startWorker();
+  const watch = crashWatch(worker);
+  const probe = async (path: '/healthz' | '/readyz') => {
+    const res = await fetch(new URL(path, String(worker.ready.metricsUrl)));
+    return { status: res.status, body: (await res.json()) as unknown };
+  };
+  expect(await probe('/readyz')).toEqual({ status: 200, body: expect.objectContaining({ status: 'ready' }) });
   api = await startChaosApi({ databaseUrl: pg.url(), temporalAddress, taskQueue });
   // The proxy routes only to a domain the monitor has seen serving (docs/architecture.md §5.4).
   await standbyReady(rig, fleet.east);
@@ -88,11 +94,18 @@ it('retries activities through a PostgreSQL restart mid-promotion while the prox
   expect(retried.activityType?.name).toBeTruthy();
   // Every answer while the store is down still comes from east.
   expect(await proxiedCompletion(api.url, slug, MODEL)).toMatchObject({ status: 200, domain: 'east' });
+  // The worker's probes: alive (a restart would heal nothing), not ready, saying what is down.
+  expect(await probe('/healthz')).toEqual({ status: 200, body: { status: 'ok' } });
+  expect(await probe('/readyz')).toEqual({
+    status: 503,
+    body: { error: { code: 'state_store_unavailable', message: 'Postgres is unreachable' } },
+  });
 
   await pg.start();
   isStoreDown = false;
   expect(await untilCrash(handle.result())).toMatchObject({ state: 'succeeded' });
   watch.dispose();
+  expect(await probe('/readyz')).toMatchObject({ status: 200 });
   expect(await rig.routing()).toEqual({ activeDomainId: fleet.west.id, routeRevision: before.routeRevision + 1 });
   expect(await fleet.db.store.operations.get(operation.id)).toMatchObject({
     state: 'succeeded',

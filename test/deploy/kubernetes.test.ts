@@ -19,6 +19,7 @@ import { ROUTE_DOCS } from '../../api/openapi';
 import { buildProgram } from '../../cli/main';
 import { dbEnvSchema } from '../../db/config';
 import { loadWorkerConfig, workerConfigSchema } from '../../workers/config';
+import { WORKER_ROUTES } from '../../workers/http-server';
 import { ensurePythonTool, KUBERNETES_VALIDATE } from '../support/python-tools';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -257,10 +258,12 @@ describe('deploy/kubernetes: probes', () => {
     expect(portNamed('haru-api', 'http')).toBe(Number(find('ConfigMap', 'haru-api').data.PORT));
   });
 
-  it('haru-worker: /metrics on the metrics port, its one endpoint', () => {
+  it('haru-worker: ready on /readyz, alive on /healthz (its Temporal worker runs), on the metrics port', () => {
     const c = containerOf('haru-worker');
-    for (const probe of ['startupProbe', 'livenessProbe', 'readinessProbe'])
-      expect(c[probe].httpGet).toEqual({ path: '/metrics', port: 'metrics' });
+    expect(WORKER_ROUTES).toEqual(expect.arrayContaining(['/readyz', '/healthz']));
+    expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'metrics' });
+    expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
+    expect(c.startupProbe.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
     const data = find('ConfigMap', 'haru-worker').data;
     expect(portNamed('haru-worker', 'metrics')).toBe(Number(data.HARU_WORKER_METRICS_PORT));
     expect(portNamed('haru-worker', 'sdk-metrics')).toBe(Number(data.HARU_WORKER_SDK_METRICS_PORT));
