@@ -13,6 +13,8 @@ const REPO_ROOT = path.resolve(__dirname, '../..');
 export interface PythonTool {
   package: string;
   version: string;
+  /** pip extras, e.g. `proxy` for `litellm[proxy]`. */
+  extras?: string;
 }
 
 /** The tools the test run prepares in globalSetup (test/support/prepare.ts); the others install on first use. */
@@ -27,6 +29,9 @@ export const KUBERNETES_VALIDATE: PythonTool = { package: 'kubernetes-validate',
 
 /** The OpenAI Python SDK, a client of the proxy in test/api/resend.test.ts (a library, no `bin/`). */
 export const OPENAI_PYTHON: PythonTool = { package: 'openai', version: '3.57.0' };
+
+/** LiteLLM's proxy server in front of Haru's (deploy/litellm/config.yaml, test/deploy/litellm.test.ts). */
+export const LITELLM: PythonTool = { package: 'litellm', version: '1.108.7', extras: 'proxy' };
 
 /** The virtualenv a tool lives in (it may not exist yet). */
 export const venvOf = (tool: PythonTool): string =>
@@ -53,7 +58,11 @@ export function ensurePythonTool(tool: PythonTool): string {
   mkdirSync(path.dirname(venv), { recursive: true });
   try {
     step('python3', ['-m', 'venv', venv]);
-    step(path.join(venv, 'bin', 'pip'), ['install', '--quiet', `${tool.package}==${tool.version}`]);
+    step(path.join(venv, 'bin', 'pip'), [
+      'install',
+      '--quiet',
+      `${tool.package}${tool.extras ? `[${tool.extras}]` : ''}==${tool.version}`,
+    ]);
   } catch (err) {
     throw new Error(
       `could not install ${tool.package} ${tool.version} into ${venv} (needs python3 with venv and PyPI): ${(err as Error).message}`,
