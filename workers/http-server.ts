@@ -48,8 +48,10 @@ export async function workerProbe(path: '/healthz' | '/readyz', deps: WorkerHttp
     within(deps.pingDatabase(), READY_CHECK_MS),
     within(deps.pingTemporal(), READY_CHECK_MS),
   ]);
-  if (postgres.status === 'rejected') deps.warn('readiness: Postgres is unreachable', { error: errorText(postgres.reason) });
-  if (temporal.status === 'rejected') deps.warn('readiness: Temporal is unreachable', { error: errorText(temporal.reason) });
+  if (postgres.status === 'rejected')
+    deps.warn('readiness: Postgres is unreachable', { error: errorText(postgres.reason) });
+  if (temporal.status === 'rejected')
+    deps.warn('readiness: Temporal is unreachable', { error: errorText(temporal.reason) });
   if (postgres.status === 'rejected') {
     const also = temporal.status === 'rejected' ? '; Temporal is unreachable too' : '';
     throw new HaruError('state_store_unavailable', `Postgres is unreachable${also}`);
@@ -72,7 +74,8 @@ export function createWorkerHttpServer(deps: WorkerHttpDeps): http.Server {
       );
       return;
     }
-    if (path !== '/healthz' && path !== '/readyz') return json(res, 404, new HaruError('not_found', 'no such route').toBody());
+    if (path !== '/healthz' && path !== '/readyz')
+      return json(res, 404, new HaruError('not_found', 'no such route').toBody());
     workerProbe(path, deps).then(
       (body) => json(res, 200, body),
       (err: unknown) => {

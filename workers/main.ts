@@ -102,7 +102,9 @@ export async function startWorker(env: NodeJS.ProcessEnv = process.env): Promise
       workerState: () => worker.getState(),
       pingDatabase: () => database.ping(),
       pingTemporal: () =>
-        connection.withDeadline(Date.now() + READY_CHECK_MS, () => connection.healthService.check({})).then(() => undefined),
+        connection
+          .withDeadline(Date.now() + READY_CHECK_MS, () => connection.healthService.check({}))
+          .then(() => undefined),
       warn: (message, fields) => logger.warn(message, fields),
     });
     await new Promise<void>((resolve, reject) => {
