@@ -7,7 +7,7 @@
  * checks above are held to what it resolved.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
@@ -21,7 +21,7 @@ import { fleetLayoutSchema } from '../../schemas/layout';
 import { supervisorEnvSchema } from '../../supervisor/config';
 import { type RunningSupervisor, startSupervisor } from '../../supervisor/main';
 import { workerConfigSchema } from '../../workers/config';
-import { describeWithTools, findComposeV2, OPENSSL } from '../support/tools';
+import { describeWithTools, findComposeV2, OPENSSL, PROMTOOL } from '../support/tools';
 
 const ROOT = path.resolve(__dirname, '../..');
 const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
@@ -37,6 +37,7 @@ interface Service {
   depends_on?: Record<string, { condition: string }>;
   healthcheck?: { test: string[]; interval?: string; retries?: number };
   restart?: string;
+  profiles?: string[];
 }
 const compose = YAML.parse(read('docker-compose.yml'), { merge: true }) as {
   services: Record<string, Service>;
@@ -67,6 +68,8 @@ function resolveEnv(s: Service): Record<string, string> {
 }
 
 const OWN_SERVICES = ['haru-migrate', 'haru-certs', 'haru-api', 'haru-worker', 'sim-east', 'sim-west'];
+/** Started only with `--profile observability`. */
+const OBSERVABILITY = ['prometheus', 'grafana'];
 const keysOf = (schema: z.ZodObject) => Object.keys(schema.shape);
 /** Where the `tls` volume is mounted: what deploy/compose/make-certs.sh writes by default. */
 const TLS_DIR = '/app/.haru/tls';
@@ -74,7 +77,15 @@ const TLS_DIR = '/app/.haru/tls';
 describe('docker-compose.yml: images', () => {
   it('runs PostgreSQL, the Temporal server with schema setup and namespace steps, the Web UI, and Haru', () => {
     expect(Object.keys(services).sort()).toEqual(
-      ['postgres', 'temporal-schema', 'temporal', 'temporal-namespace', 'temporal-ui', ...OWN_SERVICES].sort(),
+      [
+        'postgres',
+        'temporal-schema',
+        'temporal',
+        'temporal-namespace',
+        'temporal-ui',
+        ...OWN_SERVICES,
+        ...OBSERVABILITY,
+      ].sort(),
     );
   });
 
@@ -88,6 +99,8 @@ describe('docker-compose.yml: images', () => {
     // The admin tools apply the schema of the server they ship with: one version for both.
     expect(image('temporal-schema').split(':')[1]).toBe(image('temporal').split(':')[1]);
     expect(image('temporal-ui')).toMatch(/^temporalio\/ui:2\.\d+\.\d+$/);
+    expect(image('prometheus')).toMatch(/^prom\/prometheus:v3\.\d+\.\d+$/);
+    expect(image('grafana')).toMatch(/^grafana\/grafana:1[2-9]\.\d+\.\d+$/);
   });
 
   it('builds every Haru service from the Dockerfile into one image', () => {
@@ -108,7 +121,9 @@ describe('docker-compose.yml: ports, healthchecks and order', () => {
     const published = Object.entries(services)
       .filter(([, s]) => s.ports?.length)
       .map(([n]) => n);
-    expect(published.sort()).toEqual(['haru-api', 'temporal', 'temporal-ui']);
+    expect(published.sort()).toEqual(['grafana', 'haru-api', 'prometheus', 'temporal', 'temporal-ui']);
+    expect(service('prometheus').ports).toEqual(['127.0.0.1:9090:9090']);
+    expect(service('grafana').ports).toEqual(['127.0.0.1:3000:3000']);
   });
 
   it('health-checks every long-running service', () => {
@@ -116,7 +131,7 @@ describe('docker-compose.yml: ports, healthchecks and order', () => {
       expect(service(name).healthcheck?.test.length).toBeGreaterThan(0);
     expect(service('haru-api').healthcheck!.test.join(' ')).toContain('http://127.0.0.1:8700/readyz');
     expect(service('haru-worker').healthcheck!.test.join(' ')).toContain(
-      `http://127.0.0.1:${resolveEnv(service('haru-worker')).HARU_WORKER_METRICS_PORT}/metrics`,
+      `http://127.0.0.1:${resolveEnv(service('haru-worker')).HARU_WORKER_METRICS_PORT}/readyz`,
     );
   });
 
@@ -160,7 +175,16 @@ describe('docker-compose.yml: ports, healthchecks and order', () => {
   it('lets one-shot steps finish and restarts long-running services', () => {
     for (const name of ['temporal-schema', 'temporal-namespace', 'haru-migrate', 'haru-certs'])
       expect(service(name).restart).toMatch(/^on-failure/);
-    for (const name of ['postgres', 'temporal', 'temporal-ui', 'haru-api', 'haru-worker', 'sim-east', 'sim-west'])
+    for (const name of [
+      'postgres',
+      'temporal',
+      'temporal-ui',
+      'haru-api',
+      'haru-worker',
+      'sim-east',
+      'sim-west',
+      ...OBSERVABILITY,
+    ])
       expect(service(name).restart).toBe('unless-stopped');
   });
 });
@@ -362,6 +386,114 @@ describeWithTools('deploy/compose/make-certs.sh', [OPENSSL], () => {
   });
 });
 
+describe('docker-compose.yml: the observability profile', () => {
+  interface ScrapeJob {
+    job_name: string;
+    scheme?: string;
+    tls_config?: { ca_file: string };
+    static_configs: { targets: string[]; labels?: Record<string, string> }[];
+  }
+  const prometheusConfig = () =>
+    YAML.parse(read('deploy/compose/prometheus.yml')) as { rule_files: string[]; scrape_configs: ScrapeJob[] };
+  const job = (name: string) => prometheusConfig().scrape_configs.find((j) => j.job_name === name)!;
+  /** Where a service mounts `source` (a path in the repository or a named volume). */
+  const mountOf = (name: string, source: string) => {
+    const found = (service(name).volumes ?? []).map((v) => v.split(':')).find(([from]) => from === source);
+    if (!found) throw new Error(`${name} does not mount ${source}`);
+    return found[1]!;
+  };
+
+  it('adds Prometheus and Grafana under that profile only, and nothing of Haru depends on them', () => {
+    for (const name of Object.keys(services))
+      expect([name, service(name).profiles ?? []]).toEqual([
+        name,
+        OBSERVABILITY.includes(name) ? ['observability'] : [],
+      ]);
+    const needs = Object.entries(services).flatMap(([name, s]) =>
+      Object.keys(s.depends_on ?? {}).map((dep) => `${name} -> ${dep}`),
+    );
+    expect(needs.filter((n) => OBSERVABILITY.some((o) => n.endsWith(`-> ${o}`)))).toEqual(['grafana -> prometheus']);
+  });
+
+  it('scrapes the API, the worker and its SDK runtime on the ports their config serves metrics on', () => {
+    const api = apiConfigSchema.parse(resolveEnv(service('haru-api')));
+    const worker = workerConfigSchema.parse(resolveEnv(service('haru-worker')));
+    expect(job('haru-api').static_configs).toEqual([{ targets: [`haru-api:${api.PORT}`] }]);
+    expect(job('haru-worker').static_configs).toEqual([
+      { targets: [`haru-worker:${worker.HARU_WORKER_METRICS_PORT}`] },
+    ]);
+    expect(job('haru-worker-sdk').static_configs).toEqual([
+      { targets: [`haru-worker:${worker.HARU_WORKER_SDK_METRICS_PORT}`] },
+    ]);
+    expect(worker.HARU_WORKER_METRICS_HOST).toBe('0.0.0.0'); // reachable from the prometheus container
+  });
+
+  it("scrapes every domain's supervisor over HTTPS with the compose CA, labelled with the layout's fleet and domain", () => {
+    const layout = fleetLayoutSchema.parse(JSON.parse(read('examples/compose.layout.json')));
+    const supervisors = job('haru-supervisor');
+    expect(supervisors.scheme).toBe('https');
+    expect(supervisors.tls_config?.ca_file).toBe(`${mountOf('prometheus', 'tls')}/ca.pem`);
+    expect(supervisors.static_configs).toEqual(
+      layout.domains.map((d) => ({
+        targets: [new URL(d.supervisorUrl).host],
+        labels: { fleet: layout.fleet.slug, domain: d.slug },
+      })),
+    );
+    for (const d of layout.domains) expect(new URL(d.supervisorUrl).protocol).toBe('https:');
+  });
+
+  it('mounts its configuration where Prometheus reads it and the shipped rules where that configuration loads them', () => {
+    const config = mountOf('prometheus', './deploy/compose/prometheus.yml');
+    expect(config).toBe('/etc/prometheus/prometheus.yml'); // the image's --config.file
+    expect(prometheusConfig().rule_files).toEqual(['haru.rules.yml']);
+    expect(mountOf('prometheus', './deploy/prometheus/haru.rules.yml')).toBe(
+      path.posix.join(path.posix.dirname(config), 'haru.rules.yml'),
+    );
+  });
+
+  it('provisions Grafana with that Prometheus as its default data source, and the shipped dashboard', () => {
+    const provisioning = mountOf('grafana', './deploy/compose/grafana');
+    expect(provisioning).toBe('/etc/grafana/provisioning');
+    const sources = YAML.parse(read('deploy/compose/grafana/datasources/prometheus.yml')) as {
+      datasources: { type: string; url: string; isDefault: boolean }[];
+    };
+    const promPort = service('prometheus').ports![0]!.split(':').at(-1);
+    expect(sources.datasources).toEqual([
+      expect.objectContaining({ type: 'prometheus', url: `http://prometheus:${promPort}`, isDefault: true }),
+    ]);
+    const dashboards = YAML.parse(read('deploy/compose/grafana/dashboards/haru.yml')) as {
+      providers: { type: string; options: { path: string } }[];
+    };
+    const dashboard = mountOf('grafana', './deploy/grafana/haru.json');
+    expect(dashboards.providers).toEqual([
+      expect.objectContaining({ type: 'file', options: { path: path.posix.dirname(dashboard) } }),
+    ]);
+  });
+
+  describeWithTools('promtool', [PROMTOOL], () => {
+    it('accepts the configuration with the shipped rules, as mounted', () => {
+      // The container's paths, made here: the rules beside the configuration, the CA where the volume holds it.
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'haru-compose-prometheus-'));
+      try {
+        const text = read('deploy/compose/prometheus.yml').replace(
+          `${mountOf('prometheus', 'tls')}/ca.pem`,
+          path.join(dir, 'ca.pem'),
+        );
+        writeFileSync(path.join(dir, 'prometheus.yml'), text);
+        writeFileSync(path.join(dir, 'haru.rules.yml'), read('deploy/prometheus/haru.rules.yml'));
+        writeFileSync(path.join(dir, 'ca.pem'), '');
+        const run = spawnSync('promtool', ['check', 'config', 'prometheus.yml'], { cwd: dir, encoding: 'utf8' });
+        expect({ status: run.status, out: run.stdout }).toEqual({
+          status: 0,
+          out: expect.stringMatching(/SUCCESS: 1 rule files found[\s\S]*SUCCESS: \d+ rules found/),
+        });
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  });
+});
+
 describe('Dockerfile', () => {
   const dockerfile = read('Dockerfile');
 
@@ -429,7 +561,8 @@ describeCompose(`docker compose config${compose2.argv ? '' : ` [skipped: ${compo
   /** `docker compose -f docker-compose.yml config ARGS` with only the given variables set. */
   const config = (args: string[], vars: Record<string, string> = SECRETS) => {
     const [command, ...prefix] = compose2.argv!;
-    return spawnSync(command!, [...prefix, '-f', path.join(ROOT, 'docker-compose.yml'), 'config', ...args], {
+    const file = path.join(ROOT, 'docker-compose.yml');
+    return spawnSync(command!, [...prefix, '-f', file, '--profile', 'observability', 'config', ...args], {
       cwd: ROOT,
       encoding: 'utf8',
       env: { PATH: process.env.PATH, HOME: process.env.HOME, ...vars },

@@ -14,14 +14,13 @@ import { createWorkerMetrics } from '../../workers/metrics';
 import { call } from '../api/support/harness';
 import { type LiveFleet, startLiveFleet } from '../api/support/live-fleet';
 import { freePort } from '../support/ports';
-import { describeWithTools, type ExternalTool } from '../support/tools';
+import { describeWithTools, PROMTOOL } from '../support/tools';
 import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';
 import { eventually, uniqueTaskQueue, useTestServer } from '../workflows/support/temporal';
 
 jest.setTimeout(150_000);
 
 const DEPLOY = path.resolve(__dirname, '../../deploy');
-const PROMTOOL: ExternalTool = { probe: ['promtool', '--version'], install: 'apt-get install -y prometheus' };
 
 describeWithTools('Prometheus alert rules', [PROMTOOL], () => {
   const promtool = (...args: string[]) =>
