@@ -7,7 +7,8 @@ import { principalOf } from '../auth/principal';
 import type { HoldQueue } from '../proxy/hold-queue';
 import type { RouteDoc } from '../route-doc';
 import { storeDeadline } from '../timeout';
-import { renderFleetIndex, renderFleetPage } from '../ui/fleet-page';
+import { PAGE_SCRIPT, renderFleetIndex, renderFleetPage } from '../ui/fleet-page';
+import { scriptHashSource } from '../ui/live-update';
 import { fleetPage, fleetSummary } from '../ui/fleet-page-view';
 import { operationsToShow } from '../ui/operation-rows';
 import { controlStoreTimeoutMs, loadFleet, param, type RouteContext } from './context';
@@ -31,7 +32,7 @@ export const UI_ROUTE_DOCS: RouteDoc[] = [
     method: 'get',
     path: '/ui/fleets/:fleet',
     summary:
-      "One fleet's page (server-rendered HTML, no script): warnings first, each domain's role, health, last sighting, models, training and GPU memory, the last operations with their steps",
+      "One fleet's page (server-rendered HTML; its one script updates it in place): warnings first, each domain's role, health, last sighting, models, training and GPU memory, the last operations with their steps",
     tag: 'meta',
     scope: 'read',
     responses: { 200: html('HTML'), 401: error('no known key'), 404: error('`fleet_not_found`') },
@@ -51,10 +52,13 @@ export interface UiDeps {
   allows: (key: ApiKey | undefined, fleet: FleetSnapshot) => boolean;
 }
 
-// The page holds fleet data: never cached, never framed, no script may run in it, no referrer leaves it.
+// The page holds fleet data: never cached, never framed, no script runs in it but its own (by hash; it fetches
+// the page itself, nothing else), no referrer leaves it.
 const PAGE_HEADERS = {
   'cache-control': 'no-store',
-  'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'",
+  'content-security-policy':
+    `default-src 'none'; style-src 'unsafe-inline'; script-src ${scriptHashSource(PAGE_SCRIPT)}; ` +
+    "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'",
   'referrer-policy': 'no-referrer',
   'x-content-type-options': 'nosniff',
 };

@@ -1,6 +1,6 @@
 import { domainSnapshot } from '../../core/fleet-fixtures';
 import { ago, ID, pageInput, progress, promotion, snapshot, step } from '../../test/support/fleet-page-fixtures';
-import { renderFleetIndex, renderFleetPage } from './fleet-page';
+import { PAGE_SCRIPT, renderFleetIndex, renderFleetPage } from './fleet-page';
 import { fleetPage, fleetSummary } from './fleet-page-view';
 
 const HOSTILE = `<img src=x onerror="alert(1)"><script>alert('x')</script>`;
@@ -39,18 +39,20 @@ describe('renderFleetPage', () => {
       ),
     );
     expect(new Set(tags(doc))).not.toContain('img');
-    expect(new Set(tags(doc))).not.toContain('script');
+    // The page's own script alone.
+    expect(tags(doc).filter((t) => t === 'script')).toHaveLength(1);
+    expect(doc).toContain(`<script>${PAGE_SCRIPT}</script>`);
     expect(doc).not.toMatch(/onerror="/);
     // displayName, the pause (by, reason), lastError, the model, the failed operation (reason, by, error's three
     // parts) twice (last failed and in the list), its step (name, error) twice.
     expect(doc.split(ESCAPED).length - 1).toBeGreaterThanOrEqual(15);
   });
 
-  it('is one document with no script and no external asset, reloading itself', () => {
+  it('is one document with its own script alone and no external asset, reloaded without JavaScript', () => {
     const doc = renderFleetPage(fleetPage(pageInput({ operations: [promotion()] })));
     expect(doc).toMatch(/^<!doctype html>/);
-    expect(doc).toMatch(/<meta http-equiv="refresh" content="5"/);
-    expect(tags(doc)).not.toContain('script');
+    expect(doc).toMatch(/<noscript><meta http-equiv="refresh" content="5" \/><\/noscript>/);
+    expect([...doc.matchAll(/<script>([^<]*)<\/script>/g)].map((m) => m[1])).toEqual([PAGE_SCRIPT]);
     expect(tags(doc)).not.toContain('link');
     expect(doc).not.toMatch(/\bsrc=|url\(|@import/);
   });

@@ -2,23 +2,30 @@ import type { DomainRow } from './domain-rows';
 import type { FleetPage, Warning } from './fleet-page-view';
 import { html, SafeHtml } from './html';
 import type { OperationRow } from './operation-rows';
+import { liveScript } from './live-update';
 import { PAGE_STYLE } from './page-style';
 
-/** How often the page reloads itself (a meta refresh: it works without JavaScript). */
+/** How often the page shows the fleet anew (its script, or a meta refresh without JavaScript). */
 export const REFRESH_SECONDS = 5;
 
-/** A whole page: no script, no external asset, reloading every REFRESH_SECONDS. */
+/** The page's one script (api/ui/live-update.ts); the route's CSP allows it by hash and nothing else. */
+export const PAGE_SCRIPT = liveScript(REFRESH_SECONDS);
+
+/** A whole page: no external asset, updated in place every REFRESH_SECONDS (reloaded without JavaScript). */
 function page(title: string, body: SafeHtml): string {
   return html`<!doctype html>
     <html lang="en">
       <head>
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
-        <meta http-equiv="refresh" content="${REFRESH_SECONDS}" />
+        <noscript><meta http-equiv="refresh" content="${REFRESH_SECONDS}" /></noscript>
         <title>${title}</title>
         <style>
           ${new SafeHtml(PAGE_STYLE)}
         </style>
+        <script>
+          ${new SafeHtml(PAGE_SCRIPT)};
+        </script>
       </head>
       <body>
         ${body}

@@ -2,7 +2,8 @@
 /**
  * The fleet page (`/ui`) on a running stack: real supervisors of a simulated fleet, the worker and its monitor on
  * the dev server, the API over HTTP on its real store, read in a real headless Chromium (Debian's `chromium`
- * through puppeteer-core; no browser is downloaded) with JavaScript off, signed in with a `read` key through the
+ * through puppeteer-core; no browser is downloaded) with JavaScript off (a second page with it on, opened once,
+must follow the failover in place), signed in with a `read` key through the
  * browser's own prompt (HTTP Basic). It asserts what an on-call engineer reads: roles, ages, models, training,
  * GPU memory, the "no standby ready" warning once the old active died, the failover's steps with their times,
  * the pause and the last failed operation, hostile text shown as text. Screenshots go to .haru/test-output/ui/
@@ -32,6 +33,9 @@ describeWithTools('the fleet page in headless Chromium', [CHROMIUM], () => {
   let live: LiveFleet;
   let browser: Browser | undefined;
   let page: Page;
+  /** The page with JavaScript on, opened once and never navigated again: it must follow the fleet by itself. */
+  let livePage: Page;
+  const cspErrors: string[] = [];
   const server = useTestServer(async () => {
     await browser?.close();
     await live?.close();
@@ -57,6 +61,12 @@ describeWithTools('the fleet page in headless Chromium', [CHROMIUM], () => {
     await page.setJavaScriptEnabled(false);
     await page.setViewport({ width: 1400, height: 900 });
     await page.authenticate({ username: 'oncall', password: viewer });
+    livePage = await browser.newPage();
+    await livePage.setViewport({ width: 1400, height: 900 });
+    await livePage.authenticate({ username: 'oncall', password: viewer });
+    livePage.on('console', (m) => {
+      if (/Content Security Policy/i.test(m.text())) cspErrors.push(m.text());
+    });
   });
 
   const textOf = (selector: string) => page.$eval(selector, (el) => (el as HTMLElement).innerText);
@@ -107,11 +117,25 @@ describeWithTools('the fleet page in headless Chromium', [CHROMIUM], () => {
     // No script runs here (JavaScript is off), yet the page reloads itself.
     const reloaded = page.waitForNavigation({ timeout: 15_000 });
     await expect(reloaded).resolves.not.toBeNull();
+
+    // With JavaScript on, the page is opened once and marked; the next test sees it follow the failover.
+    await livePage.goto(`${live.url}/ui/fleets/${live.slug}`);
+    await livePage.evaluate(() => Object.assign(window, { openedOnce: true }));
   });
 
   it('after the active’s host dies: the old active failed, never standby, no standby ready, the failover’s steps timed', async () => {
     await live.fleet.east.sim.kill();
     await reloadUntil('west serving', async () => (await textOf('#active')) === 'west');
+    // The page opened before the kill shows it too, updated in place: never reloaded (its mark is still there),
+    // its script allowed by the page's CSP.
+    await livePage.waitForFunction(
+      () =>
+        document.querySelector('#active')?.textContent?.trim() === 'west' &&
+        document.querySelector('tr[data-domain="east"]')?.getAttribute('data-role') === 'failed',
+      { timeout: 60_000, polling: 250 },
+    );
+    expect(await livePage.evaluate(() => (window as { openedOnce?: boolean }).openedOnce)).toBe(true);
+    expect(cspErrors).toEqual([]);
     await reloadUntil('east failed', async () => (await row('east')).role === 'failed');
     const east = await row('east');
     expect(east.text).toMatch(/^east\s+FAILED\s+failed/);
