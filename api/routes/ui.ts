@@ -114,6 +114,9 @@ export function uiRoutes(ctx: RouteContext, deps: UiDeps): Router {
       progress: new Map(progress),
       hosts: new Map(hosts),
       held: { count: deps.holdQueue.held, max: deps.holdQueue.max },
+      temporalUi: ctx.config.HARU_TEMPORAL_UI_URL
+        ? { url: ctx.config.HARU_TEMPORAL_UI_URL, namespace: ctx.config.temporal.namespace }
+        : null,
       now: ctx.now(),
     });
     sendPage(res, renderFleetPage(page));

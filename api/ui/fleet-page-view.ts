@@ -6,6 +6,7 @@ import type { HostReading, MonitorLook } from '../../schemas/status';
 import { agoOf, agoText } from './ages';
 import { type DomainRow, domainRows, type Tone } from './domain-rows';
 import { type OperationRow, operationRow, operationsToShow } from './operation-rows';
+import type { TemporalUi } from './temporal-link';
 
 /** Something the on-call engineer must see first: `critical` when traffic is or could be lost. */
 export interface Warning {
@@ -26,6 +27,8 @@ export interface FleetPageInput {
   hosts: ReadonlyMap<string, HostReading>;
   /** Requests this API process holds for a route move, and how many it may; null when not known. */
   held: { count: number; max: number } | null;
+  /** Where the Temporal Web UI runs, for links to each operation's workflow; null: ids without links. */
+  temporalUi?: TemporalUi | null;
   now: Date;
 }
 
@@ -107,7 +110,7 @@ export function fleetPage(input: FleetPageInput): FleetPage {
   const domains = domainRows(fleet, input.hosts, now);
   const look = monitorLook(input.monitor?.checkedAt ?? null, now, monitorStaleAfterMs(fleet.policy));
   const slugOf = (id: string) => fleet.domains.find((d) => d.id === id)?.slug ?? id;
-  const row = (op: Operation) => operationRow(op, input.progress.get(op.id), slugOf, now);
+  const row = (op: Operation) => operationRow(op, input.progress.get(op.id), slugOf, now, input.temporalUi ?? null);
   const { shown, lastFailed } = operationsToShow(input.operations);
   return {
     slug: fleet.slug,

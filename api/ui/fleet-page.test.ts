@@ -2,6 +2,7 @@ import { domainSnapshot } from '../../core/fleet-fixtures';
 import { ago, ID, pageInput, progress, promotion, snapshot, step } from '../../test/support/fleet-page-fixtures';
 import { PAGE_SCRIPT, renderFleetIndex, renderFleetPage } from './fleet-page';
 import { fleetPage, fleetSummary } from './fleet-page-view';
+import { temporalWorkflowUrl } from './temporal-link';
 
 const HOSTILE = `<img src=x onerror="alert(1)"><script>alert('x')</script>`;
 const ESCAPED = '&lt;img src=x onerror=&quot;alert(1)&quot;&gt;&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;';
@@ -89,5 +90,19 @@ describe('renderFleetIndex', () => {
     const summary = fleetSummary(snapshot({ slug: 'a&b' }), new Date());
     const doc = renderFleetIndex([summary], '2030-01-01T00:00:00.000Z');
     expect(doc).toContain('<a href="/ui/fleets/a%26b">a&amp;b</a>');
+  });
+});
+
+describe('the workflow links', () => {
+  it("links each operation's workflow to the Temporal Web UI when the API knows where it runs, and only then", () => {
+    const op = promotion();
+    const ui = { url: 'http://127.0.0.1:8233', namespace: 'default' };
+    const linked = renderFleetPage(fleetPage({ ...pageInput({ operations: [op] }), temporalUi: ui }));
+    expect(linked).toContain(
+      `<a href="${temporalWorkflowUrl(ui, op.workflowId)}" rel="noreferrer"><code>${op.workflowId}</code></a>`,
+    );
+    const bare = renderFleetPage(fleetPage(pageInput({ operations: [op] })));
+    expect(bare).toContain(`<code>${op.workflowId}</code>`);
+    expect(bare).not.toContain('/namespaces/');
   });
 });

@@ -29,6 +29,7 @@ describe('operationRow', () => {
       reason: 'drill',
       requestedBy: 'api:oncall',
       workflowId: `haru/${ID.fleet}/op/${ID.op}`,
+      workflowUrl: null,
       error: null,
       steps: [
         { name: 'stopTraining', status: 'succeeded', tone: 'ok', duration: '1.2 s', note: null },

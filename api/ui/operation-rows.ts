@@ -4,6 +4,7 @@ import type { OperationKind, OperationState } from '../../schemas/enums';
 import type { Operation } from '../../schemas/entities';
 import { agoOf, durationText } from './ages';
 import type { Tone } from './domain-rows';
+import { type TemporalUi, temporalWorkflowUrl } from './temporal-link';
 
 /** How many of the newest operations the page lists, each with its steps (one `progress` query each). */
 export const SHOWN_OPERATIONS = 5;
@@ -37,6 +38,8 @@ export interface OperationRow {
   reason: string;
   requestedBy: string;
   workflowId: string;
+  /** Its page in the Temporal Web UI; null when the API does not know where that runs (HARU_TEMPORAL_UI_URL). */
+  workflowUrl: string | null;
   /**
    * `step: code: message` of a failed or cancelled one, or of the failed demotion of a succeeded promotion's old
    * active (its best-effort last step: the row keeps that failure, workflows/promotion.ts).
@@ -95,6 +98,7 @@ export function operationRow(
   progress: OperationProgress | null | undefined,
   slugOf: (domainId: string) => string,
   now: Date,
+  temporalUi: TemporalUi | null = null,
 ): OperationRow {
   const isNotDemoted = op.kind === 'promote' && op.state === 'succeeded' && op.error !== null;
   return {
@@ -110,6 +114,7 @@ export function operationRow(
     reason: op.reason,
     requestedBy: op.requestedBy,
     workflowId: op.workflowId,
+    workflowUrl: temporalUi && temporalWorkflowUrl(temporalUi, op.workflowId),
     error: op.error ? `${op.error.step}: ${op.error.code}: ${op.error.message}` : null,
     steps: progress ? progress.steps.map((s) => stepRow(s, now)) : null,
   };

@@ -23,6 +23,8 @@ jest.setTimeout(240_000);
 const CHROMIUM_BIN = '/usr/bin/chromium';
 const CHROMIUM: ExternalTool = { probe: [CHROMIUM_BIN, '--version'], install: 'apt-get install -y chromium' };
 const SHOTS = path.join(__dirname, '../../.haru/test-output/ui');
+/** Where the page is told the Temporal Web UI runs (the test server has none: the links are read, not followed). */
+const TEMPORAL_UI = 'http://127.0.0.1:8233';
 const HOSTILE = `<img src=x onerror="document.title='pwned'"><script>document.title='pwned'</script>`;
 
 describeWithTools('the fleet page in headless Chromium', [CHROMIUM], () => {
@@ -45,6 +47,7 @@ describeWithTools('the fleet page in headless Chromium', [CHROMIUM], () => {
     live = await startLiveFleet(server, {
       config: {
         HARU_API_TOKEN: token,
+        HARU_TEMPORAL_UI_URL: TEMPORAL_UI,
         apiKeys: [
           { name: 'viewer', digest: tokenDigest(viewer), scopes: ['read'] },
           { name: 'chat', digest: tokenDigest(chat), scopes: ['inference'] },
@@ -157,6 +160,16 @@ describeWithTools('the fleet page in headless Chromium', [CHROMIUM], () => {
       expect(op).toMatch(new RegExp(`${step}: succeeded \\d+(\\.\\d)? m?s\\b`));
     }
     expect(await page.$$(`${promotion} .steps li`)).not.toHaveLength(0);
+    // Its workflow, linked to the Temporal Web UI's page of it.
+    const [operation] = await live.fleet.db.store.operations.list(live.fleet.fleetId);
+    const link = await page.$eval(`${promotion} a[href^="${TEMPORAL_UI}"]`, (a) => ({
+      href: a.getAttribute('href'),
+      text: (a as HTMLElement).innerText,
+    }));
+    expect(link).toEqual({
+      href: `${TEMPORAL_UI}/namespaces/default/workflows/${encodeURIComponent(operation!.workflowId)}`,
+      text: operation!.workflowId,
+    });
     await shoot('2-failed-over.png');
   });
 
