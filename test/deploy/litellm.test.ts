@@ -1,7 +1,7 @@
 /**
  * LiteLLM in front of Haru's proxy, as deploy/litellm/config.yaml ships it: a real LiteLLM proxy (its pinned
  * version, in a virtualenv under .haru/venvs, test/support/python-tools.ts) started on that file, with only
- * the model name and the fleet filled in, in front of a running API, worker and simulated fleet. Clients send
+ * the model name, Haru's address and the fleet filled in, in front of a running API, worker and simulated fleet. Clients send
  * through LiteLLM with the OpenAI SDK, streaming and not, retries off in the SDK and in LiteLLM; the active's
  * host is SIGKILLed and the monitor fails over: no client sees an error, and answers come from the new active,
  * as LiteLLM relays Haru's x-haru-domain.
@@ -81,6 +81,8 @@ describeWithLitellm('LiteLLM in front of Haru (deploy/litellm/config.yaml)', () 
     expect(shipped.model_list).toHaveLength(1);
     const [entry] = shipped.model_list;
     expect(Object.keys(entry!.litellm_params.extra_headers)).toEqual(['X-Haru-Fleet']);
+    const keyVariable = /^os\.environ\/(\w+)$/.exec(String(entry!.litellm_params.api_key))?.[1];
+    if (!keyVariable) throw new Error('deploy/litellm/config.yaml does not read api_key from the environment');
     const config: LitellmConfig = {
       ...shipped,
       model_list: [
@@ -89,6 +91,7 @@ describeWithLitellm('LiteLLM in front of Haru (deploy/litellm/config.yaml)', () 
           litellm_params: {
             ...entry!.litellm_params,
             model: `openai/${MODEL}`,
+            api_base: `${api.url}/v1`,
             // The fleet in the header the file names.
             extra_headers: Object.fromEntries(
               Object.keys(entry!.litellm_params.extra_headers).map((name) => [name, fleet.layout.fleet.slug]),
@@ -110,8 +113,8 @@ describeWithLitellm('LiteLLM in front of Haru (deploy/litellm/config.yaml)', () 
         env: {
           PATH: process.env.PATH,
           HOME: dir,
-          HARU_API_BASE: `${api.url}/v1`,
-          HARU_INFERENCE_KEY: 'sk-haru-inference',
+          // The variable the file reads Haru's key from.
+          [keyVariable]: 'sk-haru-inference',
           LITELLM_MASTER_KEY: masterKey,
           // Its price list from the package, not from the network.
           LITELLM_LOCAL_MODEL_COST_MAP: 'True',
