@@ -3,6 +3,7 @@ import net from 'node:net';
 import express from 'express';
 import { toHaruError } from '../errors';
 import { listenLocal, type LocalServer } from '../../test/support/local-server';
+import { createBodyBudget } from './body-budget';
 import { readRawBody } from './body-reader';
 
 const LIMIT = 64;
@@ -111,5 +112,69 @@ describe('readRawBody', () => {
       });
     });
     expect(got).toEqual(body);
+  });
+});
+
+describe('readRawBody with a body budget', () => {
+  it.each(Object.keys(CASES))(
+    'holds what it read until released, and gives back all of a refused one: %s',
+    async (name) => {
+      const { raw, end } = CASES[name]!;
+      const budget = createBodyBudget(1_000_000);
+      let seen: { held: number; bytes: number; release?: () => void } | null = null;
+      const server = await listenLocal((req, res) =>
+        readRawBody(
+          req,
+          LIMIT,
+          (err, body, release) => {
+            seen = { held: budget.held, bytes: err ? 0 : (body?.length ?? 0), release };
+            res.end();
+          },
+          budget,
+        ),
+      );
+      try {
+        await exchange(server, raw, { end });
+        expect(seen).not.toBeNull();
+        const { held, bytes, release } = seen!;
+        // A read body's bytes, exactly, while its caller holds it; a refused or empty one holds nothing.
+        expect(held).toBe(bytes);
+        release?.();
+        release?.(); // once only
+        expect(budget.held).toBe(0);
+      } finally {
+        await server.close();
+      }
+    },
+  );
+
+  it('refuses a declared length that does not fit before reading it, and a chunked body as it passes the budget', async () => {
+    const budget = createBodyBudget(50);
+    const errors: string[] = [];
+    const server = await listenLocal((req, res) =>
+      readRawBody(
+        req,
+        LIMIT,
+        (err) => {
+          if (err) errors.push(`${toHaruError(err).code}: ${err.message}`);
+          res.end();
+        },
+        budget,
+      ),
+    );
+    try {
+      await exchange(server, `${head('Content-Length: 60\r\n')}${'x'.repeat(60)}`);
+      await exchange(
+        server,
+        `${head('Transfer-Encoding: chunked\r\n')}28\r\n${'x'.repeat(40)}\r\n14\r\n${'y'.repeat(20)}\r\n0\r\n\r\n`,
+      );
+      expect(errors).toEqual([
+        'overloaded: this API process holds 0 bytes of request bodies; 60 more would pass its 50-byte budget',
+        expect.stringMatching(/^overloaded: this API process holds 40 bytes of request bodies; 20 more would pass/),
+      ]);
+      expect(budget.held).toBe(0);
+    } finally {
+      await server.close();
+    }
   });
 });

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { type BodyBudget, bodyBudgetExceeded } from './body-budget';
 
 /** What a refused body's error says besides its message, as raw-body names it. */
 interface BodyErrorFields {
@@ -65,7 +66,8 @@ function dumpThen(req: IncomingMessage, answer: () => void): void {
 export function readRawBody(
   req: IncomingMessage,
   limit: number,
-  done: (err: Error | null, body?: Buffer) => void,
+  done: (err: Error | null, body?: Buffer, release?: () => void) => void,
+  budget?: BodyBudget,
 ): void {
   if (isFinished(req) || !hasBody(req)) return done(null, undefined);
   const encoding = (req.headers['content-encoding'] || 'identity').toLowerCase();
@@ -91,7 +93,53 @@ export function readRawBody(
   if (!req.readable) {
     return process.nextTick(refuse, new BodyReadError(500, 'stream is not readable', 'stream.not.readable'));
   }
-  new BodyRead(req, limit, length, done, refuse).start();
+  // With a budget, the bytes are taken as they come (a declared length at once, before any is read) and
+  // handed to `done` with the body; a refused or failed body gives back what it took.
+  const taken = new BudgetTake(budget);
+  if (length !== null && !taken.take(length)) return process.nextTick(refuse, bodyBudgetExceeded(budget!, length));
+  const sized = length !== null;
+  // Until the body is read or refused, its bytes are this reader's: a request that closes first gives them back.
+  let settled = false;
+  req.once('close', () => {
+    if (!settled) taken.release();
+  });
+  const read = (err: Error | null, body?: Buffer) => {
+    settled = true;
+    if (err) {
+      taken.release();
+      return done(err);
+    }
+    done(null, body, taken.handOver());
+  };
+  const refused = (err: Error) => {
+    settled = true;
+    taken.release();
+    refuse(err);
+  };
+  new BodyRead(req, limit, length, read, refused, (bytes) =>
+    sized || taken.take(bytes) ? null : bodyBudgetExceeded(budget!, bytes),
+  ).start();
+}
+
+/** The bytes one body took from the budget: given back once, by a refusal or by the caller after its response. */
+class BudgetTake {
+  private readonly releases: (() => void)[] = [];
+  constructor(private readonly budget: BodyBudget | undefined) {}
+  /** False when `bytes` do not fit the budget now; true (taking nothing) without a budget. */
+  take(bytes: number): boolean {
+    if (!this.budget) return true;
+    const release = this.budget.take(bytes);
+    if (!release) return false;
+    this.releases.push(release);
+    return true;
+  }
+  release(): void {
+    for (const r of this.releases.splice(0)) r();
+  }
+  /** The release the caller calls once it holds the body no longer; undefined without a budget. */
+  handOver(): (() => void) | undefined {
+    return this.budget ? () => this.release() : undefined;
+  }
 }
 
 /** One body being read: the listeners of one request, removed when it ends either way. */
@@ -102,7 +150,9 @@ class BodyRead {
   private readonly onData = (chunk: Buffer) => {
     if (this.complete) return;
     this.received += chunk.length;
-    if (this.received > this.limit) {
+    const overBudget = this.received <= this.limit ? this.admit(chunk.length) : null;
+    if (overBudget) this.fail(overBudget);
+    else if (this.received > this.limit) {
       this.fail(
         new BodyReadError(413, 'request entity too large', 'entity.too.large', {
           limit: this.limit,
@@ -145,6 +195,8 @@ class BodyRead {
     private readonly length: number | null,
     private readonly done: (err: Error | null, body?: Buffer) => void,
     private readonly refuse: (err: Error) => void,
+    /** Takes a chunk's bytes from the budget; the refusal when they do not fit. */
+    private readonly admit: (bytes: number) => Error | null,
   ) {}
 
   start(): void {

@@ -1,6 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestHandler } from 'express';
-import { HaruError } from '../../schemas/errors';
 import { logRequestError, toHaruError } from '../errors';
 import { ClientResponse } from './client-response';
 import { readInferenceBody } from './inference-body';
@@ -19,21 +18,6 @@ export { routingHeaders } from './routing-headers';
  * writer of its response (ClientResponse: the envelope, or a final SSE event once a stream started). Plain
  * Node objects, so both the lean entry (api/proxy/lean.ts) and the Express route use it.
  */
-/** Counts the body against the process's budget until the response closes; 429 `overloaded` past it. */
-function holdBody(deps: ProxyDeps, res: ServerResponse, rawBody: unknown): void {
-  const bytes = Buffer.isBuffer(rawBody) ? rawBody.length : 0;
-  const release = deps.bodyBudget.take(bytes);
-  if (!release) {
-    const { held, limit } = deps.bodyBudget;
-    throw new HaruError(
-      'overloaded',
-      `this API process holds ${held} bytes of request bodies; ${bytes} more would pass its ${limit}-byte budget`,
-      { retryAfterSeconds: 1 },
-    );
-  }
-  res.once('close', release);
-}
-
 export async function handleInference(
   deps: ProxyDeps,
   endpoint: InferenceEndpoint,
@@ -45,7 +29,6 @@ export async function handleInference(
   const client = new ClientResponse(res);
   let outcome = 'ok';
   try {
-    holdBody(deps, res, rawBody);
     const body = readInferenceBody(rawBody);
     outcome = await proxyWithResend(deps, endpoint, req.headers, client, rawBody as Buffer, body, (raw, attempt) =>
       proxyOnce(deps, endpoint, req, client, raw, body, attempt),

@@ -3,6 +3,7 @@ import type { BearerMiddleware } from '../../lib/bearer-auth';
 import { keyNameOf } from '../auth/principal';
 import { failRequest } from '../errors';
 import { observeRequest } from '../metrics';
+import { holdUntilClosed } from './body-budget';
 import { readRawBody } from './body-reader';
 import { handleInference, type ProxyDeps } from './inference';
 import type { InferenceEndpoint } from '../../core/serving-url';
@@ -47,10 +48,16 @@ export function leanInference(opts: LeanInferenceOptions): (req: IncomingMessage
     auth(req, res, (authError?: unknown) => {
       if (authError) return fail(authError);
       route = path;
-      readRawBody(req, maxBodyBytes, (bodyError, body) => {
-        if (bodyError) return fail(bodyError);
-        handleInference(deps, endpoint, req, res, body).catch(fail);
-      });
+      readRawBody(
+        req,
+        maxBodyBytes,
+        (bodyError, body, release) => {
+          if (bodyError) return fail(bodyError);
+          holdUntilClosed(res, release);
+          handleInference(deps, endpoint, req, res, body).catch(fail);
+        },
+        deps.bodyBudget,
+      );
     });
     return true;
   };

@@ -1,22 +1,30 @@
 import { type RequestHandler, Router } from 'express';
 import { HaruError } from '../../schemas/errors';
+import { type BodyBudget, holdUntilClosed } from '../proxy/body-budget';
 import { readRawBody } from '../proxy/body-reader';
 import { inferenceHandler, type ProxyDeps, requestFleet, routingHeaders } from '../proxy/inference';
 import { activeDomain, domainModels } from '../proxy/route-table';
 
 /**
  * The proxy's body reader as Express middleware (`req.body`): the raw Buffer, byte for byte, capped at
- * `maxBodyBytes` for both sized and chunked bodies. No inflate: the bytes forwarded are the bytes received (an
+ * `maxBodyBytes` for both sized and chunked bodies, its bytes taken from the process's body budget from the first
+ * read until the response closes (429 past it). No inflate: the bytes forwarded are the bytes received (an
  * encoded body is refused, not decoded). The same reader as the lean path's (api/proxy/body-reader.ts).
  */
 export const inferenceBodyReader =
-  (maxBodyBytes: number): RequestHandler =>
-  (req, _res, next) =>
-    readRawBody(req, maxBodyBytes, (err, body) => {
-      if (err) return next(err);
-      req.body = body;
-      next();
-    });
+  (maxBodyBytes: number, budget: BodyBudget): RequestHandler =>
+  (req, res, next) =>
+    readRawBody(
+      req,
+      maxBodyBytes,
+      (err, body, release) => {
+        if (err) return next(err);
+        holdUntilClosed(res, release);
+        req.body = body;
+        next();
+      },
+      budget,
+    );
 
 /**
  * The OpenAI-compatible surface: three proxied POST endpoints and `GET /v1/models`. Bodies are read raw
@@ -24,7 +32,7 @@ export const inferenceBodyReader =
  */
 export function inferenceRoutes(deps: ProxyDeps, maxBodyBytes: number): Router {
   const router = Router();
-  const raw = inferenceBodyReader(maxBodyBytes);
+  const raw = inferenceBodyReader(maxBodyBytes, deps.bodyBudget);
   router.post('/v1/chat/completions', raw, inferenceHandler(deps, 'chat/completions'));
   router.post('/v1/completions', raw, inferenceHandler(deps, 'completions'));
   router.post('/v1/embeddings', raw, inferenceHandler(deps, 'embeddings'));

@@ -1,8 +1,10 @@
+import net from 'node:net';
 import { gzipSync } from 'node:zlib';
 import OpenAI from 'openai';
 import { answerAs, chatChunk, type FakeUpstream, startFakeUpstream } from './support/upstream';
 import { call, type Harness, startHarness, twoDomainLayout } from './support/harness';
 import { gate } from './support/wait';
+import { eventually } from '../support/eventually';
 
 /** The proxy's forwarding mechanics against a recording upstream: bytes, streams, aborts, limits, errors. */
 describe('OpenAI-compatible proxy', () => {
@@ -185,6 +187,57 @@ describe('OpenAI-compatible proxy', () => {
       release.open();
       east.handle(answerAs('east'));
     }
+  });
+
+  it('counts bodies still arriving against the budget: slow senders hold it, a chunked body past it is refused, a closed one frees it', async () => {
+    // The budget holds 32,768 bytes (8 × HARU_CHAT_MAX_BODY_BYTES 4096). Eight clients each declare 4,096 bytes
+    // and send 12: the API holds all of the budget for them while they trickle in, and forwards nothing.
+    const headers = await fleetHeader();
+    const { hostname, port } = new URL(h.url);
+    const slowSender = () =>
+      new Promise<net.Socket>((resolve, reject) => {
+        const socket = net.connect(Number(port), hostname, () => {
+          socket.write(
+            `POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n` +
+              `x-haru-fleet: ${headers['x-haru-fleet']}\r\ncontent-length: 4096\r\n\r\n{"model":"x"`,
+          );
+          resolve(socket);
+        });
+        socket.once('error', reject);
+      });
+    const senders = await Promise.all(Array.from({ length: 8 }, slowSender));
+    try {
+      const small = JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] });
+      const refused = await eventually('a body refused while eight are arriving', async () => {
+        const r = await call(`${h.url}/v1/chat/completions`, { body: small, headers });
+        return r.status === 429 ? r : null;
+      });
+      expect(refused.headers.get('retry-after')).toBe('1');
+      expect((refused.body as { error: { code: string } }).error.code).toBe('overloaded');
+      const forwarded = east.seen.length;
+      // A chunked body (no declared length) is refused as its bytes pass the budget, before it ends.
+      const chunked = await fetch(`${h.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json' },
+        body: new ReadableStream({
+          start(c) {
+            c.enqueue(new TextEncoder().encode(small));
+            c.close();
+          },
+        }),
+        duplex: 'half',
+      } as RequestInit);
+      expect(chunked.status).toBe(429);
+      expect(east.seen.length).toBe(forwarded); // not forwarded
+    } finally {
+      for (const socket of senders) socket.destroy();
+    }
+    // The senders went away: their bytes are given back, and a request passes again.
+    await eventually(
+      'the budget freed by the closed senders',
+      async () =>
+        (await call(`${h.url}/v1/chat/completions`, { body: { model, messages: [] }, headers })).status === 200,
+    );
   });
 
   it('streams SSE chunks to the client before the upstream has finished', async () => {
