@@ -55,7 +55,12 @@ export const apiConfigSchema = z.object({
    * The Temporal Web UI's address (`http://127.0.0.1:8233`, a Temporal Cloud URL): the fleet page links each
    * operation's workflow there. Unset: the page shows the workflow ids alone.
    */
-  HARU_TEMPORAL_UI_URL: blankable(z.url({ protocol: /^https?$/ }).optional()),
+  HARU_TEMPORAL_UI_URL: blankable(
+    z
+      .url({ protocol: /^https?$/ })
+      .refine((u) => !/[?#]/.test(u), 'an address without a query or fragment (workflow paths are added to it)')
+      .optional(),
+  ),
   /** Fleet (slug or UUID) for proxy requests without an `X-Haru-Fleet` header. */
   HARU_DEFAULT_FLEET: blankable(z.string().min(1).optional()),
   HARU_CHAT_MAX_BODY_BYTES: blankable(positiveInt.default(32 * MIB)),

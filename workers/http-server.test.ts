@@ -1,4 +1,5 @@
 import type { AddressInfo } from 'node:net';
+import { eventually } from '../test/support/eventually';
 import { errorBodySchema } from '../schemas/errors';
 import { healthzResponseSchema, readyzResponseSchema } from '../schemas/api-responses';
 import { createWorkerMetrics } from './metrics';
@@ -122,5 +123,36 @@ describe('workerProbe', () => {
     await jest.advanceTimersByTimeAsync(READY_CHECK_MS);
     await settled;
     expect(warned[0]?.fields).toEqual({ error: `no answer in ${READY_CHECK_MS} ms` });
+  });
+});
+
+describe('the readiness check', () => {
+  it('runs once for requests that ask at the same time', async () => {
+    let pings = 0;
+    let answer: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (answer = resolve));
+    const server = createWorkerHttpServer(
+      deps({
+        pingDatabase: async () => {
+          pings += 1;
+          await gate;
+        },
+      }).d,
+    );
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/readyz`;
+      let arrived = 0;
+      server.on('request', () => (arrived += 1));
+      const asked = Array.from({ length: 5 }, () => fetch(url));
+      await eventually('all five requests at the listener', () => arrived === 5);
+      answer();
+      expect((await Promise.all(asked)).map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+      expect(pings).toBe(1);
+      expect((await fetch(url)).status).toBe(200);
+      expect(pings).toBe(2); // a later request checks again
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 });

@@ -64,6 +64,7 @@ export async function workerProbe(path: '/healthz' | '/readyz', deps: WorkerHttp
 export function createWorkerHttpServer(deps: WorkerHttpDeps): http.Server {
   const json = (res: http.ServerResponse, status: number, body: object) =>
     res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+  let readyCheck: Promise<object> | null = null;
   return http.createServer((req, res) => {
     const path = req.url?.split('?')[0];
     if (req.method !== 'GET') return json(res, 404, new HaruError('not_found', 'no such route').toBody());
@@ -76,7 +77,12 @@ export function createWorkerHttpServer(deps: WorkerHttpDeps): http.Server {
     }
     if (path !== '/healthz' && path !== '/readyz')
       return json(res, 404, new HaruError('not_found', 'no such route').toBody());
-    workerProbe(path, deps).then(
+    // However many ask at once (a scrape, the kubelet, a flood on an open port), one check runs.
+    const probe =
+      path === '/healthz'
+        ? workerProbe(path, deps)
+        : (readyCheck ??= workerProbe(path, deps).finally(() => (readyCheck = null)));
+    probe.then(
       (body) => json(res, 200, body),
       (err: unknown) => {
         const e = err instanceof HaruError ? err : new HaruError('internal_error', 'the check failed');

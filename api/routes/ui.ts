@@ -54,7 +54,7 @@ export interface UiDeps {
 
 // The page holds fleet data: never cached, never framed, no script runs in it but its own (by hash; it fetches
 // the page itself, nothing else), no referrer leaves it.
-const PAGE_HEADERS = {
+export const PAGE_HEADERS = {
   'cache-control': 'no-store',
   'content-security-policy':
     `default-src 'none'; style-src 'unsafe-inline'; script-src ${scriptHashSource(PAGE_SCRIPT)}; ` +

@@ -239,7 +239,7 @@ export async function startDevStack(
     // The fleet page links workflows to the Web UI the banner names.
     const apiConfig = {
       ...setup.api,
-      HARU_TEMPORAL_UI_URL: setup.api.HARU_TEMPORAL_UI_URL ?? temporalUiUrl ?? undefined,
+      HARU_TEMPORAL_UI_URL: temporalUiUrl ?? undefined,
     };
     const { url: apiUrl } = await startDevApi({ config: apiConfig, store, database, writeLog, closers });
     io.out(`  api                  ${apiUrl} (default fleet ${setup.api.HARU_DEFAULT_FLEET})`);

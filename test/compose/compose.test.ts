@@ -413,6 +413,8 @@ describe('docker-compose.yml: the observability profile', () => {
       Object.keys(s.depends_on ?? {}).map((dep) => `${name} -> ${dep}`),
     );
     expect(needs.filter((n) => OBSERVABILITY.some((o) => n.endsWith(`-> ${o}`)))).toEqual(['grafana -> prometheus']);
+    // Prometheus reads the supervisors' CA once, as it builds their scrape pool: made before it starts.
+    expect(service('prometheus').depends_on).toEqual({ 'haru-certs': { condition: 'service_completed_successfully' } });
   });
 
   it('scrapes the API, the worker and its SDK runtime on the ports their config serves metrics on', () => {

@@ -258,10 +258,10 @@ describe('deploy/kubernetes: probes', () => {
     expect(portNamed('haru-api', 'http')).toBe(Number(find('ConfigMap', 'haru-api').data.PORT));
   });
 
-  it('haru-worker: ready on /readyz, alive on /healthz (its Temporal worker runs), on the metrics port', () => {
+  it('haru-worker: alive and ready on /healthz (its Temporal worker runs; an outage must not block drains), on the metrics port', () => {
     const c = containerOf('haru-worker');
     expect(WORKER_ROUTES).toEqual(expect.arrayContaining(['/readyz', '/healthz']));
-    expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'metrics' });
+    expect(c.readinessProbe.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
     expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
     expect(c.startupProbe.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
     const data = find('ConfigMap', 'haru-worker').data;
