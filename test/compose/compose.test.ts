@@ -38,6 +38,8 @@ interface Service {
   healthcheck?: { test: string[]; interval?: string; retries?: number };
   restart?: string;
   profiles?: string[];
+  networks?: string[];
+  network_mode?: string;
 }
 const compose = YAML.parse(read('docker-compose.yml'), { merge: true }) as {
   services: Record<string, Service>;
@@ -155,6 +157,28 @@ describe('docker-compose.yml: ports, healthchecks and order', () => {
     });
     for (const name of ['sim-east', 'sim-west'])
       expect(dep(name)).toEqual({ 'haru-certs': 'service_completed_successfully' });
+  });
+
+  it('keeps the simulated hosts off the network of Postgres and Temporal, which have no authentication here', () => {
+    const shared = (a: string, b: string) =>
+      (service(a).networks ?? []).filter((n) => (service(b).networks ?? []).includes(n));
+    for (const host of ['sim-east', 'sim-west']) {
+      for (const open of ['postgres', 'temporal', 'temporal-ui'])
+        expect([host, open, shared(host, open)]).toEqual([host, open, []]);
+      // Who must reach a host: the worker (its supervisor), the API (its models), Prometheus (its metrics).
+      for (const peer of ['haru-api', 'haru-worker', 'prometheus']) expect(shared(host, peer)).not.toEqual([]);
+    }
+    for (const name of ['haru-api', 'haru-worker', 'haru-migrate', 'temporal', 'temporal-schema'])
+      expect(shared(name, 'postgres')).not.toEqual([]);
+    for (const name of ['haru-api', 'haru-worker', 'temporal-namespace', 'temporal-ui'])
+      expect(shared(name, 'temporal')).not.toEqual([]);
+    expect(shared('grafana', 'prometheus')).not.toEqual([]);
+    // Every service is on a named network, or on none (the certificate step needs no network).
+    for (const [name, s] of Object.entries(services))
+      expect([name, s.networks?.length ? 'networks' : s.network_mode]).toEqual([
+        name,
+        name === 'haru-certs' ? 'none' : 'networks',
+      ]);
   });
 
   it('has no dependency cycle and names only existing services', () => {
