@@ -49,6 +49,11 @@ export function describeWithTools(title: string, tools: ExternalTool[], body: ()
 export const NGINX: ExternalTool = { probe: ['nginx', '-v'], install: 'apt-get install -y nginx' };
 /** openssl (Debian package `openssl`). */
 export const OPENSSL: ExternalTool = { probe: ['openssl', 'version'], install: 'apt-get install -y openssl' };
+/** The Prometheus server (Debian package `prometheus`). */
+export const PROMETHEUS: ExternalTool = {
+  probe: ['prometheus', '--version'],
+  install: 'apt-get install -y prometheus',
+};
 /** promtool, Prometheus' checker (Debian package `prometheus`). */
 export const PROMTOOL: ExternalTool = { probe: ['promtool', '--version'], install: 'apt-get install -y prometheus' };
 /** systemd-analyze (Debian package `systemd`), able to verify a trivial unit in this container. */
