@@ -1,7 +1,7 @@
 /**
  * The GPU host's gateway (deploy/nginx/haru-gpu-host.conf) run by the real nginx in front of a real simulated
- * domain, over TLS with a certificate from a throwaway CA: inference and the supervisor's API pass, vLLM's
- * admin endpoints and plain HTTP do not. The shipped file is used as it is, with only its addresses, ports and
+ * domain, over TLS with a certificate from a throwaway CA: inference with the key and the supervisor's API
+ * pass; inference without it, vLLM's admin endpoints and plain HTTP do not. The shipped file is used as it is, with only its addresses, ports and
  * paths swapped for the test's (each swap checked, so the file cannot drift from what is tested).
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
@@ -22,6 +22,8 @@ const ROOT = path.resolve(__dirname, '../..');
 /** The shipped config without its comments (which name the same paths). */
 const SHIPPED = readFileSync(path.join(ROOT, 'deploy/nginx/haru-gpu-host.conf'), 'utf8').replace(/^\s*#.*\n/gm, '');
 const TOKEN = 'gateway-test-token';
+/** The key Haru's proxy sends to the models through the gateway (a model's `upstreamAuth`). */
+const INFERENCE_KEY = 'gateway-inference-key';
 // Real processes (a simulated domain, nginx, the launcher and its servers) start and stop: generous on a
 // loaded machine.
 jest.setTimeout(120_000);
@@ -106,6 +108,9 @@ describeWithTools('nginx gateway of a static GPU host', [NGINX, OPENSSL], () => 
     site = swap(site, '/etc/haru/tls/fullchain.pem', certs.cert);
     site = swap(site, '/etc/haru/tls/privkey.pem', certs.key);
     site = swap(site, '/etc/haru/nginx/models.map', mapFile);
+    const keysFile = path.join(dir, 'inference-keys.map');
+    writeFileSync(keysFile, `"Bearer ${INFERENCE_KEY}" 1;\n`);
+    site = swap(site, '/etc/haru/nginx/inference-keys.map', keysFile);
     writeFileSync(path.join(dir, 'site.conf'), site);
     // nginx's own main file, with every path it writes under the temp dir: no root needed.
     const { args } = writeNginxMain(dir, `include ${path.join(dir, 'site.conf')};`);
@@ -157,7 +162,7 @@ describeWithTools('nginx gateway of a static GPU host', [NGINX, OPENSSL], () => 
     for (const name of Object.keys(models)) {
       const url = upstreamUrl(`${base}/models/${name}/v1`, 'chat/completions');
       expect(url).toBe(`${base}/models/${name}/v1/chat/completions`);
-      const res = await call(url, { method: 'POST', body: chat(name) });
+      const res = await call(url, { method: 'POST', body: chat(name), token: INFERENCE_KEY });
       expect(res.status).toBe(200);
       const json = JSON.parse(res.text) as { model: string; choices: unknown[] };
       // The map sent each name to its own server.
@@ -170,16 +175,37 @@ describeWithTools('nginx gateway of a static GPU host', [NGINX, OPENSSL], () => 
     const res = await call(`${base}/models/alpha/v1/chat/completions`, {
       method: 'POST',
       body: chat('alpha', { stream: true }),
+      token: INFERENCE_KEY,
     });
     expect(res.status).toBe(200);
     expect(String(res.headers['content-type'])).toMatch(/^text\/event-stream/);
     expect(res.text).toContain('data: [DONE]');
     // Every endpoint Haru's proxy forwards reaches vLLM (whatever vLLM then answers), not the gateway's 404.
     for (const endpoint of INFERENCE_ENDPOINTS) {
-      const reached = await call(`${base}/models/alpha/v1/${endpoint}`, { method: 'POST', body: {} });
+      const reached = await call(`${base}/models/alpha/v1/${endpoint}`, {
+        method: 'POST',
+        body: {},
+        token: INFERENCE_KEY,
+      });
       // nginx's own refusals are HTML; vLLM answers JSON (here a 400 for the empty body).
       expect([endpoint, reached.headers['content-type']]).toEqual([endpoint, expect.stringMatching(/json/)]);
     }
+  });
+
+  it('refuses inference without a key of its map: none, a wrong one, the supervisor’s token, another scheme', async () => {
+    const url = `${base}/models/alpha/v1/chat/completions`;
+    for (const token of [undefined, 'wrong', TOKEN, `${INFERENCE_KEY}x`, INFERENCE_KEY.slice(0, -1)])
+      expect([token, (await call(url, { method: 'POST', body: chat('alpha'), token })).status]).toEqual([token, 401]);
+    const basic = await request(url, {
+      dispatcher: https,
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Basic ${INFERENCE_KEY}` },
+      body: JSON.stringify(chat('alpha')),
+    });
+    await basic.body.dump();
+    expect(basic.statusCode).toBe(401);
+    // The key passes.
+    expect((await call(url, { method: 'POST', body: chat('alpha'), token: INFERENCE_KEY })).status).toBe(200);
   });
 
   it('reaches the supervisor’s API with its token, through Haru’s own supervisor client, and refuses it without', async () => {
