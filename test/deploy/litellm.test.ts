@@ -1,7 +1,8 @@
 /**
  * LiteLLM in front of Haru's proxy, as deploy/litellm/config.yaml ships it: a real LiteLLM proxy (its pinned
  * version, in a virtualenv under .haru/venvs, test/support/python-tools.ts) started on that file, with only
- * the model name, Haru's address and the fleet filled in, in front of a running API, worker and simulated fleet. Clients send
+ * the model name, Haru's address and the fleet filled in, in front of a running API (which takes inference only
+ * with an `inference` key, given to LiteLLM the way the file reads it), worker and simulated fleet. Clients send
  * through LiteLLM with the OpenAI SDK, streaming and not, retries off in the SDK and in LiteLLM; the active's
  * host is SIGKILLed and the monitor fails over: no client sees an error, and answers come from the new active,
  * as LiteLLM relays Haru's x-haru-domain.
@@ -13,6 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
 import { parse, stringify } from 'yaml';
+import { tokenDigest } from '../../lib/bearer-auth';
 import { monitorWorkflowId } from '../../workflows/definitions';
 import { type ChaosApi, startChaosApi } from '../chaos/support/api';
 import { killAndFailOver, untilViableStandby } from '../chaos/support/failover-again';
@@ -73,7 +75,14 @@ describeWithLitellm('LiteLLM in front of Haru (deploy/litellm/config.yaml)', () 
       policy: { autoFailover: true },
     });
     const { fleet } = rig;
-    api = await startChaosApi({ databaseUrl: fleet.db.url, temporalAddress: rig.temporalAddress, taskQueue });
+    // The API takes inference from a key with that scope alone: the one the recipe's api_key variable holds.
+    const inferenceKey = `sk-haru-${randomBytes(16).toString('hex')}`;
+    api = await startChaosApi({
+      databaseUrl: fleet.db.url,
+      temporalAddress: rig.temporalAddress,
+      taskQueue,
+      config: { apiKeys: [{ name: 'litellm', digest: tokenDigest(inferenceKey), scopes: ['inference'] }] },
+    });
     await rig.startWorker();
 
     // The shipped file, with this fleet's model and slug where an operator writes theirs; nothing else changed.
@@ -114,7 +123,7 @@ describeWithLitellm('LiteLLM in front of Haru (deploy/litellm/config.yaml)', () 
           PATH: process.env.PATH,
           HOME: dir,
           // The variable the file reads Haru's key from.
-          [keyVariable]: 'sk-haru-inference',
+          [keyVariable]: inferenceKey,
           LITELLM_MASTER_KEY: masterKey,
           // Its price list from the package, not from the network.
           LITELLM_LOCAL_MODEL_COST_MAP: 'True',
