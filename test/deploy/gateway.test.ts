@@ -6,6 +6,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import { Agent, request } from 'undici';
@@ -22,8 +23,8 @@ const ROOT = path.resolve(__dirname, '../..');
 /** The shipped config without its comments (which name the same paths). */
 const SHIPPED = readFileSync(path.join(ROOT, 'deploy/nginx/haru-gpu-host.conf'), 'utf8').replace(/^\s*#.*\n/gm, '');
 const TOKEN = 'gateway-test-token';
-/** The key Haru's proxy sends to the models through the gateway (a model's `upstreamAuth`). */
-const INFERENCE_KEY = 'gateway-inference-key';
+/** The key Haru's proxy sends to the models through the gateway (a model's `upstreamAuth`), made as documented. */
+const INFERENCE_KEY = randomBytes(32).toString('hex');
 // Real processes (a simulated domain, nginx, the launcher and its servers) start and stop: generous on a
 // loaded machine.
 jest.setTimeout(120_000);
@@ -204,8 +205,11 @@ describeWithTools('nginx gateway of a static GPU host', [NGINX, OPENSSL], () => 
     });
     await basic.body.dump();
     expect(basic.statusCode).toBe(401);
-    // The key passes.
+    // The key passes; a model the host does not serve is 404 only to a caller with the key.
     expect((await call(url, { method: 'POST', body: chat('alpha'), token: INFERENCE_KEY })).status).toBe(200);
+    const nobody = `${base}/models/nobody/v1/chat/completions`;
+    expect((await call(nobody, { method: 'POST', body: chat('nobody') })).status).toBe(401);
+    expect((await call(nobody, { method: 'POST', body: chat('nobody'), token: INFERENCE_KEY })).status).toBe(404);
   });
 
   it('reaches the supervisor’s API with its token, through Haru’s own supervisor client, and refuses it without', async () => {
@@ -226,7 +230,6 @@ describeWithTools('nginx gateway of a static GPU host', [NGINX, OPENSSL], () => 
       '/models/alpha/v1/chat/completions/../../../sleep?level=1',
       '/supervisor/metrics',
       '/supervisor/',
-      '/models/nobody/v1/chat/completions',
     ];
     for (const p of paths) {
       const res = await call(`${base}${p}`, { method: 'POST', body: {}, token: TOKEN });
