@@ -93,11 +93,12 @@ export function readRawBody(
   if (!req.readable) {
     return process.nextTick(refuse, new BodyReadError(500, 'stream is not readable', 'stream.not.readable'));
   }
-  // With a budget, the bytes are taken as they come (a declared length at once, before any is read) and
-  // handed to `done` with the body; a refused or failed body gives back what it took.
+  // With a budget, the bytes are taken as they come, chunk by chunk (a declared length that does not fit what
+  // is left is refused before any is read, but not reserved: a client that declares much and sends nothing
+  // holds nothing), and handed to `done` with the body; a refused or failed body gives back what it took.
   const taken = new BudgetTake(budget);
-  if (length !== null && !taken.take(length)) return process.nextTick(refuse, bodyBudgetExceeded(budget!, length));
-  const sized = length !== null;
+  if (length !== null && budget && budget.held + length > budget.limit)
+    return process.nextTick(refuse, bodyBudgetExceeded(budget, length));
   // Until the body is read or refused, its bytes are this reader's: a request that closes first gives them back.
   let settled = false;
   req.once('close', () => {
@@ -117,7 +118,7 @@ export function readRawBody(
     refuse(err);
   };
   new BodyRead(req, limit, length, read, refused, (bytes) =>
-    sized || taken.take(bytes) ? null : bodyBudgetExceeded(budget!, bytes),
+    taken.take(bytes) ? null : bodyBudgetExceeded(budget!, bytes),
   ).start();
 }
 

@@ -191,7 +191,7 @@ describe('OpenAI-compatible proxy', () => {
 
   it('counts bodies still arriving against the budget: slow senders hold it, a chunked body past it is refused, a closed one frees it', async () => {
     // The budget holds 32,768 bytes (8 × HARU_CHAT_MAX_BODY_BYTES 4096). Eight clients each declare 4,096 bytes
-    // and send 12: the API holds all of the budget for them while they trickle in, and forwards nothing.
+    // and send 4,090 of them: the API holds 32,720 bytes for them while the rest trickles in.
     const headers = await fleetHeader();
     const { hostname, port } = new URL(h.url);
     const slowSender = () =>
@@ -199,7 +199,7 @@ describe('OpenAI-compatible proxy', () => {
         const socket = net.connect(Number(port), hostname, () => {
           socket.write(
             `POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n` +
-              `x-haru-fleet: ${headers['x-haru-fleet']}\r\ncontent-length: 4096\r\n\r\n{"model":"x"`,
+              `x-haru-fleet: ${headers['x-haru-fleet']}\r\ncontent-length: 4096\r\n\r\n${'x'.repeat(4_090)}`,
           );
           resolve(socket);
         });
