@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
-import { type BodyBudget, bodyBudgetExceeded } from './body-budget';
+import type { ServerResponse } from 'node:http';
+import { type BodyBudget, bodyBudgetExceeded, holdUntilClosed } from './body-budget';
 
 /** What a refused body's error says besides its message, as raw-body names it. */
 interface BodyErrorFields {
@@ -120,6 +121,29 @@ export function readRawBody(
   new BodyRead(req, limit, length, read, refused, (bytes) =>
     taken.take(bytes) ? null : bodyBudgetExceeded(budget!, bytes),
   ).start();
+}
+
+/**
+ * The proxy's read of a request body (the lean path and the Express routes alike): `readRawBody` against the
+ * process's body budget, the body's bytes kept taken until `res` closes (the body may be sent again until then).
+ */
+export function readProxyBody(
+  req: IncomingMessage,
+  res: ServerResponse,
+  limit: number,
+  budget: BodyBudget,
+  done: (err: Error | null, body?: Buffer) => void,
+): void {
+  readRawBody(
+    req,
+    limit,
+    (err, body, release) => {
+      if (err) return done(err);
+      holdUntilClosed(res, release);
+      done(null, body);
+    },
+    budget,
+  );
 }
 
 /** The bytes one body took from the budget: given back once, by a refusal or by the caller after its response. */

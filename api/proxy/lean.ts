@@ -3,8 +3,7 @@ import type { BearerMiddleware } from '../../lib/bearer-auth';
 import { keyNameOf } from '../auth/principal';
 import { failRequest } from '../errors';
 import { observeRequest } from '../metrics';
-import { holdUntilClosed } from './body-budget';
-import { readRawBody } from './body-reader';
+import { readProxyBody } from './body-reader';
 import { handleInference, type ProxyDeps } from './inference';
 import type { InferenceEndpoint } from '../../core/serving-url';
 
@@ -48,16 +47,10 @@ export function leanInference(opts: LeanInferenceOptions): (req: IncomingMessage
     auth(req, res, (authError?: unknown) => {
       if (authError) return fail(authError);
       route = path;
-      readRawBody(
-        req,
-        maxBodyBytes,
-        (bodyError, body, release) => {
-          if (bodyError) return fail(bodyError);
-          holdUntilClosed(res, release);
-          handleInference(deps, endpoint, req, res, body).catch(fail);
-        },
-        deps.bodyBudget,
-      );
+      readProxyBody(req, res, maxBodyBytes, deps.bodyBudget, (bodyError, body) => {
+        if (bodyError) return fail(bodyError);
+        handleInference(deps, endpoint, req, res, body).catch(fail);
+      });
     });
     return true;
   };

@@ -1,7 +1,7 @@
 import { type RequestHandler, Router } from 'express';
 import { HaruError } from '../../schemas/errors';
-import { type BodyBudget, holdUntilClosed } from '../proxy/body-budget';
-import { readRawBody } from '../proxy/body-reader';
+import type { BodyBudget } from '../proxy/body-budget';
+import { readProxyBody } from '../proxy/body-reader';
 import { inferenceHandler, type ProxyDeps, requestFleet, routingHeaders } from '../proxy/inference';
 import { activeDomain, domainModels } from '../proxy/route-table';
 
@@ -14,17 +14,11 @@ import { activeDomain, domainModels } from '../proxy/route-table';
 export const inferenceBodyReader =
   (maxBodyBytes: number, budget: BodyBudget): RequestHandler =>
   (req, res, next) =>
-    readRawBody(
-      req,
-      maxBodyBytes,
-      (err, body, release) => {
-        if (err) return next(err);
-        holdUntilClosed(res, release);
-        req.body = body;
-        next();
-      },
-      budget,
-    );
+    readProxyBody(req, res, maxBodyBytes, budget, (err, body) => {
+      if (err) return next(err);
+      req.body = body;
+      next();
+    });
 
 /**
  * The OpenAI-compatible surface: three proxied POST endpoints and `GET /v1/models`. Bodies are read raw
