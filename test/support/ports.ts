@@ -33,7 +33,15 @@ function workerSlice(range: { low: number; high: number }): { low: number; high:
   return { low, high: low + width - 1 };
 }
 
-const RANGE = workerSlice(handOutRange());
+/** This process's slice of the range ports are handed out from. */
+export const RANGE = workerSlice(handOutRange());
+
+/**
+ * Ports the Fetch standard's "bad port" list blocks (https://fetch.spec.whatwg.org/#port-blocking; undici's
+ * `lib/web/fetch/constants.js` `badPorts`): `fetch` to one fails without a packet, so a simulator given one never
+ * answers a readiness check. 10080 is the only one at or above 10,000, the lowest port handed out.
+ */
+const FETCH_BLOCKED = new Set([10_080]);
 /** Ports this process has handed out: never twice (a child may not have bound the first one yet). */
 const handedOut = new Set<number>();
 
@@ -49,7 +57,7 @@ const canListen = (port: number): Promise<boolean> =>
 export async function freePort(): Promise<number> {
   for (let tries = 0; tries < 200; tries++) {
     const port = RANGE.low + Math.floor(Math.random() * (RANGE.high - RANGE.low + 1));
-    if (handedOut.has(port)) continue;
+    if (handedOut.has(port) || FETCH_BLOCKED.has(port)) continue;
     handedOut.add(port);
     if (await canListen(port)) return port;
   }
@@ -69,7 +77,7 @@ export async function freeOffset(ports: number[]): Promise<number> {
   for (let tries = 0; tries < 200; tries++) {
     const offset = RANGE.low - lowest + Math.floor(Math.random() * (RANGE.high - highest - (RANGE.low - lowest) + 1));
     const shifted = ports.map((p) => p + offset);
-    if (shifted.some((p) => handedOut.has(p))) continue;
+    if (shifted.some((p) => handedOut.has(p) || FETCH_BLOCKED.has(p))) continue;
     const free = await Promise.all(shifted.map(canListen));
     if (!free.every(Boolean)) continue;
     for (const p of shifted) handedOut.add(p);
