@@ -167,6 +167,32 @@ describe('lookAtFleet', () => {
     expect(await domain(east.id)).toMatchObject({ consecutiveFailures: 1 });
   });
 
+  it('counts the polls unanswered since the last answer relayed before them: a host dark under traffic fails at the threshold', async () => {
+    const { a, east, look, domain } = await setup({
+      lastServedAnswerAtMs: () => servedAtMs,
+      missedSinceServed: () => null,
+    });
+    // The proxy relayed east's last answer just before its host went dark; nothing since.
+    let servedAtMs = Date.now() - 10;
+    a.onStatus = () => {
+      throw unreachable();
+    };
+    for (const failures of [1, 2, 3]) {
+      await look();
+      expect(await domain(east.id)).toMatchObject({
+        consecutiveFailures: failures,
+        lastSeenAt: new Date(servedAtMs).toISOString(),
+      });
+    }
+    // An answer relayed between two polls: its host was heard; the next unanswered poll is the first since.
+    servedAtMs = Date.now();
+    await look();
+    expect(await domain(east.id)).toMatchObject({
+      consecutiveFailures: 1,
+      lastSeenAt: new Date(servedAtMs).toISOString(),
+    });
+  });
+
   it('counts a refusal confirmed by every model port as the whole threshold at once', async () => {
     const { a, east, look, domain } = await setup();
     a.onStatus = () => {

@@ -21,10 +21,20 @@ import { isPortRefused } from '../lib/port-refusal';
  */
 type Probe = { fleet: FleetSnapshot; domain: DomainSnapshot; at: Date; sight: PollSight } & (
   | { status: SupervisorStatus }
-  /** `failures`: how many failed polls it counts as (a confirmed refusal counts as the policy's threshold). */
-  | { error: string; failures: number }
+  /**
+   * `failures`: how many failed polls it counts as (a confirmed refusal counts as the policy's threshold);
+   * `servedAt`: when this worker last heard of an answer the proxy relayed from the domain (a sighting).
+   */
+  | { error: string; failures: number; servedAt: Date | null }
   | { servedAnswer: true }
 );
+
+/** The later of two sightings; null when neither. */
+function latest(okAt: string | undefined, servedAt: Date | null): Date | null {
+  const ok = okAt === undefined ? null : new Date(okAt);
+  if (ok === null || servedAt === null) return ok ?? servedAt;
+  return ok > servedAt ? ok : servedAt;
+}
 
 /** A supervisor that refused or reset the connection: nothing listens there, the host's kernel says so. */
 const REFUSAL = /\b(ECONNREFUSED|ECONNRESET)\b/;
@@ -113,11 +123,13 @@ export function createPollRound(deps: ActivityDeps): PollRound {
     } else answers.heardNow(domain.id, heard);
     const { outcome, at } = heard;
     const watcherLagMs = outcome.kind === 'timeout' ? lag.maxSince(sentAtLoop) : 0;
+    const lastServedAnswerAtMs = servedAnswers.lastServedAnswerAtMs(domain.id);
+    const servedAt = lastServedAnswerAtMs === null ? null : new Date(lastServedAnswerAtMs);
     const verdict = judgePoll(
       {
         outcome,
         models: domain.slots.flatMap((slot) => (slot.kind === 'inference' ? slot.models.map((m) => m.name) : [])),
-        lastServedAnswerAtMs: servedAnswers.lastServedAnswerAtMs(domain.id),
+        lastServedAnswerAtMs,
         polledAtMs: sentAt.getTime(),
         watcherLagMs,
         waitedMs: waitMs,
@@ -144,10 +156,20 @@ export function createPollRound(deps: ActivityDeps): PollRound {
     if (refusal !== null && domain.state !== 'failed' && (verdict.isFailed || verdict.evidence === 'served_answer')) {
       if (await isRefusalConfirmed(domain, signal, timeoutMs)) {
         const confirmed = `${refusal}; confirmed: the supervisor and every model port refuse connections`;
-        return { fleet, domain, at: deps.now(), sight, error: confirmed, failures: policy.failureThreshold };
+        return {
+          fleet,
+          domain,
+          at: deps.now(),
+          sight,
+          error: confirmed,
+          failures: policy.failureThreshold,
+          servedAt,
+        };
       }
     }
-    if (verdict.isFailed) return { fleet, domain, at, sight, error: verdict.message ?? verdict.evidence, failures: 1 };
+    if (verdict.isFailed) {
+      return { fleet, domain, at, sight, error: verdict.message ?? verdict.evidence, failures: 1, servedAt };
+    }
     if (outcome.kind === 'answered') return { fleet, domain, at, sight, status: outcome.status };
     return { fleet, domain, at, sight, servedAnswer: true };
   }
@@ -284,10 +306,11 @@ export function createPollRound(deps: ActivityDeps): PollRound {
     const recorded = await store.domains.recordPolls(
       written.map((p) => {
         if (!('error' in p)) return { domainId: p.domain.id, ok: true, at: p.at };
-        // The last success this worker did not write: the row then says when the host was last heard.
-        const seen = lastOkAt.get(p.domain.id);
+        // When this worker last heard the host, by a success it did not write or an answer the proxy relayed:
+        // the row then says so, and the store counts the failed polls since (PollResult.lastSeenAt).
+        const seen = latest(lastOkAt.get(p.domain.id), p.servedAt);
         const failed = { domainId: p.domain.id, ok: false, at: p.at, error: p.error, failures: p.failures };
-        return seen === undefined ? failed : { ...failed, lastSeenAt: new Date(seen) };
+        return seen === null ? failed : { ...failed, lastSeenAt: seen };
       }),
     );
     const rows = new Map(written.map((p, i) => [p.domain.id, recorded[i]!]));

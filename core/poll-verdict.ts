@@ -12,7 +12,10 @@ export interface PollEvidence {
   outcome: PollOutcome;
   /** The models the layout places on this domain. */
   models: readonly string[];
-  /** When the proxy last relayed a successful answer from this domain (ms); null when it has not. */
+  /**
+   * When this worker last heard that the proxy relayed a successful answer from this domain (ms, this worker's
+   * clock); null when it has not.
+   */
   lastServedAnswerAtMs: number | null;
   /** When the poll started (ms). */
   polledAtMs: number;
@@ -98,8 +101,12 @@ export function answerWaitMs(
  *   (`watcher_lag`): the watcher could not see, so the poll counts neither way. A refused or reset connection
  *   is the host's answer, whatever the watcher's lag.
  * - The supervisor did not answer (refused, reset, timed out): the poll fails unless the proxy relayed a
- *   successful answer from the domain within one poll timeout before the poll started: users are being
- *   served, so the host is alive and only its supervisor or the path to it is slow.
+ *   successful answer from the domain while the poll waited: users are being served, so the host is alive and
+ *   only its supervisor or the path to it is slow. An answer relayed before the poll was sent is a sighting, not
+ *   a pass: the failed poll counts, from that sighting on (the poll round hands it to the store as the domain's
+ *   `lastSeenAt`, and the store counts the failed polls since the domain was last heard). So a host that went
+ *   dark under traffic is failed as fast as an idle one, and traffic keeps a host whose supervisor alone is
+ *   silent alive while answers come more often than the threshold's failed polls do.
  */
 export function judgePoll(
   evidence: PollEvidence,
@@ -133,12 +140,11 @@ export function judgePoll(
     }
     return { isFailed: false, evidence: 'status', busyModels, message: null };
   }
-  const windowMs = pollTimeoutMs(policy);
-  const waitedMs = evidence.waitedMs ?? windowMs;
+  const waitedMs = evidence.waitedMs ?? pollTimeoutMs(policy);
   if (outcome.kind === 'timeout' && (evidence.watcherLagMs ?? 0) >= waitedMs * WATCHER_LAG_SHARE) {
     return { isFailed: false, evidence: 'watcher_lag', busyModels: [], message: null };
   }
-  if (evidence.lastServedAnswerAtMs !== null && evidence.lastServedAnswerAtMs >= evidence.polledAtMs - windowMs) {
+  if (evidence.lastServedAnswerAtMs !== null && evidence.lastServedAnswerAtMs >= evidence.polledAtMs) {
     return { isFailed: false, evidence: 'served_answer', busyModels: [], message: null };
   }
   return outcome.kind === 'timeout'

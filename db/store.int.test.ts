@@ -202,6 +202,36 @@ describe.each(backends)('store on %s', (_backend, open) => {
     expect(await t.store.domains.get(fleet.east)).toMatchObject({ consecutiveFailures: 1, lastSeenAt: null });
   });
 
+  it('counts the failed polls since the domain was last heard: a newer sighting starts the count again', async () => {
+    const fleet = await seedFleet();
+    await t.store.domains.recordPoll(fleet.west, { ok: true, at: tick() });
+    const heardAt = tick();
+    for (const failures of [1, 2, 3]) {
+      const [row] = await t.store.domains.recordPolls([
+        { domainId: fleet.west, ok: false, at: tick(), error: 'timeout', lastSeenAt: heardAt },
+      ]);
+      expect(row).toMatchObject({ consecutiveFailures: failures, lastSeenAt: heardAt.toISOString() });
+    }
+    // Heard again between two failed polls (an answer the proxy relayed): one failed poll since.
+    const heardAgainAt = tick();
+    const [restarted] = await t.store.domains.recordPolls([
+      { domainId: fleet.west, ok: false, at: tick(), error: 'timeout', lastSeenAt: heardAgainAt },
+    ]);
+    expect(restarted).toMatchObject({ consecutiveFailures: 1, lastSeenAt: heardAgainAt.toISOString() });
+    // The one-poll write follows the same rule, and a confirmed refusal still counts whole.
+    expect(
+      await t.store.domains.recordPoll(fleet.west, { ok: false, at: tick(), lastSeenAt: tick(), failures: 3 }),
+    ).toMatchObject({ consecutiveFailures: 3 });
+    expect(await t.store.domains.recordPoll(fleet.west, { ok: false, at: tick(), lastSeenAt: tick() })).toMatchObject({
+      consecutiveFailures: 1,
+    });
+    // Never heard at all: a sighting is newer than none.
+    const [first] = await t.store.domains.recordPolls([
+      { domainId: fleet.east, ok: false, at: tick(), lastSeenAt: tick() },
+    ]);
+    expect(first).toMatchObject({ consecutiveFailures: 1 });
+  });
+
   it('moves slots by the transition table of their kind', async () => {
     const fleet = await seedFleet();
     const [inference, training] = await t.store.slots.listByDomain(fleet.west);

@@ -19,8 +19,10 @@ export interface PollResult {
   failures?: number;
   /**
    * A failed poll only: the poller's last sighting of the domain that it did not write (a success within the
-   * refresh interval, `needsPollWrite`). The stored sighting moves up to it, never back, so the row says when
-   * a host that then died was last heard, as the poller knew it, not up to one refresh interval earlier.
+   * refresh interval, `needsPollWrite`, or an answer the proxy relayed from it). The stored sighting moves up to
+   * it, never back, so the row says when a host that then died was last heard, as the poller knew it, not up to
+   * one refresh interval earlier. A sighting newer than the stored one starts the count again: the failed polls
+   * counted are those since the domain was last heard (docs/architecture.md §9.2).
    */
   lastSeenAt?: Date;
 }
@@ -105,7 +107,9 @@ export function createDomainRepo({ db, now }: RepoDeps) {
       const set = poll.ok
         ? { lastSeenAt: poll.at, consecutiveFailures: 0, lastError: null }
         : {
-            consecutiveFailures: sql`${domains.consecutiveFailures} + ${poll.failures ?? 1}::int`,
+            consecutiveFailures: poll.lastSeenAt
+              ? sql`case when ${domains.lastSeenAt} is null or ${timestampParam(poll.lastSeenAt)} > ${domains.lastSeenAt} then ${poll.failures ?? 1}::int else ${domains.consecutiveFailures} + ${poll.failures ?? 1}::int end`
+              : sql`${domains.consecutiveFailures} + ${poll.failures ?? 1}::int`,
             lastError: poll.error ?? 'poll failed',
             ...(poll.lastSeenAt
               ? { lastSeenAt: sql`greatest(${domains.lastSeenAt}, ${timestampParam(poll.lastSeenAt)})` }
@@ -157,7 +161,8 @@ export function createDomainRepo({ db, now }: RepoDeps) {
               .update(domains)
               .set({
                 lastSeenAt: sql`case when v.ok then v.at else greatest(${domains.lastSeenAt}, v.seen) end`,
-                consecutiveFailures: sql`case when v.ok then 0 else ${domains.consecutiveFailures} + v.failures end`,
+                // A failed poll that carries a sighting newer than the stored one counts from it (PollResult).
+                consecutiveFailures: sql`case when v.ok then 0 when v.seen is not null and (${domains.lastSeenAt} is null or v.seen > ${domains.lastSeenAt}) then v.failures else ${domains.consecutiveFailures} + v.failures end`,
                 lastError: sql`case when v.ok then null else v.error end`,
                 updatedAt: now(),
               })

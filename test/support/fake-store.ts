@@ -4,6 +4,7 @@
  * transitions, compare-and-swap or concurrency uses real Postgres (`db/testing.ts`).
  */
 import type { Store } from '../../db/store';
+import type { PollResult } from '../../db/repo/domains';
 import type { DomainSnapshot, FleetSnapshot, Slot } from '../../schemas/entities';
 import type { DomainState, SlotState } from '../../schemas/enums';
 import { defaultFleetPolicy, type FleetPolicy } from '../../schemas/policy';
@@ -69,17 +70,21 @@ export function fakeStore(opts: { policy?: Partial<FleetPolicy>; domains?: Domai
         if (o.lastError !== undefined) d.lastError = o.lastError;
         return structuredClone(strip(d));
       },
-      recordPoll: async (id: string, poll: { ok: boolean; at: Date; error?: string; failures?: number }) => {
+      // As db/repo/domains.ts writes a poll: a failed one carrying a newer sighting counts from it.
+      recordPoll: async (id: string, poll: PollResult) => {
         const d = findDomain(id)!;
         if (poll.ok) Object.assign(d, { lastSeenAt: poll.at.toISOString(), consecutiveFailures: 0, lastError: null });
-        else
+        else {
+          const newer = poll.lastSeenAt && (d.lastSeenAt === null || poll.lastSeenAt > new Date(d.lastSeenAt));
           Object.assign(d, {
-            consecutiveFailures: d.consecutiveFailures + (poll.failures ?? 1),
+            consecutiveFailures: (newer ? 0 : d.consecutiveFailures) + (poll.failures ?? 1),
             lastError: poll.error ?? 'poll failed',
+            ...(newer ? { lastSeenAt: poll.lastSeenAt!.toISOString() } : {}),
           });
+        }
         return structuredClone(strip(d));
       },
-      recordPolls: async (polls: { domainId: string; ok: boolean; at: Date; error?: string; failures?: number }[]) =>
+      recordPolls: async (polls: (PollResult & { domainId: string })[]) =>
         Promise.all(polls.map(({ domainId, ...poll }) => store.domains.recordPoll(domainId, poll))),
     },
     slots: {
