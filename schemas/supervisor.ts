@@ -62,7 +62,8 @@ export const supervisorTrainingSlotSchema = z.strictObject({
   checkpointDir: z.string().min(1),
   /**
    * The user the trainer runs as (a name from the host's passwd), so it can read neither the supervisor's
-   * memory and environment nor its token file. Needs a supervisor running as root; checked at start.
+   * memory and environment nor its token file. Needs a supervisor running as root or holding CAP_SETUID,
+   * CAP_SETGID, CAP_CHOWN and CAP_KILL (the host kit's unit grants them); checked at start.
    */
   runAs: z
     .string()

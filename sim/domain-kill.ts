@@ -1,7 +1,7 @@
 import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { createProcessTable } from '../supervisor/process-group';
-import { RUN_FILE } from '../supervisor/training';
+import { runFilePath } from '../supervisor/training';
 import { isAlive, procStat } from './gpu-state';
 import { findMarkedPids, hasExited, pollUntil, signalGroup, signalPid, type SimChild } from './processes';
 
@@ -54,7 +54,7 @@ function killMarked(marker: string, checkpointDirs: string[]): { marked: number;
 function trainingRuns(checkpointDirs: string[]): { pgid: number; startTime: string | null }[] {
   return checkpointDirs.flatMap((dir) => {
     try {
-      return [JSON.parse(readFileSync(path.join(dir, RUN_FILE), 'utf8')) as { pgid: number; startTime: string | null }];
+      return [JSON.parse(readFileSync(runFilePath(dir), 'utf8')) as { pgid: number; startTime: string | null }];
     } catch {
       return [];
     }

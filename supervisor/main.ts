@@ -26,7 +26,7 @@ import { createSupervisorMetrics } from './metrics';
 import { detectTracking, type TrainingTracking, trainingRefusal } from './cgroup';
 import { createProcessTable } from './process-group';
 import { createObservedInference } from './status-view';
-import { resolveRunAs } from './run-as';
+import { ownCapabilities, resolveRunAs } from './run-as';
 import { loadSupervisorTls, requireClientCertificate } from './tls';
 import { createTrainingManager, type TrainingManager } from './training';
 import { createVllmClient } from './vllm';
@@ -96,7 +96,7 @@ export async function startSupervisor(
   });
   const trainingEnv = { ...env };
   for (const name of apiKeyEnvNames(config)) delete trainingEnv[name];
-  const runAs = resolveRunAs(config, { uid: process.getuid?.() ?? null });
+  const runAs = resolveRunAs(config, { uid: process.getuid?.() ?? null, capabilities: ownCapabilities() });
   const tracking = opts.tracking ?? detectTracking();
   const refusal = config.training.length
     ? trainingRefusal(tracking, settings.HARU_TRAINING_ALLOW_PGROUP === '1')

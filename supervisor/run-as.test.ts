@@ -1,6 +1,6 @@
 import { ConfigError } from '../schemas/env';
 import type { SupervisorConfig } from '../schemas/supervisor';
-import { parsePasswd, resolveRunAs, runAsCommand } from './run-as';
+import { effectiveCapabilities, parsePasswd, resolveRunAs, runAsCommand } from './run-as';
 
 // /etc/passwd lines of a Debian host (passwd(5)).
 const PASSWD = `root:x:0:0:root:/root:/bin/bash
@@ -30,8 +30,30 @@ describe('runAs', () => {
     const run = () => resolveRunAs(config('ghost', 'trainer'), { uid: 1000, lookUp, hasSetpriv: () => true });
     expect(run).toThrow(ConfigError);
     expect(run).toThrow(
-      'invalid supervisor config:\n  training[0].runAs: no user "ghost" on this host\n  training[1].runAs: running trainers as trainer needs a supervisor running as root',
+      'invalid supervisor config:\n  training[0].runAs: no user "ghost" on this host\n  training[1].runAs: running trainers as trainer needs a supervisor running as root or holding CAP_CHOWN, CAP_KILL, CAP_SETGID, CAP_SETUID (missing CAP_CHOWN, CAP_KILL, CAP_SETGID, CAP_SETUID; the host kit grants them with AmbientCapabilities=)',
     );
+  });
+
+  it('lets a non-root supervisor holding the four capabilities switch, and names what one lacks', () => {
+    const all = new Set(['CAP_CHOWN', 'CAP_KILL', 'CAP_SETGID', 'CAP_SETUID']);
+    const users = resolveRunAs(config('trainer'), { uid: 998, capabilities: all, lookUp, hasSetpriv: () => true });
+    expect([...users]).toEqual([[0, TRAINER]]);
+    const noKill = new Set([...all].filter((c) => c !== 'CAP_KILL'));
+    expect(() =>
+      resolveRunAs(config('trainer'), { uid: 998, capabilities: noKill, lookUp, hasSetpriv: () => true }),
+    ).toThrow(/\(missing CAP_KILL;/);
+  });
+
+  it('reads the effective set of a /proc status, bit by bit', () => {
+    // CapEff of a process granted CAP_CHOWN, CAP_KILL, CAP_SETGID and CAP_SETUID (bits 0, 5, 6, 7): 0xe1.
+    expect(
+      [...effectiveCapabilities('Name:\tnode\nCapPrm:\t00000000000000e1\nCapEff:\t00000000000000e1\n')].sort(),
+    ).toEqual(['CAP_CHOWN', 'CAP_KILL', 'CAP_SETGID', 'CAP_SETUID']);
+    // Root's full set holds them all; a plain user's none; CAP_SETUID alone (0x80) is one.
+    expect(effectiveCapabilities('CapEff:\t000001ffffffffff\n').size).toBe(4);
+    expect(effectiveCapabilities('CapEff:\t0000000000000000\n').size).toBe(0);
+    expect([...effectiveCapabilities('CapEff:\t0000000000000080\n')]).toEqual(['CAP_SETUID']);
+    expect(effectiveCapabilities('no such line').size).toBe(0);
   });
 
   it('refuses a host without setpriv', () => {
@@ -40,12 +62,15 @@ describe('runAs', () => {
     );
   });
 
-  it('switches uid, gid and supplementary groups with setpriv, which execs the command in place', () => {
+  it('switches uid, gid and supplementary groups with setpriv, hands on no capability, and execs the command in place', () => {
     expect(runAsCommand(TRAINER, ['python3', 'train.py'])).toEqual([
       'setpriv',
       '--reuid=1001',
       '--regid=1001',
       '--init-groups',
+      '--inh-caps=-all',
+      '--ambient-caps=-all',
+      '--no-new-privs',
       '--',
       'python3',
       'train.py',

@@ -36,24 +36,63 @@ export function lookUpUser(name: string): RunAsUser | null {
 }
 
 /**
+ * What running trainers as another user takes without root (capabilities(7) bit numbers): switching uid and gid
+ * (`setpriv`), handing the checkpoint directory over (`chown`), and signalling the trainer's processes, which
+ * are no longer the supervisor's uid. The host kit's unit grants exactly these (deploy/systemd/).
+ */
+export const RUN_AS_CAPABILITIES = { CAP_CHOWN: 0, CAP_KILL: 5, CAP_SETGID: 6, CAP_SETUID: 7 } as const;
+
+/** The capabilities in a `/proc/<pid>/status` text's effective set (`CapEff`, hex); empty when unreadable. */
+export function effectiveCapabilities(statusText: string): Set<string> {
+  const hex = /^CapEff:\s*([0-9a-f]+)$/im.exec(statusText)?.[1];
+  const mask = hex ? BigInt(`0x${hex}`) : 0n;
+  return new Set(
+    Object.entries(RUN_AS_CAPABILITIES)
+      .filter(([, bit]) => (mask >> BigInt(bit)) & 1n)
+      .map(([name]) => name),
+  );
+}
+
+/** This process's effective capabilities among RUN_AS_CAPABILITIES (none where /proc is not Linux's). */
+export function ownCapabilities(): Set<string> {
+  try {
+    return effectiveCapabilities(readFileSync('/proc/self/status', 'utf8'));
+  } catch {
+    return new Set();
+  }
+}
+
+/**
  * The users of the slots with `runAs`, by GPU. Refuses (ConfigError naming each field) a user the host does
- * not have, a switch the supervisor cannot make (not root), and a host without `setpriv` (util-linux), which
- * switches the user with its supplementary groups (the `video`/`render` groups GPU devices often need).
+ * not have, a switch the supervisor cannot make (neither root nor holding RUN_AS_CAPABILITIES), and a host
+ * without `setpriv` (util-linux), which switches the user with its supplementary groups (the `video`/`render`
+ * groups GPU devices often need).
  */
 export function resolveRunAs(
   config: SupervisorConfig,
-  opts: { uid: number | null; lookUp?: (name: string) => RunAsUser | null; hasSetpriv?: () => boolean },
+  opts: {
+    uid: number | null;
+    capabilities?: ReadonlySet<string>;
+    lookUp?: (name: string) => RunAsUser | null;
+    hasSetpriv?: () => boolean;
+  },
 ): Map<number, RunAsUser> {
   const lookUp = opts.lookUp ?? lookUpUser;
   const users = new Map<number, RunAsUser>();
   const problems: string[] = [];
+  const held = opts.capabilities ?? new Set<string>();
+  const missing = Object.keys(RUN_AS_CAPABILITIES).filter((name) => !held.has(name));
   config.training.forEach((slot, i) => {
     if (!slot.runAs) return;
     const field = `training[${i}].runAs`;
     const user = lookUp(slot.runAs);
     if (!user) problems.push(`${field}: no user "${slot.runAs}" on this host`);
-    else if (opts.uid !== 0 && opts.uid !== user.uid) {
-      problems.push(`${field}: running trainers as ${slot.runAs} needs a supervisor running as root`);
+    else if (opts.uid !== 0 && opts.uid !== user.uid && missing.length > 0) {
+      problems.push(
+        `${field}: running trainers as ${slot.runAs} needs a supervisor running as root or holding ` +
+          `${Object.keys(RUN_AS_CAPABILITIES).join(', ')} (missing ${missing.join(', ')}; ` +
+          'the host kit grants them with AmbientCapabilities=)',
+      );
     } else users.set(slot.gpuIndex, user);
   });
   if (users.size && !problems.length && !(opts.hasSetpriv ?? hasSetpriv)()) {
@@ -72,7 +111,22 @@ function hasSetpriv(): boolean {
   }
 }
 
-/** `command` run as `user`: setpriv switches uid, gid and supplementary groups, then execs it (same pid). */
+/**
+ * `command` run as `user`: setpriv switches uid, gid and supplementary groups, then execs it (same pid). It
+ * clears the inheritable and ambient capabilities first, so a supervisor holding capabilities instead of root
+ * hands none on (a uid switch between two non-root users keeps them otherwise, and CAP_SETUID would let the
+ * trainer become anyone), and sets no_new_privs, so no setuid program gives the trainer privileges back.
+ */
 export function runAsCommand(user: RunAsUser, command: readonly string[]): string[] {
-  return ['setpriv', `--reuid=${user.uid}`, `--regid=${user.gid}`, '--init-groups', '--', ...command];
+  return [
+    'setpriv',
+    `--reuid=${user.uid}`,
+    `--regid=${user.gid}`,
+    '--init-groups',
+    '--inh-caps=-all',
+    '--ambient-caps=-all',
+    '--no-new-privs',
+    '--',
+    ...command,
+  ];
 }

@@ -29,10 +29,15 @@ import { openInTrainerDir, readUpTo, replaceInTrainerDir } from './trainer-dir';
 type TrainingSlot = SupervisorConfig['training'][number];
 
 /**
- * Written in the checkpoint dir while a run is alive, so a restarted supervisor adopts the run. A `runAs` trainer
- * owns that dir, so the file is replaced by rename and read without following a symlink (supervisor/trainer-dir.ts).
+ * Where a run's record lives while it is alive, so a restarted supervisor adopts the run: beside its checkpoint
+ * dir (`<parent>/.<dir>.haru-training-run.json`), not in it. A `runAs` trainer owns the checkpoint dir, and a
+ * supervisor holding capabilities instead of root (no CAP_DAC_OVERRIDE) could not write there; the parent is the
+ * supervisor's. Where an operator made the parent the trainer's too, the file is still replaced by rename and
+ * read without following a symlink (supervisor/trainer-dir.ts).
  */
-export const RUN_FILE = '.haru-training-run.json';
+export function runFilePath(checkpointDir: string): string {
+  return path.join(path.dirname(checkpointDir), `.${path.basename(checkpointDir)}.haru-training-run.json`);
+}
 
 /** Larger than any run file the supervisor writes. */
 const MAX_RUN_FILE_BYTES = 4096;
@@ -175,7 +180,7 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
   const restarts = new Map<number, Restarts>();
   const serial = createKeyedSerializer<number>();
   const checkpointDir = (slot: TrainingSlot) => path.resolve(deps.cwd, slot.checkpointDir);
-  const runFile = (slot: TrainingSlot) => path.join(checkpointDir(slot), RUN_FILE);
+  const runFile = (slot: TrainingSlot) => runFilePath(checkpointDir(slot));
 
   function select(gpuIndex: number | undefined): TrainingSlot[] {
     if (gpuIndex === undefined) return deps.slots;
@@ -350,7 +355,7 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
     const dir = checkpointDir(slot);
     mkdirSync(dir, { recursive: true });
     const user = deps.runAs?.get(slot.gpuIndex);
-    if (user) chownSync(dir, user.uid, user.gid); // its checkpoints are its own; the run file stays ours
+    if (user) chownSync(dir, user.uid, user.gid); // its checkpoints are its own; the run file, beside it, ours
     clearProgress(dir);
     const cgroup = runCgroup(slot);
     const command = user ? runAsCommand(user, slot.command) : slot.command;

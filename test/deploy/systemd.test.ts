@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseEnvFile, vllmEnvFileSchema } from '../../deploy/gpu-host/plan';
 import { supervisorEnvSchema } from '../../supervisor/config';
+import { RUN_AS_CAPABILITIES } from '../../supervisor/run-as';
 import { supervisorConfigSchema } from '../../schemas/supervisor';
 import { freePort } from '../support/ports';
 import { describeWithTools, SYSTEMD_ANALYZE } from '../support/tools';
@@ -148,6 +149,13 @@ describe('deploy/systemd: the supervisor unit ships the protections on', () => {
     // %d: the service's credentials directory ($CREDENTIALS_DIRECTORY), mode 0400 files only it may read.
     expect(directive(supervisorUnit, 'Environment')).toBe('HARU_SUPERVISOR_TOKEN_FILE=%d/supervisor-token');
     expect(supervisorUnit).not.toMatch(/^Environment=.*HARU_SUPERVISOR_TOKEN=/m);
+  });
+
+  it('grants the supervisor exactly the capabilities running trainers as another user takes, as ambient and bound', () => {
+    const wanted = Object.keys(RUN_AS_CAPABILITIES).sort();
+    expect(directive(supervisorUnit, 'User')).toBe('haru');
+    expect(directive(supervisorUnit, 'AmbientCapabilities').split(/\s+/).sort()).toEqual(wanted);
+    expect(directive(supervisorUnit, 'CapabilityBoundingSet').split(/\s+/).sort()).toEqual(wanted);
   });
 
   it('delegates its cgroup subtree, so each training run gets a cgroup of its own', () => {

@@ -12,7 +12,7 @@ import { gpuMemoryReportSchema, supervisorStatusSchema } from '../../schemas/sup
 import { isAlive, writeInventory } from '../../sim/gpu-state';
 import { removeCgroup } from '../../supervisor/cgroup';
 import { parseNsPid } from '../../supervisor/gpu/pid-namespace';
-import { RUN_FILE } from '../../supervisor/training';
+import { runFilePath } from '../../supervisor/training';
 import { FAKE_NVIDIA_SMI, REPO_ROOT, tempDirs, TRAINER, waitFor } from './support';
 
 const dirs = tempDirs();
@@ -152,7 +152,7 @@ async function startInNamespace(opts: { mapped: boolean }) {
     const held = gpu.processes.reduce((sum, p) => sum + (p.usedMiB ?? 0), 0);
     return gpu.processes.length > 0 && (gpu.usedMiB ?? 0) >= held && gpu;
   });
-  const { cgroup } = JSON.parse(readFileSync(path.join(config.training[0]!.checkpointDir, RUN_FILE), 'utf8')) as {
+  const { cgroup } = JSON.parse(readFileSync(runFilePath(config.training[0]!.checkpointDir), 'utf8')) as {
     cgroup: string | null;
   };
   if (cgroup) runCgroups.push(cgroup);

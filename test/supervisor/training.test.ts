@@ -30,7 +30,7 @@ import {
   createTrainingManager,
   currentHost,
   type HostIdentity,
-  RUN_FILE,
+  runFilePath,
   type TrainingManager,
 } from '../../supervisor/training';
 import { PROGRESS_ENV, PROGRESS_FILE } from '../../supervisor/training-progress';
@@ -210,7 +210,7 @@ describe('training runs', () => {
       final: boolean;
     };
     expect(saved.final).toBe(true);
-    expect(existsSync(path.join(checkpointDir, RUN_FILE))).toBe(false);
+    expect(existsSync(runFilePath(checkpointDir))).toBe(false);
 
     await startTraining(manager, gpuIndex, checkpointDir);
     const starts = trainerEvents(checkpointDir).filter((e) => e.event === 'started');
@@ -438,7 +438,7 @@ describe('training runs', () => {
     const deadline = manager.status()[0]!.stopDeadline;
     expect(deadline).toEqual(expect.any(String));
     await waitFor('the SIGTERM', () => trainerEvents(checkpointDir).some((e) => e.event === 'signal ignored'));
-    const record = JSON.parse(readFileSync(path.join(checkpointDir, RUN_FILE), 'utf8')) as Record<string, unknown>;
+    const record = JSON.parse(readFileSync(runFilePath(checkpointDir), 'utf8')) as Record<string, unknown>;
     expect(record).toMatchObject({
       pgid: pid,
       hostname: os.hostname(),
@@ -457,7 +457,7 @@ describe('training runs', () => {
   it("leaves another host's run file alone and drops one written before this host's last boot", async () => {
     const { manager, checkpointDir, gpuIndex } = setup({ command: trainer() });
     const pid = await startTraining(manager, gpuIndex, checkpointDir);
-    const file = path.join(checkpointDir, RUN_FILE);
+    const file = runFilePath(checkpointDir);
     const elsewhere = restartedManager(checkpointDir, gpuIndex, { hostname: 'other-host', bootId: 'b' });
     expect(elsewhere.status()[0]).toMatchObject({ state: 'idle', pids: [] });
     expect(existsSync(file)).toBe(true);
@@ -631,20 +631,53 @@ if (runAsUnavailable) console.warn(`skipping runAs tests: ${runAsUnavailable}`);
     return file;
   };
 
-  it('never writes through a symlink the trainer put in place of its run file', async () => {
+  it('keeps its run file beside the checkpoint dir, where the trainer cannot replace it', async () => {
+    const script =
+      'while [ ! -e "$RUN" ]; do sleep 0.02; done; ln -sf /etc/hostname "$RUN" 2> "$HARU_CHECKPOINT_DIR/denied"; exec sleep 60';
+    const checkpointDir = path.join(dirs.make(), 'ckpt');
+    const { manager, gpuIndex } = setup(
+      { command: ['/bin/sh', '-c', script], runAs: 'nobody', checkpointDir, env: { RUN: runFilePath(checkpointDir) } },
+      { runAs: new Map([[1, nobody!]]), tracking: cgroups.kind === 'cgroup' ? cgroups : undefined },
+    );
+    chmodSync(path.dirname(checkpointDir), 0o755); // the supervisor's (root's) parent, readable by the trainer
+    await manager.start({ gpuIndex });
+    const denied = await waitFor('the trainer to try', () => {
+      const file = path.join(checkpointDir, 'denied');
+      const text = existsSync(file) && readFileSync(file, 'utf8');
+      return text && text.trim() ? text : false;
+    });
+    expect(denied).toMatch(/Permission denied/);
+    expect(lstatSync(runFilePath(checkpointDir))).toMatchObject({ uid: 0 });
+    expect(lstatSync(runFilePath(checkpointDir)).isFile()).toBe(true);
+    expect(statSync(checkpointDir)).toMatchObject({ uid: nobody!.uid }); // the checkpoints are the trainer's
+    manager.stop({ gpuIndex, graceMs: 5_000 });
+    await manager.idle(gpuIndex);
+  });
+
+  it('never writes through a symlink the trainer put in place of its run file where the parent is its own too', async () => {
     const target = rootOnlyFile('root secret\n');
     // The trainer waits for the supervisor's run file, then swaps it for a symlink to the root-owned file.
     const script =
-      `f="$HARU_CHECKPOINT_DIR/${RUN_FILE}"; while [ ! -e "$f" ]; do sleep 0.02; done;` +
+      'f="$RUN"; while [ ! -e "$f" ]; do sleep 0.02; done;' +
       ' ln -sf "$TARGET" "$f" && touch "$HARU_CHECKPOINT_DIR/planted"; exec sleep 60';
-    const { manager, checkpointDir, gpuIndex } = setup(
-      { command: ['/bin/sh', '-c', script], runAs: 'nobody', env: { TARGET: target } },
+    // An operator who put the checkpoint dir in a directory of the trainer's (its home, say).
+    const parent = path.join(dirs.make(), 'trainer-home');
+    mkdirSync(parent);
+    chownSync(parent, nobody!.uid, nobody!.gid);
+    const checkpointDir = path.join(parent, 'ckpt');
+    const { manager, gpuIndex } = setup(
+      {
+        command: ['/bin/sh', '-c', script],
+        runAs: 'nobody',
+        checkpointDir,
+        env: { TARGET: target, RUN: runFilePath(checkpointDir) },
+      },
       { runAs: new Map([[1, nobody!]]), tracking: cgroups.kind === 'cgroup' ? cgroups : undefined },
     );
-    chmodSync(path.dirname(checkpointDir), 0o755);
+    chmodSync(path.dirname(parent), 0o755);
     await manager.start({ gpuIndex });
     await waitFor('the symlink planted', () => existsSync(path.join(checkpointDir, 'planted')));
-    const file = path.join(checkpointDir, RUN_FILE);
+    const file = runFilePath(checkpointDir);
     expect(lstatSync(file)).toMatchObject({ uid: nobody!.uid });
     expect(lstatSync(file).isSymbolicLink()).toBe(true);
 
@@ -667,8 +700,8 @@ if (runAsUnavailable) console.warn(`skipping runAs tests: ${runAsUnavailable}`);
       const checkpointDir = path.join(dirs.make(), 'ckpt');
       mkdirSync(checkpointDir);
       chownSync(checkpointDir, nobody!.uid, nobody!.gid);
-      symlinkSync(target, path.join(checkpointDir, RUN_FILE));
-      lchownSync(path.join(checkpointDir, RUN_FILE), nobody!.uid, nobody!.gid); // planted by the trainer
+      symlinkSync(target, runFilePath(checkpointDir));
+      lchownSync(runFilePath(checkpointDir), nobody!.uid, nobody!.gid); // planted by the trainer
       const restarted = createTrainingManager({
         slots: [{ gpuIndex: 1, checkpointDir, command: trainer(), runAs: 'nobody' }],
         baseEnv: process.env,
