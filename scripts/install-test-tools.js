@@ -45,6 +45,8 @@ const TOOLS = [
     present: () => found('promtool'),
     services: ['prometheus'],
   },
+  // test/supervisor/trainer-firewall.test.ts: the host kit's rules that keep trainers off vLLM's ports.
+  { name: 'nft', pkg: 'nftables', tiers: ['integration'], present: () => found('nft'), services: ['nftables'] },
   // test/deploy/systemd.test.ts: systemd-analyze verify.
   { name: 'systemd-analyze', pkg: 'systemd', tiers: ['system'], present: () => found('systemd-analyze') },
 ];

@@ -156,6 +156,10 @@ describe('deploy/systemd: the supervisor unit ships the protections on', () => {
     expect(directive(supervisorUnit, 'User')).toBe('haru');
     expect(directive(supervisorUnit, 'AmbientCapabilities').split(/\s+/).sort()).toEqual(wanted);
     expect(directive(supervisorUnit, 'CapabilityBoundingSet').split(/\s+/).sort()).toEqual(wanted);
+    // And, as root before it starts, keeps those trainers off the host's engines (test/supervisor/trainer-firewall).
+    expect(directive(supervisorUnit, 'ExecStartPre')).toBe(
+      '+/usr/bin/node /opt/haru/bin/haru.js supervisor --trainer-firewall',
+    );
   });
 
   it('delegates its cgroup subtree, so each training run gets a cgroup of its own', () => {

