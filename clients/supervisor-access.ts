@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Agent, type Dispatcher } from 'undici';
 import { isPlainHttpOffLoopback } from '../lib/loopback';
@@ -8,6 +9,8 @@ import type { SupervisorClientTls } from './supervisor-tls';
 
 /** The supervisor a call goes to: a domain's address and its layout settings (a Domain row fits). */
 export interface SupervisorTarget {
+  /** The domain's id: what a `supervisor.issueToken` domain's token is derived from. */
+  id?: string;
   slug: string;
   supervisorUrl: string;
   supervisor?: SupervisorAccess | null;
@@ -67,7 +70,17 @@ export const plainHttpRefusal = (target: SupervisorTarget): string =>
   'set "supervisor": { "insecure": true } on the domain in the layout';
 
 /**
- * Reads a domain's token from where its layout says (trimmed), else returns `fallback`. Throws `fail(message)`
+ * The token of a `supervisor.issueToken` domain: HMAC-SHA256 of its id under the token it would otherwise be
+ * sent, as hex. One per domain, the same from every worker, nothing stored; a host holding it can derive neither
+ * the key nor another domain's token.
+ */
+export function issuedSupervisorToken(key: string, domainId: string): string {
+  return createHmac('sha256', key).update(`haru supervisor token v1 ${domainId}`).digest('hex');
+}
+
+/**
+ * Reads a domain's token from where its layout says (trimmed), else returns `fallback`; for a
+ * `supervisor.issueToken` domain, the token issued from that one (issuedSupervisorToken). Throws `fail(message)`
  * (default SupervisorAccessError) naming the field for an unset variable or an unreadable or empty file, and
  * for a source outside the layout's allow-list (a variable not named `HARU_SECRET_…`, a file outside
  * HARU_SECRETS_DIR of `env`): layout validation refuses those, and a layout stored before it did is refused
@@ -79,8 +92,25 @@ export function domainToken(
   fallback: string | undefined,
   opts: SecretReadOptions = {},
 ): string | undefined {
-  const access = target.supervisor;
   const fail = opts.fail ?? ((message: string) => new SupervisorAccessError(message));
+  const token = configuredToken(target, env, fallback, { ...opts, fail });
+  if (!target.supervisor?.issueToken) return token;
+  if (!token) {
+    throw fail(`${field(target, 'issueToken')}: derives the host's token from HARU_SUPERVISOR_TOKEN, which is not set`);
+  }
+  if (!target.id) throw fail(`${field(target, 'issueToken')}: the domain's id is not known here`);
+  return issuedSupervisorToken(token, target.id);
+}
+
+/** The token a domain's layout names, else `fallback` (domainToken without the issued one). */
+function configuredToken(
+  target: SupervisorTarget,
+  env: Readonly<Record<string, string | undefined>>,
+  fallback: string | undefined,
+  opts: SecretReadOptions & { fail: (message: string) => Error },
+): string | undefined {
+  const access = target.supervisor;
+  const { fail } = opts;
   if (access?.tokenEnv) {
     const refused = secretEnvProblem(access.tokenEnv);
     if (refused) throw fail(`${field(target, 'tokenEnv')}: ${access.tokenEnv} ${refused}`);
@@ -91,7 +121,7 @@ export function domainToken(
   if (access?.tokenFile) {
     const refused = secretFileProblem(access.tokenFile, secretsDir(env));
     if (refused) throw fail(`${field(target, 'tokenFile')}: ${access.tokenFile} ${refused}`);
-    return readSecretFile(access.tokenFile, field(target, 'tokenFile'), { ...opts, fail });
+    return readSecretFile(access.tokenFile, field(target, 'tokenFile'), opts);
   }
   return fallback;
 }

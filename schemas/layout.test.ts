@@ -260,6 +260,25 @@ describe("a domain's supervisor settings", () => {
   });
 });
 
+describe('an issued supervisor token', () => {
+  it('is for the hosts Haru launches: skypilot and skyserve, not static ones', () => {
+    const input = (provider: string) => {
+      const l = layout();
+      Object.assign(l.domains[1]!, {
+        provider,
+        ...(provider === 'static' ? {} : { launch: { run: 'haru supervisor' } }),
+        supervisor: { issueToken: true },
+      });
+      return l;
+    };
+    expect(problemPaths(input('skypilot'))).toEqual([]);
+    expect(problemPaths(input('skyserve'))).toEqual([]);
+    expect(problemPaths(input('static'))).toEqual([
+      { path: '$.domains[1].supervisor.issueToken', message: expect.stringContaining('hosts it launches') },
+    ]);
+  });
+});
+
 describe('an issued supervisor certificate', () => {
   /** Domain `west` (https) as a skypilot domain with the given supervisor settings. */
   const issued = (supervisor: Record<string, unknown>, domain: Record<string, unknown> = {}) => {

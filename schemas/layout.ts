@@ -273,6 +273,13 @@ export const supervisorAccessSchema = z
      * to the host with the launch as secrets (skypilot domains only). The worker verifies it against that CA.
      */
     issueCertificate: z.boolean().optional(),
+    /**
+     * This domain's hosts get a token of their own, derived by the worker from the token it would otherwise send
+     * (`tokenEnv`/`tokenFile`, else HARU_SUPERVISOR_TOKEN) and the domain's id, and handed over with each launch
+     * as its `--secret HARU_SUPERVISOR_TOKEN` (skypilot and skyserve domains only): a host that leaks its token
+     * opens no other host. Nothing is stored: every worker derives the same token.
+     */
+    issueToken: z.boolean().optional(),
   })
   .superRefine((access, ctx) => {
     if (access.tokenEnv && access.tokenFile) {
@@ -310,6 +317,13 @@ export const domainLayoutSchema = z
         code: 'custom',
         path: ['supervisor', 'caFile'],
         message: 'a CA verifies an https:// supervisor; supervisorUrl is http://',
+      });
+    }
+    if (domain.supervisor?.issueToken && domain.provider === 'static') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['supervisor', 'issueToken'],
+        message: 'Haru hands tokens to the hosts it launches (skypilot, skyserve); a static host has the token you set',
       });
     }
     if (domain.supervisor?.issueCertificate) {

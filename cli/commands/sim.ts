@@ -37,13 +37,15 @@ export function readLayoutFile(file: string): FleetLayout {
 
 /**
  * The token a simulated domain's supervisor requires: the one its layout names (`supervisor.tokenEnv` or
- * `tokenFile`), else HARU_SUPERVISOR_TOKEN (or its _FILE), as the worker would send it. ConfigError otherwise.
+ * `tokenFile`), else HARU_SUPERVISOR_TOKEN (or its _FILE), as the worker would send it. A `supervisor.issueToken`
+ * domain runs on a host Haru launched, whose HARU_SUPERVISOR_TOKEN is the token issued to it (the launch's
+ * `--secret`), as on a real host. ConfigError otherwise.
  */
 export function simSupervisorToken(layout: FleetLayout, slug: string, env: NodeJS.ProcessEnv): string | undefined {
   const fail = (message: string) => new ConfigError(message);
   const domain = layout.domains.find((d) => d.slug === slug);
   const fleetWide = secretFromEnv(env, 'HARU_SUPERVISOR_TOKEN', { fail });
-  return domain ? domainToken(domain, env, fleetWide, { fail }) : fleetWide;
+  return domain && !domain.supervisor?.issueToken ? domainToken(domain, env, fleetWide, { fail }) : fleetWide;
 }
 
 /** Where a domain's simulated host keeps its state unless --state-dir says otherwise. */

@@ -15,6 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { loadSupervisorCertificateIssuer } from '../../activities/provisioning-certificate';
+import { issuedSupervisorToken } from '../../clients/supervisor-access';
 import { loadSupervisorClientTls } from '../../clients/supervisor-tls';
 import { skyNameFor } from '../../drivers/sky-yaml';
 import { fleetLayoutSchema } from '../../schemas/layout';
@@ -113,9 +114,14 @@ it('starts the active domain from the shipped workdir, vLLM servers one after an
     ]),
   );
   const { HARU_SUPERVISOR_TLS_CERT_B64: certB64, HARU_SUPERVISOR_TLS_KEY_B64: keyB64, ...others } = launch.secrets!;
-  expect(others).toEqual({ HARU_SUPERVISOR_TOKEN: DOMAIN_TOKEN, HF_TOKEN });
+  // The host's token was issued for it (supervisor.issueToken), from the domain's token source and its id: the
+  // worker's own token never left it.
+  const hostToken = issuedSupervisorToken(DOMAIN_TOKEN, rig.ids[domain.slug]!);
+  expect(others).toEqual({ HARU_SUPERVISOR_TOKEN: hostToken, HF_TOKEN });
   expect(launch.yaml).toMatch(/^workdir: \.$/m);
-  for (const secret of [HF_TOKEN, DOMAIN_TOKEN, certB64!, keyB64!]) expect(launch.yaml).not.toContain(secret);
+  for (const secret of [HF_TOKEN, DOMAIN_TOKEN, hostToken, certB64!, keyB64!]) {
+    expect(launch.yaml).not.toContain(secret);
+  }
 
   // The certificate: issued by the fleet's CA for the domain's stable name, recorded without its key.
   const issued = new X509Certificate(Buffer.from(certB64!, 'base64'));
@@ -148,14 +154,18 @@ it('starts the active domain from the shipped workdir, vLLM servers one after an
   );
 
   // Haru now talks to the supervisor over HTTPS where sky says the port is exposed (an IP address), with the
-  // token it sent, checking the certificate against the CA under the domain's name.
+  // token it issued, checking the certificate against the CA under the domain's name.
   const row = (await rig.db.store.domains.get(rig.ids[domain.slug]!))!;
   expect(row.state).toBe('ready');
   expect(row.supervisorUrl).toBe('https://127.0.0.1:8701');
   const verified = new Agent({ connect: { ca: readFileSync(pki.ca), servername: domain.supervisor!.serverName } });
-  const headers = { authorization: `Bearer ${DOMAIN_TOKEN}` };
+  const headers = { authorization: `Bearer ${hostToken}` };
   const res = await undiciFetch(`${row.supervisorUrl}/v1/status`, { headers, dispatcher: verified });
   expect(res.status).toBe(200);
+  const withSource = { authorization: `Bearer ${DOMAIN_TOKEN}` };
+  expect(
+    (await undiciFetch(`${row.supervisorUrl}/v1/status`, { headers: withSource, dispatcher: verified })).status,
+  ).toBe(401);
   const status = supervisorStatusSchema.parse(await res.json());
   expect(status.models.map((m) => m.name).sort()).toEqual(['llama-1b', 'qwen-0.5b', 'qwen-32b']);
   // The same certificate does not pass for another name, nor against another CA.

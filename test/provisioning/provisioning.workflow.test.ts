@@ -10,6 +10,7 @@ import path from 'node:path';
 import { type Client, WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure, defaultPayloadConverter } from '@temporalio/common';
 import { Worker } from '@temporalio/worker';
+import { issuedSupervisorToken } from '../../clients/supervisor-access';
 import type { TestDatabase } from '../../db/testing';
 import { skyNameFor } from '../../drivers/sky-yaml';
 import { fleetLayoutSchema, type FleetLayout } from '../../schemas/layout';
@@ -66,6 +67,8 @@ beforeAll(async () => {
     return {
       slug,
       provider,
+      // The service's hosts get a token of their own, issued at launch.
+      ...(slug === 'south' ? { supervisor: { issueToken: true } } : {}),
       placement: { cloud: 'aws', region: 'us-east-1', accelerators: 'H100:1', useSpot: false },
       supervisorUrl: `http://${host}:${supervisorPort}`,
       launch: { run: run ?? simRun(layoutFile, slug), envs: { SIM_NOTE: `domain ${slug}` } },
@@ -209,6 +212,14 @@ describe('provisionDomainWorkflow', () => {
       'HARU_SUPERVISOR_TOKEN',
     ]);
     expect(up!.yaml).toMatch(/service:\n {2}ports: \d+\n {2}readiness_probe:\n {4}path: \/healthz/);
+    // Its token was issued for it: derived from the fleet's and its id, sent only as the launch's secret; the
+    // fleet's own token opens nothing there.
+    const issued = issuedSupervisorToken(TOKEN, ids.south!);
+    expect(up!.secrets).toEqual({ HARU_SUPERVISOR_TOKEN: issued });
+    expect(issued).not.toBe(TOKEN);
+    expect(issued).not.toBe(issuedSupervisorToken(TOKEN, ids.west!));
+    expect((await supervisorStatus('south', TOKEN)).status).toBe(401);
+    expect((await supervisorStatus('south', issued)).status).toBe(200);
     expect(await sky.cli.serveStatus(skyNameFor(fleetSlug, 'south'))).toMatchObject({ status: 'READY' });
     expect(sky.calls().map((c) => c.argv)).toContainEqual([
       'serve',
