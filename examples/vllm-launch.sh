@@ -25,6 +25,9 @@ shift 4
 
 export CUDA_VISIBLE_DEVICES="$gpu_index"
 export VLLM_SERVER_DEV_MODE=1
+# The supervisor's secrets are not the engine's: a SkyPilot `run` starts both from one environment (the launch's
+# --secret values), and whatever a process starts with stays readable in its /proc/<pid>/environ for its life.
+unset HARU_SUPERVISOR_TOKEN HARU_SUPERVISOR_TOKEN_PREVIOUS HARU_SUPERVISOR_TLS_CERT_B64 HARU_SUPERVISOR_TLS_KEY_B64
 
 exec vllm serve "$model" \
   --served-model-name "$served_name" \

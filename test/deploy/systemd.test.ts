@@ -231,18 +231,26 @@ describe('deploy/systemd: the commands the units run', () => {
     mkdirSync(bin, { recursive: true });
     writeFileSync(
       path.join(bin, 'vllm'),
-      `#!${process.execPath}\nconst e = process.env;\nconsole.log(JSON.stringify({ argv: process.argv.slice(2), dev: e.VLLM_SERVER_DEV_MODE, cuda: e.CUDA_VISIBLE_DEVICES }));\n`,
+      `#!${process.execPath}\nconst e = process.env;\nconsole.log(JSON.stringify({ argv: process.argv.slice(2), dev: e.VLLM_SERVER_DEV_MODE, cuda: e.CUDA_VISIBLE_DEVICES, haru: Object.keys(e).filter((k) => k.startsWith('HARU_SUPERVISOR')) }));\n`,
     );
     chmodSync(path.join(bin, 'vllm'), 0o755);
     for (const name of vllmInstances) {
       const env = vllmEnv(name);
       const [command, ...args] = expandExec(directive(vllmUnit, 'ExecStart'), name, env);
       expect(command).toBe('/opt/haru/examples/vllm-launch.sh');
+      // Started from an environment holding the supervisor's secrets, as a SkyPilot `run` is.
+      const secrets = {
+        HARU_SUPERVISOR_TOKEN: 'tok',
+        HARU_SUPERVISOR_TOKEN_PREVIOUS: 'old',
+        HARU_SUPERVISOR_TLS_CERT_B64: 'cert',
+        HARU_SUPERVISOR_TLS_KEY_B64: 'key',
+      };
       const out = execFileSync(path.join(ROOT, command!.slice('/opt/haru/'.length)), args, {
-        env: { ...env, PATH: `${bin}:${process.env.PATH}` },
+        env: { ...env, ...secrets, PATH: `${bin}:${process.env.PATH}` },
         encoding: 'utf8',
       });
-      const seen = JSON.parse(out) as { argv: string[]; dev: string; cuda: string };
+      const seen = JSON.parse(out) as { argv: string[]; dev: string; cuda: string; haru: string[] };
+      expect(seen.haru).toEqual([]); // the engine holds none of them
       expect(seen.dev).toBe('1');
       expect(seen.cuda).toBe(env.HARU_VLLM_GPU);
       expect(seen.argv.slice(0, 2)).toEqual(['serve', env.HARU_VLLM_MODEL]);
