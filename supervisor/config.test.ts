@@ -6,6 +6,7 @@ import {
   loadSupervisorEnv,
   resolveListenHost,
   resolveVllmApiKeys,
+  supervisorConfigOf,
 } from './config';
 
 const valid = {
@@ -115,6 +116,30 @@ describe('supervisor config', () => {
     expect(() => resolveListenHost({ HARU_SUPERVISOR_TOKEN: undefined, HARU_SUPERVISOR_HOST: '0.0.0.0' })).toThrow(
       ConfigError,
     );
+  });
+});
+
+describe('the host-wide trainer user (HARU_TRAINING_RUN_AS)', () => {
+  const twoSlots = JSON.stringify({
+    training: [
+      { gpuIndex: 0, command: ['python', 'train.py'], checkpointDir: '/data/a' },
+      { gpuIndex: 1, command: ['python', 'train.py'], checkpointDir: '/data/b', runAs: 'alice' },
+    ],
+  });
+  it("runs every slot without a runAs of its own as that user; a slot's own wins; unset, nothing changes", () => {
+    const users = (runAs?: string) =>
+      supervisorConfigOf({ HARU_SUPERVISOR_CONFIG: twoSlots, HARU_TRAINING_RUN_AS: runAs }, noFile).training.map(
+        (t) => t.runAs,
+      );
+    expect(users('haru-trainer')).toEqual(['haru-trainer', 'alice']);
+    expect(users(undefined)).toEqual([undefined, 'alice']);
+  });
+
+  it('is read as a user name, blank as unset', () => {
+    const env = (value: string) => ({ HARU_SUPERVISOR_CONFIG: twoSlots, HARU_TRAINING_RUN_AS: value });
+    expect(loadSupervisorEnv(env('haru-trainer')).HARU_TRAINING_RUN_AS).toBe('haru-trainer');
+    expect(loadSupervisorEnv(env('')).HARU_TRAINING_RUN_AS).toBeUndefined();
+    expect(() => loadSupervisorEnv(env('root; rm -rf /'))).toThrow(/HARU_TRAINING_RUN_AS: must be a user name/);
   });
 });
 

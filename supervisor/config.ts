@@ -52,6 +52,16 @@ export const supervisorEnvSchema = z.object({
    * container); unset, training is then refused, with the reason in /v1/status (supervisor/cgroup.ts).
    */
   HARU_TRAINING_ALLOW_PGROUP: blankable(z.enum(['0', '1']).default('0')),
+  /**
+   * The host user every training slot that names no `runAs` of its own runs as: the host's policy, set once for
+   * all of supervisor.json (the host kit's unit: `haru-trainer`).
+   */
+  HARU_TRAINING_RUN_AS: blankable(
+    z
+      .string()
+      .regex(/^[a-z_][a-z0-9_.-]*\$?$/i, 'must be a user name')
+      .optional(),
+  ),
   /** On its own SIGTERM the supervisor stops every training run with this grace, then exits. */
   HARU_SHUTDOWN_GRACE_MS: blankable(z.coerce.number().int().min(0).default(10_000)),
   LOG_LEVEL: blankable(z.enum(['debug', 'info', 'warn', 'error']).default('info')),
@@ -106,6 +116,21 @@ export function loadSupervisorConfig(raw: string, readFile: (file: string) => st
     throw new ConfigError(`invalid supervisor config ${source}:\n${formatZodError(parsed.error, '  ')}`);
   }
   return parsed.data;
+}
+
+/**
+ * The supervisor config this environment configures: HARU_SUPERVISOR_CONFIG (loadSupervisorConfig), with every
+ * training slot that names no `runAs` running as HARU_TRAINING_RUN_AS when that is set. What the supervisor runs
+ * and what `--trainer-firewall` keeps off its engines are the same.
+ */
+export function supervisorConfigOf(
+  settings: Pick<SupervisorEnv, 'HARU_SUPERVISOR_CONFIG' | 'HARU_TRAINING_RUN_AS'>,
+  readFile: (file: string) => string,
+): SupervisorConfig {
+  const config = loadSupervisorConfig(settings.HARU_SUPERVISOR_CONFIG, readFile);
+  const runAs = settings.HARU_TRAINING_RUN_AS;
+  if (!runAs) return config;
+  return { ...config, training: config.training.map((slot) => (slot.runAs ? slot : { ...slot, runAs })) };
 }
 
 /**

@@ -12,7 +12,7 @@ import { ConfigError } from '../schemas/env';
 import { createApp } from './app';
 import {
   apiKeyEnvNames,
-  loadSupervisorConfig,
+  supervisorConfigOf,
   loadSupervisorEnv,
   migSlotsOf,
   resolveListenHost,
@@ -61,7 +61,7 @@ export async function startSupervisor(
   } = {},
 ): Promise<RunningSupervisor> {
   const settings = loadSupervisorEnv(env);
-  const config = loadSupervisorConfig(settings.HARU_SUPERVISOR_CONFIG, (file) => readFileSync(file, 'utf8'));
+  const config = supervisorConfigOf(settings, (file) => readFileSync(file, 'utf8'));
   const host = resolveListenHost(settings);
   const tls = loadSupervisorTls(settings);
   const now = () => new Date();

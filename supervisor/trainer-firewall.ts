@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import type { SupervisorConfig } from '../schemas/supervisor';
-import { loadSupervisorConfig, loadSupervisorEnv } from './config';
+import { loadSupervisorEnv, supervisorConfigOf } from './config';
 import { resolveRunAs, type RunAsUser } from './run-as';
 
 /** The nftables table the rules live in: replaced whole on every apply, never touched otherwise. */
@@ -69,7 +69,7 @@ export function applyNftables(script: string, nft = 'nft'): void {
  */
 export function trainerFirewallScript(env: NodeJS.ProcessEnv): string {
   const settings = loadSupervisorEnv(env);
-  const config = loadSupervisorConfig(settings.HARU_SUPERVISOR_CONFIG, (file) => readFileSync(file, 'utf8'));
+  const config = supervisorConfigOf(settings, (file) => readFileSync(file, 'utf8'));
   // The users only: whether the supervisor may switch to them is its own start's check.
   const users = resolveRunAs(config, { uid: 0, hasSetpriv: () => true });
   return renderTrainerFirewall(trainerFirewallOf(config, settings.PORT, users));

@@ -1,7 +1,7 @@
 /**
  * The host kit's posture, as a process: the supervisor runs as a user of its own holding only the capabilities
  * `runAs` needs (deploy/systemd/haru-supervisor.service grants them with AmbientCapabilities=), and its trainer
- * runs as another user. The trainer must hold no capability, read neither the supervisor's token file nor its
+ * runs as another user (HARU_TRAINING_RUN_AS, as the host kit's supervisor.env sets it). The trainer must hold no capability, read neither the supervisor's token file nor its
  * environment, and still be stopped; the supervisor keeps its run file where the trainer cannot write. The same
  * supervisor without the capabilities refuses to start, naming what it lacks.
  */
@@ -77,7 +77,6 @@ function host() {
         gpuIndex: 1,
         command: [script],
         checkpointDir,
-        runAs: 'nobody',
         env: { TOKEN_FILE: tokenFile, RUN: runFilePath(checkpointDir) },
       },
     ],
@@ -115,6 +114,8 @@ function startSupervisor(h: ReturnType<typeof host>, port: number, caps: string 
         HARU_SUPERVISOR_CONFIG: JSON.stringify(h.config),
         // No delegated cgroup for a test's process: tracking by process group is said to be enough.
         HARU_TRAINING_ALLOW_PGROUP: '1',
+        // The host's policy, as the host kit's supervisor.env sets it (haru-trainer there): every slot as nobody.
+        HARU_TRAINING_RUN_AS: 'nobody',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
