@@ -1,5 +1,6 @@
 import type { fetch as undiciFetch } from 'undici';
 import type { DomainState } from '../schemas/enums';
+import type { DomainRole } from '../core/domain-role';
 import type { SupervisorStatus } from '../schemas/supervisor';
 import type { Store } from '../db/store';
 import type { SkyCli } from '../drivers/sky';
@@ -18,6 +19,8 @@ import type { WatchPeers } from './watch-peers';
  */
 export interface HostObservation {
   state: DomainState;
+  /** What the domain is to its fleet after the poll (`domainRole`): only a standby's training GPUs are harvest. */
+  role: DomainRole;
   lastSeenAt: string | null;
   staleAfterMs: number;
   status: SupervisorStatus | null;

@@ -5,6 +5,7 @@ import { DOMAIN_TRANSITIONS, predecessorsOf } from '../schemas/transitions';
 import type { SupervisorStatus } from '../schemas/supervisor';
 import { assessDomain } from '../core/domain-health';
 import { missedAnswerProblem, nextDomainState, observeDomain, recoversFailedActive } from '../core/domain-observation';
+import { domainRole } from '../core/domain-role';
 import { toFleetView } from '../core/fleet-view';
 import { isBlindRound, lastSeenRefreshMs, needsPollWrite, type PollSight } from '../core/poll-record';
 import { answerWaitMs, judgePoll, pollTimeoutMs } from '../core/poll-verdict';
@@ -328,6 +329,7 @@ export function createPollRound(deps: ActivityDeps): PollRound {
           { fleet: p.fleet.slug, domain: p.domain.slug },
           {
             state: settled.state,
+            role: domainRole(settled.state, p.domain.id === p.fleet.activeDomainId),
             lastSeenAt: settled.lastSeenAt,
             staleAfterMs: p.fleet.policy.heartbeatStaleMs,
             status: 'status' in p ? p.status : null,

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { createActivities } from '../activities';
 import type { HostObservation } from '../activities/deps';
+import { domainRole } from '../core/domain-role';
 import { OPERATION_KINDS } from '../schemas/enums';
 import type { SupervisorStatus } from '../schemas/supervisor';
 import { parsePrometheusText, sumSamples } from '../supervisor/prometheus-text';
@@ -39,7 +40,54 @@ const observed = (
   lastSeenAt: string | null,
   answer: SupervisorStatus | null,
   state: HostObservation['state'] = 'ready',
-): HostObservation => ({ state, lastSeenAt, staleAfterMs: 5_000, status: answer });
+  role: HostObservation['role'] = domainRole(state, true),
+): HostObservation => ({ state, role, lastSeenAt, staleAfterMs: 5_000, status: answer });
+
+/** A standby's status at `at`: GPU 0 training or not. */
+const standbyStatus = (training: boolean, at: string): SupervisorStatus => {
+  const s = status({ awake: false, at });
+  return { ...s, training: s.training.map((t) => ({ ...t, state: training ? 'running' : 'idle' })) };
+};
+
+describe('the standby harvest (haru_standby_gpu_seconds_total)', () => {
+  const west = { fleet: 'prod', domain: 'west' };
+  const seconds = async (metrics: ReturnType<typeof createWorkerMetrics>, use: string) =>
+    sumSamples(parsePrometheusText(await metrics.registry.metrics()), 'haru_standby_gpu_seconds_total', {
+      ...west,
+      use,
+    });
+  const at = (s: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, s)).toISOString();
+  const poll = (
+    metrics: ReturnType<typeof createWorkerMetrics>,
+    s: number,
+    answer: SupervisorStatus | null,
+    role = 'standby',
+  ) => metrics.hostObserved(west, observed(at(s), answer, 'ready', role as HostObservation['role']));
+
+  it("counts a standby's training GPU time between answered polls, by what each earlier poll saw", async () => {
+    const metrics = createWorkerMetrics();
+    metrics.knowFleets([{ slug: 'prod', domains: [{ slug: 'west' }] }]);
+    expect([await seconds(metrics, 'training'), await seconds(metrics, 'idle')]).toEqual([0, 0]);
+    poll(metrics, 0, standbyStatus(true, at(0)));
+    poll(metrics, 1, standbyStatus(true, at(1)));
+    poll(metrics, 2, standbyStatus(false, at(2))); // the second before it trained
+    poll(metrics, 4, standbyStatus(false, at(4)));
+    expect([await seconds(metrics, 'training'), await seconds(metrics, 'idle')]).toEqual([2, 2]);
+  });
+
+  it('counts nothing across an unanswered poll, over a gap past the stale limit, or while not a standby', async () => {
+    const metrics = createWorkerMetrics();
+    poll(metrics, 0, standbyStatus(true, at(0)));
+    poll(metrics, 1, null); // no answer: what the GPU did until the next one is not known
+    poll(metrics, 2, standbyStatus(true, at(2)));
+    poll(metrics, 9, standbyStatus(true, at(9))); // 7 s later, past the 5 s stale limit
+    poll(metrics, 10, standbyStatus(true, at(10)), 'active'); // promoted: its GPUs serve now
+    poll(metrics, 11, standbyStatus(true, at(11)), 'active');
+    poll(metrics, 12, standbyStatus(true, at(12)));
+    poll(metrics, 13, standbyStatus(true, at(13)));
+    expect(await seconds(metrics, 'training')).toBe(1); // 12 → 13 alone
+  });
+});
 
 describe('the monitor’s series', () => {
   it('counts polls per fleet, domain and outcome, and keeps each host’s latest state, however often set', async () => {

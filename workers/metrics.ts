@@ -2,6 +2,7 @@ import type { ActivityInterceptorsFactory } from '@temporalio/worker';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { ActivityMetrics, HostObservation } from '../activities/deps';
 import { sightingOf } from '../core/sighting';
+import { STANDBY_GPU_USES, standbyGpuSeconds, type StandbySample, standbySample } from '../core/standby-harvest';
 import { OPERATION_KINDS, type OperationState } from '../schemas/enums';
 
 /** A fleet as its series name it: `fleet` is the slug, `domain` each domain's slug. */
@@ -41,6 +42,8 @@ export interface WorkerMetrics extends ActivityMetrics {
 interface WatchedHost extends Omit<HostObservation, 'status'> {
   labels: { fleet: string; domain: string };
   lastStatus: HostObservation['status'];
+  /** The last poll, if it was an answer while the domain was a standby: where the next one's harvest counts from. */
+  standbySample: StandbySample | null;
 }
 
 /**
@@ -144,6 +147,12 @@ export function createWorkerMetrics(opts: { withDefaults?: boolean; now?: () => 
           if (typeof t.progress?.step === 'number') this.set({ ...h.labels, gpu: String(t.gpuIndex) }, t.progress.step);
     },
   });
+  const standbyGpuSecondsTotal = new Counter({
+    name: 'haru_standby_gpu_seconds_total',
+    help: "A standby's training GPUs' time between the monitor's answered polls of it, by use (training: a run was running at the earlier poll; idle: none was): the harvest of the standby's GPUs",
+    labelNames: ['fleet', 'domain', 'use'],
+    registers,
+  });
   const shardsHeld = new Gauge({
     name: 'haru_worker_watch_shards',
     help: 'Watch shards this worker holds now (each worker hands shards on above its share)',
@@ -193,8 +202,10 @@ export function createWorkerMetrics(opts: { withDefaults?: boolean; now?: () => 
         for (const kind of OPERATION_KINDS)
           for (const outcome of OPERATION_OUTCOMES) operations.inc({ fleet, kind, outcome }, 0);
         for (const outcome of COMMIT_OUTCOMES) commits.inc({ fleet, outcome }, 0);
-        for (const { slug: domain } of domains)
+        for (const { slug: domain } of domains) {
           for (const outcome of POLL_OUTCOMES) pollsOf({ fleet, domain, outcome }).inc(0);
+          for (const use of STANDBY_GPU_USES) standbyGpuSecondsTotal.inc({ fleet, domain, use }, 0);
+        }
       }
     },
     knowActivityTypes(types) {
@@ -202,8 +213,20 @@ export function createWorkerMetrics(opts: { withDefaults?: boolean; now?: () => 
     },
     hostObserved(labels, { status, ...observed }) {
       const key = `${labels.fleet}\u0000${labels.domain}`;
-      const lastStatus = status ?? hosts.get(key)?.lastStatus ?? null;
-      hosts.set(key, { labels, ...observed, lastStatus });
+      const previous = hosts.get(key);
+      const lastStatus = status ?? previous?.lastStatus ?? null;
+      // Counted from answer to answer while the domain is a standby; a poll unanswered, or in another role,
+      // starts the count again at the next answer.
+      const sample =
+        status !== null && observed.role === 'standby' && observed.lastSeenAt !== null
+          ? standbySample(status, Date.parse(observed.lastSeenAt))
+          : null;
+      if (sample && previous?.standbySample) {
+        const spent = standbyGpuSeconds(previous.standbySample, sample, observed.staleAfterMs);
+        for (const use of STANDBY_GPU_USES)
+          if (spent[use] > 0) standbyGpuSecondsTotal.inc({ ...labels, use }, spent[use]);
+      }
+      hosts.set(key, { labels, ...observed, lastStatus, standbySample: sample });
     },
     activityInterceptor: (ctx) => ({
       inbound: {

@@ -146,6 +146,12 @@ describe('a failover seen through the exporters', () => {
     expect(text).toMatch(new RegExp(`haru_model_awake\\{fleet="${live.slug}",domain="west",model="llama-1b"\\} 1`));
     // West trained until its promotion: the step its trainer had reported at the monitor's last poll of it.
     expect(text).toMatch(new RegExp(`haru_training_step\\{fleet="${live.slug}",domain="west",gpu="0"\\} [1-9]\\d*\n`));
+    // And those seconds were the standby's harvest: its training GPU's time between the monitor's polls.
+    expect(text).toMatch(
+      new RegExp(
+        `haru_standby_gpu_seconds_total\\{fleet="${live.slug}",domain="west",use="training"\\} (0\\.\\d*[1-9]|[1-9])`,
+      ),
+    );
   });
 
   it('writes one access log line per request with route, status, duration, fleet and domain', async () => {
