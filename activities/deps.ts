@@ -24,6 +24,8 @@ export interface HostObservation {
   lastSeenAt: string | null;
   staleAfterMs: number;
   status: SupervisorStatus | null;
+  /** When `status` came (this worker's clock); null with it. */
+  answeredAt: string | null;
 }
 
 /** Counters the activities bump; the worker backs them with prom-client, tests leave them out. */

@@ -172,8 +172,8 @@ describe('lookAtFleet', () => {
       lastServedAnswerAtMs: () => servedAtMs,
       missedSinceServed: () => null,
     });
-    // The proxy relayed east's last answer just before its host went dark; nothing since.
-    let servedAtMs = Date.now() - 10;
+    // The proxy relayed east's last answer a second before its host went dark; nothing since.
+    let servedAtMs = Date.now() - 1_000;
     a.onStatus = () => {
       throw unreachable();
     };
@@ -185,12 +185,27 @@ describe('lookAtFleet', () => {
       });
     }
     // An answer relayed between two polls: its host was heard; the next unanswered poll is the first since.
-    servedAtMs = Date.now();
+    servedAtMs = Date.now() - 1;
     await look();
     expect(await domain(east.id)).toMatchObject({
       consecutiveFailures: 1,
       lastSeenAt: new Date(servedAtMs).toISOString(),
     });
+  });
+
+  it('counts a frozen model whatever the proxy serves meanwhile: answers of other models are no sighting of it', async () => {
+    const { a, east, look, domain } = await setup({
+      lastServedAnswerAtMs: () => Date.now(),
+      missedSinceServed: () => null,
+    });
+    Object.assign(a.models[0]!, { condition: 'frozen', processes: { pids: [4242], stoppedPids: [4242] } });
+    for (const failures of [1, 2, 3]) {
+      await look();
+      expect(await domain(east.id)).toMatchObject({
+        consecutiveFailures: failures,
+        lastError: expect.stringContaining('every process stopped'),
+      });
+    }
   });
 
   it('counts a refusal confirmed by every model port as the whole threshold at once', async () => {

@@ -125,7 +125,10 @@ export function createPollRound(deps: ActivityDeps): PollRound {
     const { outcome, at } = heard;
     const watcherLagMs = outcome.kind === 'timeout' ? lag.maxSince(sentAtLoop) : 0;
     const lastServedAnswerAtMs = servedAnswers.lastServedAnswerAtMs(domain.id);
-    const servedAt = lastServedAnswerAtMs === null ? null : new Date(lastServedAnswerAtMs);
+    // A sighting only for a poll the supervisor left unanswered: one that answered that a model cannot serve
+    // (frozen, gone, wedged, erroring) counts whatever the other models of the domain serve meanwhile.
+    const servedAt =
+      lastServedAnswerAtMs === null || outcome.kind === 'answered' ? null : new Date(lastServedAnswerAtMs);
     const verdict = judgePoll(
       {
         outcome,
@@ -333,6 +336,7 @@ export function createPollRound(deps: ActivityDeps): PollRound {
             lastSeenAt: settled.lastSeenAt,
             staleAfterMs: p.fleet.policy.heartbeatStaleMs,
             status: 'status' in p ? p.status : null,
+            answeredAt: 'status' in p ? p.at.toISOString() : null,
           },
         );
         // A moved row and a written one are the store's; a write not needed left its sighting as it was.

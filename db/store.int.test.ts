@@ -5,6 +5,7 @@ import type { HaruDatabase } from './client';
 import { testLayout } from './fixtures';
 import type { Store } from './store';
 import { StoreError } from './store-error';
+import { SIGHTING_NEWER_BY_MS } from './repo/domains';
 import { createPgliteTestDatabase, createTestDatabase, seedLayout } from './testing';
 
 /** The core repository behaviours, on both backends: a server Postgres and the embedded PGlite. */
@@ -212,8 +213,13 @@ describe.each(backends)('store on %s', (_backend, open) => {
       ]);
       expect(row).toMatchObject({ consecutiveFailures: failures, lastSeenAt: heardAt.toISOString() });
     }
+    // The same answer as another worker heard it, a few milliseconds apart: no news, the count goes on.
+    const [sameAnswer] = await t.store.domains.recordPolls([
+      { domainId: fleet.west, ok: false, at: tick(), lastSeenAt: new Date(heardAt.getTime() + 5) },
+    ]);
+    expect(sameAnswer).toMatchObject({ consecutiveFailures: 4 });
     // Heard again between two failed polls (an answer the proxy relayed): one failed poll since.
-    const heardAgainAt = tick();
+    const heardAgainAt = new Date(heardAt.getTime() + 5 + SIGHTING_NEWER_BY_MS + 1);
     const [restarted] = await t.store.domains.recordPolls([
       { domainId: fleet.west, ok: false, at: tick(), error: 'timeout', lastSeenAt: heardAgainAt },
     ]);

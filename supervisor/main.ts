@@ -96,7 +96,9 @@ export async function startSupervisor(
   });
   const trainingEnv = { ...env };
   for (const name of apiKeyEnvNames(config)) delete trainingEnv[name];
-  const runAs = resolveRunAs(config, { uid: process.getuid?.() ?? null, capabilities: ownCapabilities() });
+  const uid = process.getuid?.() ?? null;
+  const capabilities = ownCapabilities();
+  const runAs = resolveRunAs(config, { uid, capabilities });
   const tracking = opts.tracking ?? detectTracking();
   const refusal = config.training.length
     ? trainingRefusal(tracking, settings.HARU_TRAINING_ALLOW_PGROUP === '1')
@@ -112,6 +114,7 @@ export async function startSupervisor(
     tracking,
     refusal,
     runAs,
+    dropCapabilities: uid !== 0 && capabilities.size > 0,
     slots: config.training,
     baseEnv: trainingEnv,
     cwd: opts.cwd ?? process.cwd(),

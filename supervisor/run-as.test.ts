@@ -1,6 +1,6 @@
 import { ConfigError } from '../schemas/env';
 import type { SupervisorConfig } from '../schemas/supervisor';
-import { effectiveCapabilities, parsePasswd, resolveRunAs, runAsCommand } from './run-as';
+import { effectiveCapabilities, parsePasswd, resolveRunAs, runAsCommand, trainerCommand } from './run-as';
 
 // /etc/passwd lines of a Debian host (passwd(5)).
 const PASSWD = `root:x:0:0:root:/root:/bin/bash
@@ -42,6 +42,39 @@ describe('runAs', () => {
     expect(() =>
       resolveRunAs(config('trainer'), { uid: 998, capabilities: noKill, lookUp, hasSetpriv: () => true }),
     ).toThrow(/\(missing CAP_KILL;/);
+  });
+
+  it('refuses root and the supervisor’s own user as a trainer’s', () => {
+    const all = new Set(['CAP_CHOWN', 'CAP_KILL', 'CAP_SETGID', 'CAP_SETUID']);
+    expect(() => resolveRunAs(config('root'), { uid: 0, lookUp, hasSetpriv: () => true })).toThrow(
+      /training\[0\]\.runAs: root is root, which a trainer must never be/,
+    );
+    expect(() =>
+      resolveRunAs(config('trainer'), { uid: 1001, capabilities: all, lookUp, hasSetpriv: () => true }),
+    ).toThrow(/training\[0\]\.runAs: trainer is the supervisor's own user/);
+  });
+
+  it('needs setpriv to start any trainer from a supervisor holding capabilities, runAs or not', () => {
+    const run = (capabilities: Set<string>) =>
+      resolveRunAs(config(undefined), { uid: 998, capabilities, lookUp, hasSetpriv: () => false });
+    expect(() => run(new Set(['CAP_KILL']))).toThrow(
+      /a supervisor holding CAP_KILL starts its trainers through setpriv/,
+    );
+    expect(run(new Set()).size).toBe(0);
+  });
+
+  it('starts a trainer without runAs through setpriv dropping the supervisor’s capabilities, and only then', () => {
+    expect(trainerCommand(undefined, ['python3', 'train.py'], true)).toEqual([
+      'setpriv',
+      '--inh-caps=-all',
+      '--ambient-caps=-all',
+      '--no-new-privs',
+      '--',
+      'python3',
+      'train.py',
+    ]);
+    expect(trainerCommand(undefined, ['python3', 'train.py'], false)).toEqual(['python3', 'train.py']);
+    expect(trainerCommand(TRAINER, ['python3'], false)).toEqual(runAsCommand(TRAINER, ['python3']));
   });
 
   it('reads the effective set of a /proc status, bit by bit', () => {

@@ -64,9 +64,9 @@ export function ownCapabilities(): Set<string> {
 
 /**
  * The users of the slots with `runAs`, by GPU. Refuses (ConfigError naming each field) a user the host does
- * not have, a switch the supervisor cannot make (neither root nor holding RUN_AS_CAPABILITIES), and a host
- * without `setpriv` (util-linux), which switches the user with its supplementary groups (the `video`/`render`
- * groups GPU devices often need).
+ * not have, root, the supervisor's own user, a switch the supervisor cannot make (neither root nor holding
+ * RUN_AS_CAPABILITIES), and a host without `setpriv` (util-linux), which switches the user with its
+ * supplementary groups (the `video`/`render` groups GPU devices often need) and drops capabilities.
  */
 export function resolveRunAs(
   config: SupervisorConfig,
@@ -87,7 +87,12 @@ export function resolveRunAs(
     const field = `training[${i}].runAs`;
     const user = lookUp(slot.runAs);
     if (!user) problems.push(`${field}: no user "${slot.runAs}" on this host`);
-    else if (opts.uid !== 0 && opts.uid !== user.uid && missing.length > 0) {
+    else if (user.uid === 0) problems.push(`${field}: ${slot.runAs} is root, which a trainer must never be`);
+    else if (user.uid === opts.uid) {
+      // It would separate nothing, and the trainer firewall, keyed on the trainers' uids, would cut the
+      // supervisor off its own engines.
+      problems.push(`${field}: ${slot.runAs} is the supervisor's own user; name another one, or none`);
+    } else if (opts.uid !== 0 && missing.length > 0) {
       problems.push(
         `${field}: running trainers as ${slot.runAs} needs a supervisor running as root or holding ` +
           `${Object.keys(RUN_AS_CAPABILITIES).join(', ')} (missing ${missing.join(', ')}; ` +
@@ -95,8 +100,13 @@ export function resolveRunAs(
       );
     } else users.set(slot.gpuIndex, user);
   });
-  if (users.size && !problems.length && !(opts.hasSetpriv ?? hasSetpriv)()) {
-    problems.push('training[].runAs needs setpriv (util-linux) on PATH');
+  const dropsCapabilities = opts.uid !== 0 && held.size > 0 && config.training.length > 0;
+  if ((users.size || dropsCapabilities) && !problems.length && !(opts.hasSetpriv ?? hasSetpriv)()) {
+    problems.push(
+      users.size
+        ? 'training[].runAs needs setpriv (util-linux) on PATH'
+        : `a supervisor holding ${[...held].join(', ')} starts its trainers through setpriv (util-linux), which is not on PATH`,
+    );
   }
   if (problems.length) throw new ConfigError(`invalid supervisor config:\n  ${problems.join('\n  ')}`);
   return users;
@@ -112,6 +122,25 @@ function hasSetpriv(): boolean {
 }
 
 /**
+ * The command a trainer is started with: as its `user` (runAsCommand); without one, from a supervisor holding
+ * capabilities without root, through setpriv dropping them (ambient capabilities survive exec, and CAP_SETUID
+ * alone would let the trainer become root); else `command` itself (a root supervisor's trainer without `runAs`
+ * is root: the operator's choice).
+ */
+export function trainerCommand(
+  user: RunAsUser | undefined,
+  command: readonly string[],
+  dropCapabilities: boolean,
+): string[] {
+  if (user) return runAsCommand(user, command);
+  if (dropCapabilities) return ['setpriv', ...DROP_CAPABILITIES, '--', ...command];
+  return [...command];
+}
+
+/** setpriv's options that hand no capability on and keep a setuid program from giving any back. */
+const DROP_CAPABILITIES = ['--inh-caps=-all', '--ambient-caps=-all', '--no-new-privs'] as const;
+
+/**
  * `command` run as `user`: setpriv switches uid, gid and supplementary groups, then execs it (same pid). It
  * clears the inheritable and ambient capabilities first, so a supervisor holding capabilities instead of root
  * hands none on (a uid switch between two non-root users keeps them otherwise, and CAP_SETUID would let the
@@ -123,9 +152,7 @@ export function runAsCommand(user: RunAsUser, command: readonly string[]): strin
     `--reuid=${user.uid}`,
     `--regid=${user.gid}`,
     '--init-groups',
-    '--inh-caps=-all',
-    '--ambient-caps=-all',
-    '--no-new-privs',
+    ...DROP_CAPABILITIES,
     '--',
     ...command,
   ];

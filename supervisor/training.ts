@@ -19,7 +19,7 @@ import {
   type TrainingTracking,
 } from './cgroup';
 import { type ProcessTable, signalGroup, signalProcess } from './process-group';
-import { type RunAsUser, runAsCommand } from './run-as';
+import { type RunAsUser, trainerCommand } from './run-as';
 import { DEFAULT_RESTART_POLICY, nextRestart, type RestartPolicy } from './restart-backoff';
 import { createKeyedSerializer } from './serial';
 import { clearProgress, readProgress } from './training-progress';
@@ -73,6 +73,11 @@ export interface TrainingManagerDeps {
   tracking?: TrainingTracking;
   /** The user each slot's trainer runs as, by GPU (see resolveRunAs). */
   runAs?: ReadonlyMap<number, RunAsUser>;
+  /**
+   * The supervisor holds capabilities without being root (`ownCapabilities`): a trainer of a slot without
+   * `runAs` is started through setpriv dropping them (trainerCommand), or it would inherit them.
+   */
+  dropCapabilities?: boolean;
   /**
    * Why no run may start (trainingRefusal: no cgroup tracking and no override); every start is refused with it
    * and status shows it. Runs adopted from a previous supervisor are still tracked and can be stopped.
@@ -355,10 +360,13 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
     const dir = checkpointDir(slot);
     mkdirSync(dir, { recursive: true });
     const user = deps.runAs?.get(slot.gpuIndex);
-    if (user) chownSync(dir, user.uid, user.gid); // its checkpoints are its own; the run file, beside it, ours
+    // The last run's progress goes first. The directory is its trainer's, and a supervisor without root cannot
+    // unlink in a directory it does not own: it takes it back for that moment (no trainer runs now).
+    if (user && process.getuid && process.getgid) chownSync(dir, process.getuid(), process.getgid());
     clearProgress(dir);
+    if (user) chownSync(dir, user.uid, user.gid); // its checkpoints are its own; the run file, beside it, ours
     const cgroup = runCgroup(slot);
-    const command = user ? runAsCommand(user, slot.command) : slot.command;
+    const command = trainerCommand(user, slot.command, deps.dropCapabilities ?? false);
     const [file, ...args] = cgroup ? enterCgroupCommand(cgroup, command) : command;
     const child = spawn(file!, args, {
       cwd: deps.cwd,

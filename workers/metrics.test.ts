@@ -41,7 +41,14 @@ const observed = (
   answer: SupervisorStatus | null,
   state: HostObservation['state'] = 'ready',
   role: HostObservation['role'] = domainRole(state, true),
-): HostObservation => ({ state, role, lastSeenAt, staleAfterMs: 5_000, status: answer });
+): HostObservation => ({
+  state,
+  role,
+  lastSeenAt,
+  staleAfterMs: 5_000,
+  status: answer,
+  answeredAt: answer ? lastSeenAt : null,
+});
 
 /** A standby's status at `at`: GPU 0 training or not. */
 const standbyStatus = (training: boolean, at: string): SupervisorStatus => {

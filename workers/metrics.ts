@@ -218,8 +218,8 @@ export function createWorkerMetrics(opts: { withDefaults?: boolean; now?: () => 
       // Counted from answer to answer while the domain is a standby; a poll unanswered, or in another role,
       // starts the count again at the next answer.
       const sample =
-        status !== null && observed.role === 'standby' && observed.lastSeenAt !== null
-          ? standbySample(status, Date.parse(observed.lastSeenAt))
+        status !== null && observed.role === 'standby' && observed.answeredAt !== null
+          ? standbySample(status, Date.parse(observed.answeredAt))
           : null;
       if (sample && previous?.standbySample) {
         const spent = standbyGpuSeconds(previous.standbySample, sample, observed.staleAfterMs);

@@ -21,13 +21,24 @@ export interface PollResult {
    * A failed poll only: the poller's last sighting of the domain that it did not write (a success within the
    * refresh interval, `needsPollWrite`, or an answer the proxy relayed from it). The stored sighting moves up to
    * it, never back, so the row says when a host that then died was last heard, as the poller knew it, not up to
-   * one refresh interval earlier. A sighting newer than the stored one starts the count again: the failed polls
-   * counted are those since the domain was last heard (docs/architecture.md §9.2).
+   * one refresh interval earlier. A sighting newer than the stored one by more than SIGHTING_NEWER_BY_MS starts
+   * the count again: the failed polls counted are those since the domain was last heard (docs/architecture.md
+   * §9.2).
    */
   lastSeenAt?: Date;
 }
 
+/**
+ * How much newer a failed poll's sighting must be than the stored one to start the failure count again: more
+ * than two workers' receive times of one served answer differ (each dates the proxy's NOTIFY by its own clock:
+ * a look on another worker must not restart the count on the answer the shard's worker already counted from),
+ * less than the proxy's 250 ms between two announcements of a domain's answers.
+ */
+export const SIGHTING_NEWER_BY_MS = 100;
+
 export type DomainRepo = ReturnType<typeof createDomainRepo>;
+
+const NEWER_BY = sql.raw(`interval '${SIGHTING_NEWER_BY_MS} milliseconds'`);
 
 /** Failure domains: reads, guarded state transitions and heartbeat bookkeeping. */
 export function createDomainRepo({ db, now }: RepoDeps) {
@@ -108,7 +119,7 @@ export function createDomainRepo({ db, now }: RepoDeps) {
         ? { lastSeenAt: poll.at, consecutiveFailures: 0, lastError: null }
         : {
             consecutiveFailures: poll.lastSeenAt
-              ? sql`case when ${domains.lastSeenAt} is null or ${timestampParam(poll.lastSeenAt)} > ${domains.lastSeenAt} then ${poll.failures ?? 1}::int else ${domains.consecutiveFailures} + ${poll.failures ?? 1}::int end`
+              ? sql`case when ${domains.lastSeenAt} is null or ${timestampParam(poll.lastSeenAt)} > ${domains.lastSeenAt} + ${NEWER_BY} then ${poll.failures ?? 1}::int else ${domains.consecutiveFailures} + ${poll.failures ?? 1}::int end`
               : sql`${domains.consecutiveFailures} + ${poll.failures ?? 1}::int`,
             lastError: poll.error ?? 'poll failed',
             ...(poll.lastSeenAt
@@ -162,7 +173,7 @@ export function createDomainRepo({ db, now }: RepoDeps) {
               .set({
                 lastSeenAt: sql`case when v.ok then v.at else greatest(${domains.lastSeenAt}, v.seen) end`,
                 // A failed poll that carries a sighting newer than the stored one counts from it (PollResult).
-                consecutiveFailures: sql`case when v.ok then 0 when v.seen is not null and (${domains.lastSeenAt} is null or v.seen > ${domains.lastSeenAt}) then v.failures else ${domains.consecutiveFailures} + v.failures end`,
+                consecutiveFailures: sql`case when v.ok then 0 when v.seen is not null and (${domains.lastSeenAt} is null or v.seen > ${domains.lastSeenAt} + ${NEWER_BY}) then v.failures else ${domains.consecutiveFailures} + v.failures end`,
                 lastError: sql`case when v.ok then null else v.error end`,
                 updatedAt: now(),
               })

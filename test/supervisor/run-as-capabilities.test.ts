@@ -65,6 +65,9 @@ function host() {
       'cat "$TOKEN_FILE" > /dev/null 2> "$d/token-read"',
       'cat /proc/$PPID/environ > /dev/null 2> "$d/environ-read"',
       'touch "$RUN" 2> "$d/run-file-write"',
+      // A report for the supervisor to clear at the next start, and one line per run.
+      'echo \'{"step": 1}\' > "$HARU_TRAINING_PROGRESS_FILE"',
+      'echo run >> "$d/runs"',
       'touch "$d/done"',
       'exec sleep 60',
       '',
@@ -84,8 +87,16 @@ function host() {
   return { state, token, tokenFile, checkpointDir, config };
 }
 
-/** `haru supervisor` as SUPERVISOR_UID, with `caps` ambient (none: a plain user). */
-function startSupervisor(h: ReturnType<typeof host>, port: number, caps: string | null) {
+/**
+ * `haru supervisor` as SUPERVISOR_UID, with `caps` ambient (none: a plain user), its trainers as `runAs` (the
+ * host's HARU_TRAINING_RUN_AS; none: as the supervisor's user).
+ */
+function startSupervisor(
+  h: ReturnType<typeof host>,
+  port: number,
+  caps: string | null,
+  runAs: string | null = 'nobody',
+) {
   const capArgs = caps
     ? [`--inh-caps=+${caps.split(',').join(',+')}`, `--ambient-caps=+${caps.split(',').join(',+')}`]
     : [];
@@ -115,7 +126,7 @@ function startSupervisor(h: ReturnType<typeof host>, port: number, caps: string 
         // No delegated cgroup for a test's process: tracking by process group is said to be enough.
         HARU_TRAINING_ALLOW_PGROUP: '1',
         // The host's policy, as the host kit's supervisor.env sets it (haru-trainer there): every slot as nobody.
-        HARU_TRAINING_RUN_AS: 'nobody',
+        ...(runAs ? { HARU_TRAINING_RUN_AS: runAs } : {}),
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
@@ -136,6 +147,16 @@ const call = async (port: number, token: string, route: string, body?: unknown) 
   });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 };
+
+/** Stops GPU 1's training and waits for it to be idle; its status then. */
+async function stop(port: number, token: string) {
+  await call(port, token, 'training/stop', { gpuIndex: 1, graceMs: 5_000 });
+  return waitFor('the trainer to stop', async () => {
+    const { body } = await call(port, token, 'status');
+    const [run] = body.training as { state: string; lastExit: { signal: string | null } | null }[];
+    return run!.state === 'idle' ? run! : false;
+  });
+}
 
 (unavailable ? describe.skip : describe)('a supervisor holding capabilities instead of root', () => {
   it('runs its trainer as another user with no capability, out of reach of its token, and stops it', async () => {
@@ -171,13 +192,36 @@ const call = async (port: number, token: string, route: string, body?: unknown) 
     expect(sup.output()).not.toMatch(/training run file not written/);
 
     // CAP_KILL: the trainer, another user's process, is stopped.
-    await call(port, h.token, 'training/stop', { gpuIndex: 1, graceMs: 5_000 });
-    const stopped = await waitFor('the trainer to stop', async () => {
-      const { body } = await call(port, h.token, 'status');
-      const [run] = body.training as { state: string; lastExit: { signal: string | null } | null }[];
-      return run!.state === 'idle' ? run : false;
-    });
-    expect(stopped.lastExit).toMatchObject({ signal: 'SIGTERM' });
+    expect((await stop(port, h.token)).lastExit).toMatchObject({ signal: 'SIGTERM' });
+    // And started again on the same slot: the last run's progress report, in the trainer's directory, is cleared
+    // by a supervisor that cannot unlink there without taking the directory back for that moment.
+    expect((await call(port, h.token, 'training/start', { gpuIndex: 1 })).body).toMatchObject({ accepted: true });
+    await waitFor('a second run', () => ckpt('runs').split('\n').filter(Boolean).length === 2);
+    expect(statSync(h.checkpointDir)).toMatchObject({ uid: nobody!.uid });
+    await stop(port, h.token);
+    sup.child.kill('SIGTERM');
+    await sup.exited;
+  });
+
+  it('drops its capabilities for a trainer without runAs, which runs as the supervisor’s user', async () => {
+    const h = host();
+    const port = await freePort();
+    const sup = startSupervisor(h, port, CAPS, null);
+    await waitFor('the supervisor to listen', async () =>
+      fetch(`http://127.0.0.1:${port}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      ),
+    );
+    expect((await call(port, h.token, 'training/start', { gpuIndex: 1 })).body).toMatchObject({ accepted: true });
+    await waitFor('the trainer to look around', () => existsSync(path.join(h.checkpointDir, 'done')));
+    const status = readFileSync(path.join(h.checkpointDir, 'status'), 'utf8');
+    expect(status).toMatch(new RegExp(`^Uid:\\s+${SUPERVISOR_UID}\\s`, 'm'));
+    // Ambient capabilities survive exec: without setpriv in between it would hold CAP_SETUID, and be root at will.
+    expect(status).toMatch(/^CapPrm:\s+0+$/m);
+    expect(status).toMatch(/^CapEff:\s+0+$/m);
+    expect(status).toMatch(/^CapAmb:\s+0+$/m);
+    await stop(port, h.token);
     sup.child.kill('SIGTERM');
     await sup.exited;
   });

@@ -4,7 +4,7 @@
  * transitions, compare-and-swap or concurrency uses real Postgres (`db/testing.ts`).
  */
 import type { Store } from '../../db/store';
-import type { PollResult } from '../../db/repo/domains';
+import { type PollResult, SIGHTING_NEWER_BY_MS } from '../../db/repo/domains';
 import type { DomainSnapshot, FleetSnapshot, Slot } from '../../schemas/entities';
 import type { DomainState, SlotState } from '../../schemas/enums';
 import { defaultFleetPolicy, type FleetPolicy } from '../../schemas/policy';
@@ -75,7 +75,9 @@ export function fakeStore(opts: { policy?: Partial<FleetPolicy>; domains?: Domai
         const d = findDomain(id)!;
         if (poll.ok) Object.assign(d, { lastSeenAt: poll.at.toISOString(), consecutiveFailures: 0, lastError: null });
         else {
-          const newer = poll.lastSeenAt && (d.lastSeenAt === null || poll.lastSeenAt > new Date(d.lastSeenAt));
+          const newer =
+            poll.lastSeenAt &&
+            (d.lastSeenAt === null || poll.lastSeenAt.getTime() > Date.parse(d.lastSeenAt) + SIGHTING_NEWER_BY_MS);
           Object.assign(d, {
             consecutiveFailures: (newer ? 0 : d.consecutiveFailures) + (poll.failures ?? 1),
             lastError: poll.error ?? 'poll failed',
