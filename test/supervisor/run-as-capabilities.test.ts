@@ -5,12 +5,13 @@
  * environment, and still be stopped; the supervisor keeps its run file where the trainer cannot write. The same
  * supervisor without the capabilities refuses to start, naming what it lacks.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { lookUpUser } from '../../supervisor/run-as';
 import { runFilePath } from '../../supervisor/training';
 import { freePort } from '../support/ports';
+import { describeWithTools, SETPRIV } from '../support/tools';
 import { REPO_ROOT, tempDirs, waitFor } from './support';
 
 /** A uid no account has: the supervisor's own user, as `haru` is on a host. */
@@ -18,23 +19,15 @@ const SUPERVISOR_UID = 64_123;
 const CAPS = 'setuid,setgid,chown,kill';
 
 const nobody = lookUpUser('nobody');
-const hasSetpriv = (() => {
-  try {
-    execFileSync('setpriv', ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
 const unavailable =
   process.getuid?.() !== 0
     ? 'not root: a supervisor cannot be started as another user with capabilities'
     : !nobody
       ? 'the host has no user nobody'
-      : !hasSetpriv
-        ? 'no setpriv'
-        : null;
+      : null;
 if (unavailable) console.warn(`skipping the capabilities test: ${unavailable}`);
+const describeCapabilities = (title: string, body: () => void) =>
+  unavailable ? describe.skip(title, body) : describeWithTools(title, [SETPRIV], body);
 
 const dirs = tempDirs();
 const children: ChildProcess[] = [];
@@ -148,6 +141,15 @@ const call = async (port: number, token: string, route: string, body?: unknown) 
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 };
 
+/** Waits until the supervisor on `port` answers its health check. */
+const listening = (port: number) =>
+  waitFor('the supervisor to listen', () =>
+    fetch(`http://127.0.0.1:${port}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    ),
+  );
+
 /** Stops GPU 1's training and waits for it to be idle; its status then. */
 async function stop(port: number, token: string) {
   await call(port, token, 'training/stop', { gpuIndex: 1, graceMs: 5_000 });
@@ -158,17 +160,12 @@ async function stop(port: number, token: string) {
   });
 }
 
-(unavailable ? describe.skip : describe)('a supervisor holding capabilities instead of root', () => {
+describeCapabilities('a supervisor holding capabilities instead of root', () => {
   it('runs its trainer as another user with no capability, out of reach of its token, and stops it', async () => {
     const h = host();
     const port = await freePort();
     const sup = startSupervisor(h, port, CAPS);
-    await waitFor('the supervisor to listen', async () =>
-      fetch(`http://127.0.0.1:${port}/healthz`).then(
-        (r) => r.ok,
-        () => false,
-      ),
-    );
+    await listening(port);
     expect(readFileSync(`/proc/${sup.child.pid}/status`, 'utf8')).toMatch(
       new RegExp(`^Uid:\\s+${SUPERVISOR_UID}\\s`, 'm'),
     );
@@ -207,12 +204,7 @@ async function stop(port: number, token: string) {
     const h = host();
     const port = await freePort();
     const sup = startSupervisor(h, port, CAPS, null);
-    await waitFor('the supervisor to listen', async () =>
-      fetch(`http://127.0.0.1:${port}/healthz`).then(
-        (r) => r.ok,
-        () => false,
-      ),
-    );
+    await listening(port);
     expect((await call(port, h.token, 'training/start', { gpuIndex: 1 })).body).toMatchObject({ accepted: true });
     await waitFor('the trainer to look around', () => existsSync(path.join(h.checkpointDir, 'done')));
     const status = readFileSync(path.join(h.checkpointDir, 'status'), 'utf8');

