@@ -115,10 +115,12 @@ describe('simulated domain', () => {
     ]);
     expect(st.training.map((t) => t.state)).toEqual(['running', 'running']);
     const trainerPids = st.training.flatMap((t) => t.pids);
-    const memory = gpuMemoryReportSchema.parse(await supervisor(domain, 'GET', '/v1/gpu/memory'));
-    for (const pid of trainerPids) {
-      expect(memory.gpus.flatMap((g) => g.processes.map((p) => p.pid))).toContain(pid);
-    }
+    // A trainer takes its VRAM once it has started, as a real one does: awaited, not assumed at the first read.
+    await waitFor('every trainer to hold GPU memory', async () => {
+      const memory = gpuMemoryReportSchema.parse(await supervisor(domain, 'GET', '/v1/gpu/memory'));
+      const holders = memory.gpus.flatMap((g) => g.processes.map((p) => p.pid));
+      return trainerPids.every((pid) => holders.includes(pid));
+    });
 
     const pids = [...domain.models.map((m) => m.pid), domain.supervisorPid, ...trainerPids];
     expect(pids.every(isAlive)).toBe(true);
