@@ -82,6 +82,8 @@ export function createApp(deps: SupervisorAppDeps): express.Express {
   const exclusion = createGpuExclusion({ config: deps.config, inference, training, vllm: deps.vllm });
   const app = express();
   app.disable('x-powered-by');
+  // Every answer is a fresh reading: an ETag (a hash of each body) would cost a status read CPU for nothing.
+  app.set('etag', false);
 
   app.use((req, res, next) => {
     const end = metrics.httpDuration.startTimer();

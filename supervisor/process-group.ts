@@ -1,5 +1,7 @@
 import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
 
 /** What the training manager needs to know about the host's processes. */
 export interface ProcessTable {
@@ -9,6 +11,12 @@ export interface ProcessTable {
   startTime(pid: number): string | null;
   /** True while `pid` exists and is no zombie. */
   isLive(pid: number): boolean;
+  /**
+   * Every process group's live pids, by pgid, from one walk of the whole table that never blocks the event loop
+   * (a GPU host in a container may have thousands of processes). Concurrent calls share one walk, and a walk
+   * younger than the table's `maxScanAgeMs` is handed out again.
+   */
+  scanGroups(): Promise<ReadonlyMap<number, number[]>>;
 }
 
 interface ProcStat {
@@ -26,6 +34,10 @@ export function readProcStat(pid: number): ProcStat | null {
   } catch {
     return null;
   }
+  return parseProcStat(pid, text);
+}
+
+function parseProcStat(pid: number, text: string): ProcStat {
   // Field 2 (the command) is parenthesised and may hold spaces: parse after the last ')'.
   const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
   return { pid, state: rest[0] ?? '?', pgrp: Number(rest[2]), startTime: rest[19] ?? '' };
@@ -42,11 +54,51 @@ export function leaderFirst(pids: number[], pgid: number): number[] {
   return pids;
 }
 
+/** `/proc/<pid>/stat` read without blocking; null when the process is gone or unreadable. */
+async function readProcStatAsync(pid: number): Promise<ProcStat | null> {
+  try {
+    return parseProcStat(pid, await readFile(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return null;
+  }
+}
+
+/** Live pids by process group from a list of processes. */
+function byGroup(processes: readonly (ProcStat | null)[]): Map<number, number[]> {
+  const groups = new Map<number, number[]>();
+  for (const p of processes) {
+    if (!p || isGone(p.state)) continue;
+    const pids = groups.get(p.pgrp);
+    if (pids) pids.push(p.pid);
+    else groups.set(p.pgrp, [p.pid]);
+  }
+  return groups;
+}
+
+/** Shares one walk among concurrent callers and hands a walk out again while it is younger than `maxAgeMs`. */
+function sharedWalk(walk: () => Promise<Map<number, number[]>>, maxAgeMs: number) {
+  let last: { atMs: number; groups: Map<number, number[]> } | null = null;
+  let running: Promise<Map<number, number[]>> | null = null;
+  return (): Promise<ReadonlyMap<number, number[]>> => {
+    if (last && Date.now() - last.atMs < maxAgeMs) return Promise.resolve(last.groups);
+    running ??= walk()
+      .then((groups) => {
+        last = { atMs: Date.now(), groups };
+        return groups;
+      })
+      .finally(() => (running = null));
+    return running;
+  };
+}
+
 /**
  * The host's process table: /proc on Linux, `ps` elsewhere. Zombies count as gone: they hold no memory, and
- * an init that does not reap would otherwise keep a stopped run "alive" forever.
+ * an init that does not reap would otherwise keep a stopped run "alive" forever. `maxScanAgeMs` (default 0):
+ * how long one `scanGroups` walk serves later calls, for many supervisors in one process (the benchmarks'
+ * simulated hosts).
  */
-export function createProcessTable(): ProcessTable {
+export function createProcessTable(opts: { maxScanAgeMs?: number } = {}): ProcessTable {
+  const maxScanAgeMs = opts.maxScanAgeMs ?? 0;
   let hasProc: boolean;
   try {
     readdirSync('/proc/self');
@@ -70,6 +122,10 @@ export function createProcessTable(): ProcessTable {
         const stat = readProcStat(pid);
         return stat !== null && !isGone(stat.state);
       },
+      scanGroups: sharedWalk(async () => {
+        const pids = (await readdir('/proc')).filter((name) => /^\d+$/.test(name)).map(Number);
+        return byGroup(await Promise.all(pids.map(readProcStatAsync)));
+      }, maxScanAgeMs),
     };
   }
   const ps = (): { pid: number; pgid: number; stat: string; lstart: string }[] =>
@@ -93,6 +149,29 @@ export function createProcessTable(): ProcessTable {
       ),
     startTime: (pid) => ps().find((p) => p.pid === pid)?.lstart ?? null,
     isLive: (pid) => ps().some((p) => p.pid === pid && !isGone(p.stat)),
+    scanGroups: sharedWalk(
+      () =>
+        new Promise((resolve, reject) =>
+          execFile('ps', ['-A', '-o', 'pid=,pgid=,stat='], { encoding: 'utf8' }, (err, stdout) => {
+            if (err) return reject(err);
+            const rows = stdout
+              .split('\n')
+              .map((line) => line.trim().split(/\s+/))
+              .filter((cols) => cols.length >= 3);
+            resolve(
+              byGroup(
+                rows.map(([pid, pgid, stat]) => ({
+                  pid: Number(pid),
+                  pgrp: Number(pgid),
+                  state: stat!,
+                  startTime: '',
+                })),
+              ),
+            );
+          }),
+        ),
+      maxScanAgeMs,
+    ),
   };
 }
 

@@ -18,7 +18,7 @@ import {
   signalCgroup,
   type TrainingTracking,
 } from './cgroup';
-import { type ProcessTable, signalGroup, signalProcess } from './process-group';
+import { leaderFirst, type ProcessTable, signalGroup, signalProcess } from './process-group';
 import { type RunAsUser, trainerCommand } from './run-as';
 import { DEFAULT_RESTART_POLICY, nextRestart, type RestartPolicy } from './restart-backoff';
 import { createKeyedSerializer } from './serial';
@@ -47,6 +47,12 @@ const MAX_RUN_FILE_BYTES = 4096;
  * a launcher's children): the same ten seconds the supervisor's own shutdown gives a run by default.
  */
 export const ORPHAN_GRACE_MS = 10_000;
+
+/**
+ * How often a running run's process group is walked again for members it started since (DataLoader workers, a
+ * launcher's children): status answers from the last walk, so a status read never walks /proc itself.
+ */
+export const MEMBERS_REFRESH_MS = 1_000;
 
 export interface TrainingManagerDeps {
   slots: TrainingSlot[];
@@ -107,6 +113,8 @@ interface Run {
   killTimer: NodeJS.Timeout | null;
   pollTimer: NodeJS.Timeout | null;
   leaderExit: { code: number | null; signal: string | null } | null;
+  /** Its process group's members at the last walk of the process table, leader first. */
+  known: number[];
   /** The leader or the whole group went away while running, not because of a stop. */
   endedOnItsOwn: boolean;
   done: Promise<void>;
@@ -216,12 +224,22 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
       killTimer: null,
       pollTimer: null,
       leaderExit: null,
+      known: [pgid],
       endedOnItsOwn: false,
       done,
       resolveDone,
     };
     runs.set(slot.gpuIndex, run);
+    refresher ??= setInterval(() => void refreshMembers(), MEMBERS_REFRESH_MS);
+    refresher.unref();
     return run;
+  }
+
+  /** Walks the process table (without blocking) while any run lives: each run's group as it is now. */
+  let refresher: NodeJS.Timeout | null = null;
+  async function refreshMembers(): Promise<void> {
+    const groups = await processTable.scanGroups();
+    for (const run of runs.values()) run.known = leaderFirst([...(groups.get(run.pgid) ?? [])], run.pgid);
   }
 
   function finish(run: Run): void {
@@ -229,6 +247,10 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
     if (run.killTimer) clearTimeout(run.killTimer);
     if (run.pollTimer) clearInterval(run.pollTimer);
     runs.delete(run.slot.gpuIndex);
+    if (runs.size === 0 && refresher) {
+      clearInterval(refresher);
+      refresher = null;
+    }
     rmSync(runFile(run.slot), { force: true });
     if (run.cgroup) removeCgroup(run.cgroup);
     const exit: TrainingExit = {
@@ -287,10 +309,27 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
    * (a process that left the group by setsid or a double fork is still there).
    */
   function members(run: Run): number[] {
-    const pids = processTable.groupPids(run.pgid);
-    if (!run.cgroup) return pids;
-    const extra = cgroupPids(run.cgroup).filter((p) => !pids.includes(p) && processTable.isLive(p));
-    return [...pids, ...extra.sort((a, b) => a - b)];
+    run.known = processTable.groupPids(run.pgid);
+    return withCgroup(run, run.known);
+  }
+
+  /** `groupPids` and, with a cgroup, every live process in it (one file: the kernel keeps it). */
+  function withCgroup(run: Run, groupPids: number[]): number[] {
+    if (!run.cgroup) return groupPids;
+    const extra = cgroupPids(run.cgroup).filter((p) => !groupPids.includes(p) && processTable.isLive(p));
+    return [...groupPids, ...extra.sort((a, b) => a - b)];
+  }
+
+  /**
+   * `members` as status shows them, without walking the process table: the group as last walked, less those
+   * that died since (one stat read each), and the cgroup's. A member started since the last walk shows at the
+   * next one (MEMBERS_REFRESH_MS); decisions (a stop, a run's end) walk afresh.
+   */
+  function knownMembers(run: Run): number[] {
+    return withCgroup(
+      run,
+      run.known.filter((pid) => processTable.isLive(pid)),
+    );
   }
 
   /** `signal` to every process of the run: its group, and its cgroup when it has one. */
@@ -299,15 +338,37 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
     if (run.cgroup) signalCgroup(run.cgroup, signal);
   }
 
-  /** Finishes the run as soon as it has no live process. */
+  /** The run's leader lives (its pid not taken by another process since: one stat read). */
+  const isLeaderAlive = (run: Run): boolean => {
+    const startTime = processTable.startTime(run.pgid);
+    return startTime !== null && (run.startTime === null || startTime === run.startTime);
+  };
+
+  /**
+   * Finishes the run as soon as it has no live process: looked at now, then every `pollMs` by a walk of the
+   * process table that does not block (while a run adopted without an exit event keeps its leader, not even
+   * that: the leader's own stat says it lives).
+   */
   function watchGroup(run: Run): void {
-    const check = () => {
-      if (members(run).length > 0) return;
+    const end = () => {
       if (run.state === 'running') run.endedOnItsOwn = true; // an adopted run: no exit event to tell
       finish(run);
     };
-    check();
-    if (runs.get(run.slot.gpuIndex) === run && !run.pollTimer) run.pollTimer = setInterval(check, pollMs);
+    let walking = false;
+    const check = async () => {
+      if (walking || (run.leaderExit === null && isLeaderAlive(run))) return;
+      walking = true;
+      try {
+        const groups = await processTable.scanGroups();
+        if (runs.get(run.slot.gpuIndex) !== run) return;
+        run.known = leaderFirst([...(groups.get(run.pgid) ?? [])], run.pgid);
+        if (withCgroup(run, run.known).length === 0) end();
+      } finally {
+        walking = false;
+      }
+    };
+    if (members(run).length === 0) return end();
+    if (runs.get(run.slot.gpuIndex) === run && !run.pollTimer) run.pollTimer = setInterval(() => void check(), pollMs);
   }
 
   function killNow(run: Run): void {
@@ -333,7 +394,7 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
   function beginStop(run: Run, graceMs: number, reason: string): void {
     if (run.state === 'running') {
       run.state = 'stopping';
-      const leaderAlive = processTable.groupPids(run.pgid)[0] === run.pgid;
+      const leaderAlive = run.leaderExit === null && isLeaderAlive(run);
       logger.info('training stopping', { gpuIndex: run.slot.gpuIndex, pgid: run.pgid, graceMs, reason });
       if (leaderAlive) signalProcess(run.pgid, 'SIGTERM');
       else signalAll(run, 'SIGTERM');
@@ -552,7 +613,7 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
             : null,
           gpuIndex: slot.gpuIndex,
           state: run?.state ?? 'idle',
-          pids: run ? members(run) : [],
+          pids: run ? knownMembers(run) : [],
           tracking: trackingOf(run),
           refused: deps.refusal ?? null,
           startedAt: run?.startedAt.toISOString() ?? null,

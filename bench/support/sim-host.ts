@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import type { Server } from 'node:http';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FleetLayout } from '../../schemas/layout';
 import { planSimDomain } from '../../sim/domain-plan';
@@ -13,13 +13,7 @@ import { createObservedInference } from '../../supervisor/status-view';
 import { silentLogger } from '../../lib/logger';
 import type { ListenerTable } from '../../supervisor/listeners';
 import { createSupervisorMetrics } from '../../supervisor/metrics';
-import {
-  createProcessTable,
-  isGone,
-  leaderFirst,
-  type ProcessTable,
-  readProcStat,
-} from '../../supervisor/process-group';
+import { createProcessTable } from '../../supervisor/process-group';
 import { createTrainingManager, type TrainingManager } from '../../supervisor/training';
 import { createVllmClient } from '../../supervisor/vllm';
 import { signalPid } from '../../sim/processes';
@@ -91,41 +85,6 @@ function inProcessListeners(ports: ReadonlySet<number>): ListenerTable {
 }
 
 /**
- * The host's process table with `groupPids` answered from one /proc scan shared by every domain of this
- * process and at most `maxAgeMs` old: each training manager's status otherwise reads every process's stat
- * once per poll (what a real supervisor does for its one host), hundreds of full scans a second here. A
- * group missing from the scan (a run started since) scans again at once, so a new run is never missed; a
- * group a scan already found missing (a run that ended: its manager keeps asking) scans again only once
- * the scan is `maxAgeMs` old, or every status read of a host whose trainer exited would scan /proc; a run
- * ended within `maxAgeMs` may still show its pids that long.
- */
-function sharedProcessTable(maxAgeMs: number): ProcessTable {
-  const table = createProcessTable();
-  let scan: { atMs: number; groups: Map<number, number[]> } | null = null;
-  /** Groups the latest scan was asked for and did not hold. */
-  let missing = new Set<number>();
-  const rescan = () => {
-    missing = new Set();
-    const groups = new Map<number, number[]>();
-    for (const name of readdirSync('/proc')) {
-      const stat = /^\d+$/.test(name) ? readProcStat(Number(name)) : null;
-      if (stat && !isGone(stat.state)) groups.set(stat.pgrp, [...(groups.get(stat.pgrp) ?? []), stat.pid]);
-    }
-    scan = { atMs: Date.now(), groups };
-    return groups;
-  };
-  return {
-    ...table,
-    groupPids(pgid) {
-      const isFresh = scan !== null && Date.now() - scan.atMs < maxAgeMs;
-      const groups = isFresh && (scan!.groups.has(pgid) || missing.has(pgid)) ? scan!.groups : rescan();
-      if (!groups.has(pgid)) missing.add(pgid);
-      return leaderFirst([...(groups.get(pgid) ?? [])], pgid);
-    },
-  };
-}
-
-/**
  * Starts the domains of `layouts` in this process (those `runs` names, default every one: a region's hosts
  * and the rest can then die apart); a domain named in `standby` sleeps and trains.
  */
@@ -140,7 +99,8 @@ export async function startSimHost(opts: {
   const fakes: FakeVllm[] = [];
   const trainers: TrainingManager[] = [];
   const standbyUrls: { url: string; trains: boolean }[] = [];
-  const processTable = sharedProcessTable(250);
+  // One walk of /proc serves every training manager of this process for 250 ms: hundreds of hosts here.
+  const processTable = createProcessTable({ maxScanAgeMs: 250 });
   for (const layout of opts.layouts) {
     for (const domain of layout.domains) {
       if (opts.runs && !opts.runs(layout.fleet.slug, domain.slug)) continue;

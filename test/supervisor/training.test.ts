@@ -23,7 +23,7 @@ import { isAlive, listLiveHolders, writeInventory } from '../../sim/gpu-state';
 import { NoSlotError } from '../../supervisor/errors';
 import { createJsonLogger, type Logger, silentLogger } from '../../lib/logger';
 import { detectTracking, type TrainingTracking } from '../../supervisor/cgroup';
-import { createProcessTable } from '../../supervisor/process-group';
+import { createProcessTable, type ProcessTable } from '../../supervisor/process-group';
 import { lookUpUser, type RunAsUser } from '../../supervisor/run-as';
 import type { RestartPolicy } from '../../supervisor/restart-backoff';
 import {
@@ -60,6 +60,7 @@ function setup(
     logger?: Logger;
     tracking?: TrainingTracking;
     runAs?: Map<number, RunAsUser>;
+    processTable?: ProcessTable;
   } = {},
 ) {
   const checkpointDir = path.join(dirs.make(), 'ckpt');
@@ -68,7 +69,7 @@ function setup(
     slots: [full],
     baseEnv: { ...process.env, ...SECRETS, ...opts.env },
     cwd: path.dirname(checkpointDir),
-    processTable: createProcessTable(),
+    processTable: opts.processTable ?? createProcessTable(),
     now: () => new Date(),
     logger: opts.logger ?? silentLogger,
     orphanGraceMs: opts.orphanGraceMs ?? 10_000,
@@ -160,6 +161,28 @@ describe('training runs', () => {
     expect(manager.status()[0]!.lastExit).toMatchObject({ code: 0, signal: null }); // the leader's own exit
     expect(isAlive(leader)).toBe(false);
     expect(isAlive(child)).toBe(false);
+  });
+
+  it('answers status without walking the process table: the group as last walked, a worker started since at the next walk', async () => {
+    const table = createProcessTable();
+    const walks = { sync: 0, scans: 0 };
+    const counting: ProcessTable = {
+      ...table,
+      groupPids: (pgid) => (walks.sync++, table.groupPids(pgid)),
+      scanGroups: () => (walks.scans++, table.scanGroups()),
+    };
+    const { manager, checkpointDir, gpuIndex } = setup(
+      { command: trainer('--spawn-child') },
+      { processTable: counting },
+    );
+    const leader = await startTraining(manager, gpuIndex, checkpointDir);
+    const child = Number(await waitFor('child pid', () => readPid(checkpointDir)));
+    const before = { ...walks };
+    for (let i = 0; i < 50; i++) expect(manager.status()[0]!.pids[0]).toBe(leader);
+    expect(walks).toEqual(before);
+    await waitFor('the child, found by a later walk', () => manager.status()[0]!.pids.includes(child));
+    expect(walks.scans).toBeGreaterThan(before.scans);
+    expect(walks.sync).toBe(before.sync);
   });
 
   it('stops the leader first: its DataLoader-like workers live on until it has written its final checkpoint', async () => {
