@@ -7,6 +7,9 @@
 /** The fleet's monitor: one per fleet, for as long as the fleet exists. */
 export const monitorWorkflowId = (fleetId: string): string => `haru/${fleetId}/monitor`;
 
+/** The one warm-up of worker `workerId` (host:pid:random) as it starts (workflows/warm-up.ts). */
+export const workerWarmUpWorkflowId = (workerId: string): string => `haru/worker/${workerId}/warm-up`;
+
 /**
  * The watch of shard `shard` of `shards` (core/watch-shard.ts) of the deployment whose operations queue is
  * `taskQueue` (its workers share one store): named with the count, so a deployment that deals its fleets over

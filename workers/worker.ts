@@ -20,7 +20,8 @@ import type { Store } from '../db/store';
 import type { SkyCli } from '../drivers/sky';
 import { Client } from '@temporalio/client';
 import { monitorTaskQueue, type WorkerQueues, workerOwnQueue } from '../core/task-queues';
-import { monitorWorkflowId, OBSERVED_SIGNAL } from '../core/workflow-ids';
+import { monitorWorkflowId, OBSERVED_SIGNAL, workerWarmUpWorkflowId } from '../core/workflow-ids';
+import type { workerWarmUpWorkflow } from '../workflows/warm-up';
 import { DEFAULT_MAX_CONCURRENT_ACTIVITIES, DEFAULT_MAX_MONITORS } from './limits';
 import { stepBudgetInterceptor } from '../activities/step-budget';
 import { storeFailureInterceptor } from './store-failures';
@@ -180,7 +181,38 @@ export async function createHaruWorker(opts: HaruWorkerOptions): Promise<HaruWor
   for (const tier of tiers) workers.push(await create(tier.taskQueue, tier.slots));
   // Activities only: the watches of shards handed on to this worker.
   if (ownQueue !== null) workers.push(await create(ownQueue, opts.maxMonitors ?? DEFAULT_MAX_MONITORS, false));
-  return composeWorkers(workers, peers);
+  const warmUp = queues === 'monitors' ? null : () => warmUpOperations(client, opts.taskQueue, workerId, opts.warn);
+  return composeWorkers(workers, peers, warmUp);
+}
+
+/** How long a warm-up waits for a worker of its queue; one not picked up by then was never needed. */
+const WARM_UP_TIMEOUT = '1 minute';
+
+/**
+ * Runs one empty workflow on the operations queue as this worker starts. An SDK worker's first workflow task
+ * costs about 50 ms more than later ones (its workflow thread compiles the workflow code and builds its
+ * converters on first use, docs/performance.md), and on the operations queue that first task would be the
+ * first promotion's: a failover, the one moment it matters. With several workers on the queue the task
+ * goes to whichever polls first. Never fails the worker: a warm-up that does not finish is logged.
+ */
+async function warmUpOperations(
+  client: Client,
+  taskQueue: string,
+  workerId: string,
+  warn: HaruWorkerOptions['warn'],
+): Promise<void> {
+  try {
+    await client.workflow.execute<typeof workerWarmUpWorkflow>('workerWarmUpWorkflow', {
+      taskQueue,
+      workflowId: workerWarmUpWorkflowId(workerId),
+      workflowExecutionTimeout: WARM_UP_TIMEOUT,
+      staticSummary: `worker ${workerId} warming up its operations queue`,
+    });
+  } catch (err) {
+    warn?.('worker warm-up did not finish; the first promotion pays for it', {
+      error: err instanceof Error ? err.message : String(err),
+    });
+  }
 }
 
 /**
@@ -205,7 +237,11 @@ async function knowSeries(
 }
 
 /** The SDK workers as one; `peers` beat while they run. */
-function composeWorkers(all: readonly Worker[], peers: { start(): void; stop(): Promise<void> } | null): HaruWorker {
+function composeWorkers(
+  all: readonly Worker[],
+  peers: { start(): void; stop(): Promise<void> } | null,
+  warmUp: (() => Promise<void>) | null,
+): HaruWorker {
   const shutdown = () => {
     for (const w of all) if (w.getState() === 'RUNNING') w.shutdown();
   };
@@ -220,6 +256,7 @@ function composeWorkers(all: readonly Worker[], peers: { start(): void; stop(): 
           throw err;
         }),
       );
+      void warmUp?.();
       const settled = await Promise.allSettled(runs);
       await peers?.stop();
       const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');

@@ -5,3 +5,4 @@ export { fleetMonitorWorkflow } from './fleet-monitor';
 export { provisionDomainWorkflow } from './provision';
 export { teardownDomainWorkflow } from './teardown';
 export { watchShardWorkflow } from './watch-shard';
+export { workerWarmUpWorkflow } from './warm-up';

@@ -84,3 +84,30 @@ it('writes the counters the alerts read at 0 for every fleet in the store, befor
     sumSamples(samples, 'haru_worker_domain_polls_total', { fleet: 'counted', domain: 'south', outcome: 'error' }),
   ).toBe(0);
 });
+
+it('runs one warm-up workflow on its operations queue as it starts, so a promotion is never its first workflow task there', async () => {
+  const count = async (taskQueue: string) => {
+    const ids: string[] = [];
+    const query = `WorkflowType = 'workerWarmUpWorkflow' AND TaskQueue = '${taskQueue}' AND ExecutionStatus = 'Completed'`;
+    for await (const w of server.client.workflow.list({ query })) ids.push(w.workflowId);
+    return ids;
+  };
+  const operations = uniqueTaskQueue('warm');
+  const worker = await startTestWorker(server.connection, db.store, operations);
+  try {
+    const ids = await eventually('the warm-up to complete', async () => {
+      const found = await count(operations);
+      if (found.length === 0) throw new Error('no completed warm-up yet');
+      return found;
+    });
+    expect(ids).toHaveLength(1);
+    expect(ids[0]).toMatch(/^haru\/worker\/.+\/warm-up$/);
+  } finally {
+    await worker.stop();
+  }
+  // A worker serving only the monitors' queue has no operations queue to warm.
+  const monitorsOnly = uniqueTaskQueue('warm-monitors');
+  const other = await startTestWorker(server.connection, db.store, monitorsOnly, { queues: 'monitors' });
+  await other.stop();
+  expect(await count(monitorsOnly)).toEqual([]);
+});
