@@ -1,6 +1,7 @@
 /**
  * `npm run bench:floor`: the floor Temporal itself puts under a promotion on this machine. A workflow that
- * runs N no-op activities one after another (N = 6: beginOperation and the five steps up to the commit),
+ * runs N no-op activities one after another (N = 5: the five steps up to the commit; the operation begins in a
+ * local activity, inside the first workflow task),
  * on a Temporal dev server like the other benchmarks' and a worker in this process with the SDK's
  * defaults; wall time from the start request to the result, and the time per workflow task and per
  * activity from the history. Nothing of Haru runs: the gap between this and bench:failover's overhead is
@@ -19,7 +20,7 @@ import { fmt, median } from './support/stats';
 const { values: args } = parseArgs({
   options: {
     runs: { type: 'string', default: '20' },
-    steps: { type: 'string', default: '6' },
+    steps: { type: 'string', default: '5' },
     'temporal-address': { type: 'string' },
   },
 });

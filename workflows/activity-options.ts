@@ -1,4 +1,9 @@
-import { ActivityCancellationType, proxyActivities, type ActivityOptions } from '@temporalio/workflow';
+import {
+  ActivityCancellationType,
+  proxyActivities,
+  proxyLocalActivities,
+  type ActivityOptions,
+} from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { NON_RETRYABLE_FAILURES } from '../schemas/failures';
 import type { FleetPolicy } from '../schemas/policy';
@@ -27,6 +32,14 @@ export function heartbeatTimeoutMs(policy: FleetPolicy, budgetMs: number): numbe
 /** `control`: state-store reads and writes. Short, retried with backoff for a minute (Postgres blips). */
 export const controlActivities = (): Activities =>
   proxyActivities<Activities>({ startToCloseTimeout: '15s', scheduleToCloseTimeout: '1m', retry });
+
+/**
+ * `control` as local activities, run by the workflow's own worker inside its workflow task: an operation's
+ * `beginOperation`, the first thing a failover waits on, without the round trip through the server that a
+ * workflow task and an activity task cost (about 15 ms). Same budget and retries as `control`.
+ */
+export const controlLocalActivities = (): Activities =>
+  proxyLocalActivities<Activities>({ startToCloseTimeout: '15s', scheduleToCloseTimeout: '1m', retry });
 
 /**
  * `bookkeeping`: an operation's own records (steps, outcome, events, the commit re-read). One call is

@@ -2,7 +2,7 @@ import { ApplicationFailure, setCurrentDetails } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { FailureType } from '../schemas/failures';
 import type { FleetPolicy } from '../schemas/policy';
-import { controlActivities, fingerprintTaking, stepActivities } from './activity-options';
+import { controlActivities, controlLocalActivities, fingerprintTaking, stepActivities } from './activity-options';
 import type { DemotionInput, DemotionResult } from './definitions';
 import { planDemotion } from '../core/step-plan';
 import { isHostUnreachable } from './failure-info';
@@ -62,7 +62,12 @@ interface DemotionTarget {
 async function demotionTarget(input: DemotionInput, control: Activities): Promise<DemotionTarget> {
   const { fleetId, operationId, domainId } = input;
   if (operationId) {
-    const begin = await control.beginOperation({ fleetId, operationId, kind: 'demote', targetDomainId: domainId });
+    const begin = await controlLocalActivities().beginOperation({
+      fleetId,
+      operationId,
+      kind: 'demote',
+      targetDomainId: domainId,
+    });
     const state = begin.state === 'pending' ? 'running' : begin.state;
     return { state, policy: begin.policy, trainingSlotCount: begin.target.trainingSlotCount };
   }

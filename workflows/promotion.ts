@@ -2,7 +2,7 @@ import { ApplicationFailure, condition, getExternalWorkflowHandle, log, setHandl
 import type { BeginOperationResult } from '../activities/fleet-store';
 import { FailureType } from '../schemas/failures';
 import type { FleetPolicy } from '../schemas/policy';
-import { controlActivities, probeRequestTimeoutMs, restoreWaitMs, stepActivities } from './activity-options';
+import { controlLocalActivities, probeRequestTimeoutMs, restoreWaitMs, stepActivities } from './activity-options';
 import type { demotionWorkflow } from './demotion';
 import { releaseAtCommitSignal, type PromotionInput, type PromotionResult } from './definitions';
 import { afterFailedCommit } from '../core/commit-retry';
@@ -24,12 +24,11 @@ type Steps = ReturnType<typeof stepActivities>;
  */
 export async function promotionWorkflow(input: PromotionInput): Promise<PromotionResult> {
   const { fleetId, operationId, targetDomainId } = input;
-  const control = controlActivities();
   const op = createOperationRuntime({ fleetId, operationId, domainId: targetDomainId, kind: 'promote' });
   let releaseReason: string | null = null;
   setHandler(releaseAtCommitSignal, (request) => void (releaseReason ??= request.reason));
 
-  const begin = await op.begin(() => control.beginOperation({ ...input, kind: 'promote' }));
+  const begin = await op.begin(() => controlLocalActivities().beginOperation({ ...input, kind: 'promote' }));
   if (begin.state !== 'running') {
     // A repeat start of an operation that already ended: nothing to do.
     return {

@@ -128,12 +128,13 @@ it('1. promotes the standby: routing flips once, new active serves, old active a
       expect.arrayContaining([`${step}:started`, `${step}:succeeded`]),
     );
   }
-  // Each step records its own progress: up to the commit, one activity per step and nothing else.
-  const scheduled = ((await handle.fetchHistory()).events ?? []).flatMap(
-    (e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? [],
-  );
+  // Each step records its own progress: up to the commit, one activity per step and nothing else; the operation
+  // begins in a local activity (a marker in the history, no activity task).
+  const history = (await handle.fetchHistory()).events ?? [];
+  const scheduled = history.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
+  const firstScheduled = history.findIndex((e) => e.activityTaskScheduledEventAttributes);
+  expect(history.slice(0, firstScheduled).filter((e) => e.markerRecordedEventAttributes)).toHaveLength(1);
   expect(scheduled.slice(0, scheduled.indexOf('commitRouting') + 1)).toEqual([
-    'beginOperation',
     'stopTraining',
     'verifyGpuReleased',
     'wakeModels',
