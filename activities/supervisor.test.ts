@@ -49,7 +49,8 @@ describe('stopTraining', () => {
     host.onStop = () => undefined; // the trainer takes a while to exit
     host.onStatus = (h, reads) => reads === 5 && h.exitTraining(0);
     const result = await env.run(acts.stopTraining, { domainId: IDS.b, graceMs: 1_500 });
-    expect(result).toEqual({ attempt: 1, trainerPids: [4242] });
+    // When the trainer ended, on the host's clock: the release step's reading counts from there.
+    expect(result).toEqual({ attempt: 1, trainerPids: [4242], trainerEndedAt: host.training[0]!.lastExit!.at });
     expect(host.calls).toContain('stopTraining:0:1500');
     expect(host.training[0]).toMatchObject({ state: 'idle', pids: [] });
     expect(heartbeats).toContainEqual({
@@ -75,6 +76,7 @@ describe('stopTraining', () => {
     expect(await retry.run(acts.stopTraining, { domainId: IDS.b, graceMs: 10 })).toEqual({
       attempt: 2,
       trainerPids: [777],
+      trainerEndedAt: host.training[0]!.lastExit!.at,
     });
   });
 
@@ -83,7 +85,11 @@ describe('stopTraining', () => {
     const { host, acts, env } = setup({
       domains: [domainSnapshot('a'), { ...b, slots: b.slots.filter((s) => s.kind === 'inference') }],
     });
-    expect(await env.run(acts.stopTraining, { domainId: IDS.b, graceMs: 10 })).toEqual({ attempt: 1, trainerPids: [] });
+    expect(await env.run(acts.stopTraining, { domainId: IDS.b, graceMs: 10 })).toEqual({
+      attempt: 1,
+      trainerPids: [],
+      trainerEndedAt: null,
+    });
     expect(host.calls).toEqual([]);
   });
 
@@ -111,6 +117,26 @@ describe('stopTraining', () => {
 });
 
 describe('verifyGpuReleased', () => {
+  it('takes its first reading from the host since the trainers ended, and every later one afresh', async () => {
+    const { host, acts, env } = setup();
+    host.training[0]!.state = 'idle';
+    const asked: (string | undefined)[] = [];
+    const read = host.client.gpuMemory;
+    host.client.gpuMemory = async (url, o) => {
+      asked.push(o?.since);
+      if (asked.length === 2) host.exitTraining(0);
+      return read(url, o);
+    };
+    const since = '2030-01-01T00:00:01.000Z';
+    await env.run(acts.verifyGpuReleased, {
+      domainId: IDS.b,
+      trainerPids: [4242],
+      trainerEndedAt: since,
+      maxUsedRatio: 0.1,
+    });
+    expect(asked).toEqual([since, undefined]);
+  });
+
   it('waits until the stopped trainers hold no memory and nothing else holds more than the tolerance', async () => {
     const { host, acts, env, heartbeats } = setup();
     host.training[0]!.state = 'idle';

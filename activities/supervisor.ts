@@ -99,16 +99,20 @@ export function createSupervisorActivities(deps: ActivityDeps) {
     /**
      * Stops every training run of the domain's layout: SIGTERM, SIGKILL after `graceMs` (the supervisor's
      * job), done when every training slot reports idle with no live pid. Returns the trainers' pids (also
-     * those seen by an earlier attempt, kept in heartbeat details) for verifyGpuReleased.
+     * those seen by an earlier attempt, kept in heartbeat details) for verifyGpuReleased, and when the last of
+     * them ended on the host's clock (`trainerEndedAt`, null when none ran), from which the host's GPU reading
+     * counts.
      */
-    async stopTraining(input: DomainInput & { graceMs: number }): Promise<StepResult & { trainerPids: number[] }> {
+    async stopTraining(
+      input: DomainInput & { graceMs: number },
+    ): Promise<StepResult & { trainerPids: number[]; trainerEndedAt: string | null }> {
       const target = await loadTarget(deps, input.domainId);
       const host = target.domain;
       const gpus = target.training.map((s) => s.gpuIndex);
       const pids = new Set<number>(
         (Context.current().info.heartbeatDetails as { trainerPids?: number[] })?.trainerPids,
       );
-      if (gpus.length === 0) return { attempt: currentAttempt(), trainerPids: [] };
+      if (gpus.length === 0) return { attempt: currentAttempt(), trainerPids: [], trainerEndedAt: null };
       const notePids = (s: SupervisorStatus) =>
         trainingRuns(s, gpus).forEach((r) => r.pids.forEach((p) => pids.add(p)));
       notePids(await status(host));
@@ -120,11 +124,11 @@ export function createSupervisorActivities(deps: ActivityDeps) {
           supervisor.stopTraining(host, { gpuIndex, graceMs: input.graceMs }, actionOptions()),
         );
       }
-      await waitUntil(async (): Promise<WaitCheck<true>> => {
+      const runs = await waitUntil(async (): Promise<WaitCheck<SupervisorStatus['training']>> => {
         const s = await status(host);
         notePids(s);
         const busy = trainingRuns(s, gpus).filter((r) => r.state !== 'idle' || r.pids.length > 0);
-        if (busy.length === 0) return { done: true, value: true };
+        if (busy.length === 0) return { done: true, value: trainingRuns(s, gpus) };
         return {
           done: false,
           waitingFor: `training still running on GPU ${busy.map((r) => `${r.gpuIndex} (${r.state}, pids ${r.pids.join(',') || 'none'})`).join(', ')}`,
@@ -132,7 +136,12 @@ export function createSupervisorActivities(deps: ActivityDeps) {
         };
       }, intervalMs);
       await moveSlots(target.training, 'idle');
-      return { attempt: currentAttempt(), trainerPids: [...pids].sort((a, b) => a - b) };
+      const ends = runs.flatMap((r) => r.lastExit?.at ?? []).sort();
+      return {
+        attempt: currentAttempt(),
+        trainerPids: [...pids].sort((a, b) => a - b),
+        trainerEndedAt: pids.size > 0 ? (ends.at(-1) ?? null) : null,
+      };
     },
 
     /**
@@ -141,16 +150,19 @@ export function createSupervisorActivities(deps: ActivityDeps) {
      * and graph pools) is at most `maxUsedRatio` of the GPU; and free memory covers what those servers need to
      * wake. A GPU whose memory cannot be read for want of privilege, or that is lost, fails at once
      * (non-retryable InvalidTarget). Without a total (the device prints `[N/A]`) only the pid check applies,
-     * and the result says so (`proof`).
+     * and the result says so (`proof`). Its first reading is one the host started at or after `trainerEndedAt`
+     * (the host starts one as a trainer ends), later ones are run afresh.
      */
     async verifyGpuReleased(
-      input: DomainInput & { trainerPids: number[]; maxUsedRatio: number },
+      input: DomainInput & { trainerPids: number[]; trainerEndedAt?: string | null; maxUsedRatio: number },
     ): Promise<StepResult & { gpus: VerifiedGpu[] }> {
       const target = await loadTarget(deps, input.domainId);
       const gpus = target.training.map((s) => s.gpuIndex);
       const host = target.domain;
+      let since = input.trainerEndedAt ?? undefined;
       const report = await waitUntil(async () => {
-        const memory = await supervisor.gpuMemory(host, { signal: cancellation() });
+        const memory = await supervisor.gpuMemory(host, { signal: cancellation(), since });
+        since = undefined;
         const problems: string[] = [];
         const seen = gpus.map((index) => {
           const gpu = memory.gpus.find((g) => g.index === index);

@@ -57,12 +57,24 @@ export interface SupervisorRequestOptions {
  * - `InvalidResponse` (non-retryable): a 2xx whose body does not match its schema.
  * When `signal` aborts, its reason (the activity's CancelledFailure) is thrown instead.
  */
+/** The query of `GET /v1/gpu/memory` (empty: a reading run now, or the one in flight). */
+function gpuMemoryQuery(opts: { maxAgeMs?: number; since?: string }): string {
+  const params = new URLSearchParams();
+  if (opts.maxAgeMs) params.set('maxAgeMs', String(opts.maxAgeMs));
+  if (opts.since) params.set('since', opts.since);
+  const query = params.toString();
+  return query ? `?${query}` : '';
+}
+
 export interface SupervisorClient {
   status(target: SupervisorTarget, opts?: SupervisorRequestOptions): Promise<SupervisorStatus>;
-  /** `maxAgeMs`: the host's last reading may be reused when it is at most this old (the wake's re-check). */
+  /**
+   * `maxAgeMs`: the host's last reading may be reused when it is at most this old (the wake's re-check); `since`:
+   * a reading started at or after this time of the host's own clock (the release step, after a trainer's end).
+   */
   gpuMemory(
     target: SupervisorTarget,
-    opts?: SupervisorRequestOptions & { maxAgeMs?: number },
+    opts?: SupervisorRequestOptions & { maxAgeMs?: number; since?: string },
   ): Promise<GpuMemoryReport>;
   sleep(
     target: SupervisorTarget,
@@ -209,14 +221,7 @@ export function createSupervisorClient(options: SupervisorClientOptions = {}): S
   return {
     status: (target, opts) => call('GET', target, 'v1/status', supervisorStatusSchema, undefined, opts),
     gpuMemory: (target, opts) =>
-      call(
-        'GET',
-        target,
-        opts?.maxAgeMs ? `v1/gpu/memory?maxAgeMs=${opts.maxAgeMs}` : 'v1/gpu/memory',
-        gpuMemoryReportSchema,
-        undefined,
-        opts,
-      ),
+      call('GET', target, `v1/gpu/memory${gpuMemoryQuery(opts ?? {})}`, gpuMemoryReportSchema, undefined, opts),
     sleep: (target, body, opts) => call('POST', target, 'v1/vllm/sleep', supervisorActionResponseSchema, body, opts),
     wake: (target, body, opts) => call('POST', target, 'v1/vllm/wake', supervisorActionResponseSchema, body, opts),
     startTraining: (target, body, opts) =>

@@ -390,6 +390,11 @@ export const GPU_MEMORY_MAX_AGE_LIMIT_MS = 5_000;
  */
 export const gpuMemoryQuerySchema = z.object({
   maxAgeMs: z.coerce.number().int().min(0).max(GPU_MEMORY_MAX_AGE_LIMIT_MS).optional(),
+  /**
+   * `since=<ISO time of the host's clock>`: a reading whose run of the tool started at or after it (a trainer's
+   * end, as the host's status reported it), taken then or being taken, else a new one.
+   */
+  since: z.string().datetime({ offset: true }).optional(),
 });
 
 export const probeModelResultSchema = z.object({

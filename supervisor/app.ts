@@ -152,7 +152,12 @@ export function createApp(deps: SupervisorAppDeps): express.Express {
       if (!query.success) throw new HaruError('invalid_request', formatZodError(query.error));
       let reading;
       try {
-        reading = await gpu.read({ maxAgeMs: query.data.maxAgeMs });
+        const { maxAgeMs, since } = query.data;
+        // `since` is this host's own time (a trainer's end from its status): compared with this host's clock only,
+        // one millisecond wider for the ISO time's truncation. A reading started that much before the end could
+        // only show the trainer's memory still held, never released: the step would read again.
+        const startedWithinMs = since === undefined ? undefined : now().getTime() - Date.parse(since) + 1;
+        reading = await gpu.read({ maxAgeMs, startedWithinMs });
       } catch (err) {
         metrics.gpuQueryErrors.inc();
         throw err;

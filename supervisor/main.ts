@@ -122,8 +122,12 @@ export async function startSupervisor(
     now,
     logger,
     output: opts.trainingOutput ?? 'inherit',
-    onExit: (gpu, exit) =>
-      metrics.trainingExits.inc({ gpu: String(gpu), how: exit.signal ?? `code ${exit.code ?? 'unknown'}` }),
+    onExit: (gpuIndex, exit) => {
+      metrics.trainingExits.inc({ gpu: String(gpuIndex), how: exit.signal ?? `code ${exit.code ?? 'unknown'}` });
+      // A promotion's release step reads the GPUs right after a trainer's end (`since`): the run starts now,
+      // not once that request arrives. A failure here is the request's to report.
+      gpu.read().catch(() => undefined);
+    },
   });
   const listeners = createListenerTable();
   const { inference, statusView } = createObservedInference({

@@ -151,16 +151,22 @@ async function commitRouting(
 
 /** Steps 1-4: make the target able to serve, proving each effect before the next. */
 async function prepareTarget(op: OperationRuntime, steps: Steps, policy: FleetPolicy, domainId: string): Promise<void> {
-  let trainerPids: number[] = [];
+  let stopped: { trainerPids: number[]; trainerEndedAt?: string | null } = { trainerPids: [] };
   if (!op.isStepSkipped('stopTraining')) {
-    const stopped = await op.step('stopTraining', (journal) =>
+    stopped = await op.step('stopTraining', (journal) =>
       steps.stopTraining({ domainId, graceMs: policy.trainingStopGraceMs, journal }),
     );
-    trainerPids = stopped.trainerPids;
   }
   if (!op.isStepSkipped('verifyGpuReleased')) {
+    const { trainerPids, trainerEndedAt } = stopped;
     await op.step('verifyGpuReleased', (journal) =>
-      steps.verifyGpuReleased({ domainId, trainerPids, maxUsedRatio: policy.maxUsedRatioForWake, journal }),
+      steps.verifyGpuReleased({
+        domainId,
+        trainerPids,
+        trainerEndedAt,
+        maxUsedRatio: policy.maxUsedRatioForWake,
+        journal,
+      }),
     );
   }
   if (!op.isStepSkipped('wakeModels')) {

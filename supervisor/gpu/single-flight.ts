@@ -1,3 +1,4 @@
+import { GPU_MEMORY_MAX_AGE_LIMIT_MS } from '../../schemas/supervisor';
 import type { GpuMemoryReader, GpuReading, SharedGpuReader } from './types';
 
 /**
@@ -5,22 +6,37 @@ import type { GpuMemoryReader, GpuReading, SharedGpuReader } from './types';
  * the tool is bounded by its timeout, and a tool stuck past its SIGKILL blocks further runs (see
  * createExecFileTool), so reads never pile up behind a hung tool.
  *
+ * `startedWithinMs`: a reading whose run of the tool started at most that long ago, the last one (finished at most
+ * GPU_MEMORY_MAX_AGE_LIMIT_MS ago) or the one in flight, else a new run. The GPU release step asks for one
+ * started after its trainer ended, which the supervisor starts the moment a run ends (supervisor/main.ts).
+ *
  * A caller may also take the last successful reading when it is at most `maxAgeMs` old, on this host's
  * monotonic clock: a promotion's wake re-checks the memory that its GPU release step read a moment before,
  * and a second run of nvidia-smi (100 ms and more) would only repeat it (docs/architecture.md §6.5).
  */
 export function singleFlight(reader: GpuMemoryReader, clock: () => number = () => performance.now()): SharedGpuReader {
-  let shared: Promise<GpuReading[]> | null = null;
-  let last: { gpus: GpuReading[]; at: number } | null = null;
+  let shared: { gpus: Promise<GpuReading[]>; startedAt: number } | null = null;
+  let last: { gpus: GpuReading[]; at: number; startedAt: number } | null = null;
   const run = () => {
-    shared ??= reader
-      .read()
-      .then((gpus) => {
-        last = { gpus, at: clock() };
-        return gpus;
-      })
-      .finally(() => (shared = null));
+    if (!shared) {
+      const startedAt = clock();
+      const gpus = reader
+        .read()
+        .then((gpus) => {
+          last = { gpus, at: clock(), startedAt };
+          return gpus;
+        })
+        .finally(() => (shared = null));
+      shared = { gpus, startedAt };
+    }
     return shared;
+  };
+  /** A run started at most `withinMs` ago: the one in flight, or a new one once an older one ends. */
+  const runStartedWithin = async (withinMs: number): Promise<GpuReading[]> => {
+    const current = run();
+    if (clock() - current.startedAt <= withinMs) return current.gpus;
+    await current.gpus.catch(() => undefined);
+    return run().gpus;
   };
   return {
     vendor: reader.vendor,
@@ -28,7 +44,16 @@ export function singleFlight(reader: GpuMemoryReader, clock: () => number = () =
     async read(opts = {}) {
       const maxAgeMs = opts.maxAgeMs ?? 0;
       if (last && maxAgeMs > 0 && clock() - last.at <= maxAgeMs) return { gpus: last.gpus, ageMs: clock() - last.at };
-      const gpus = await run();
+      if (opts.startedWithinMs !== undefined) {
+        const within = opts.startedWithinMs;
+        const done = last as { gpus: GpuReading[]; at: number; startedAt: number } | null;
+        if (done && clock() - done.startedAt <= within && clock() - done.at <= GPU_MEMORY_MAX_AGE_LIMIT_MS) {
+          return { gpus: done.gpus, ageMs: clock() - done.at };
+        }
+        const gpus = await runStartedWithin(within);
+        return { gpus, ageMs: 0 };
+      }
+      const gpus = await run().gpus;
       return { gpus, ageMs: 0 };
     },
   };

@@ -3,7 +3,7 @@
  * every training run before it exits.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -171,6 +171,76 @@ describe('supervisor process', () => {
         ),
       ).rejects.toThrow(/HARU_TRAINING_ALLOW_PGROUP/);
     });
+  });
+
+  it('reads the GPUs as a trainer ends, and answers a reading asked for since that end without another run', async () => {
+    const dir = dirs.make();
+    const gpuState = path.join(dir, 'gpu');
+    writeInventory(gpuState, {
+      gpus: [{ index: 0, uuid: 'GPU-00000000-0000-4000-8000-000000000000', name: 'NVIDIA H100', totalMiB: 81559 }],
+      mig: null,
+      baselineMiB: 4,
+      fault: null,
+    });
+    // nvidia-smi as the supervisor runs it, counting its runs.
+    const runs = path.join(dir, 'runs');
+    const smi = path.join(dir, 'nvidia-smi');
+    writeFileSync(
+      smi,
+      `#!/bin/sh\necho run >> '${runs}'\nHARU_SIM_GPU_STATE='${gpuState}' exec '${FAKE_NVIDIA_SMI}' "$@"\n`,
+    );
+    chmodSync(smi, 0o755);
+    const count = () => (existsSync(runs) ? readFileSync(runs, 'utf8').split('\n').filter(Boolean).length : 0);
+    const ckpt = path.join(dir, 'ckpt');
+    const config = {
+      training: [
+        {
+          gpuIndex: 0,
+          command: [process.execPath, TRAINER, '--interval-ms', '30', '--vram-mib', '20000'],
+          checkpointDir: ckpt,
+          env: { HARU_SIM_GPU_STATE: gpuState },
+        },
+      ],
+    };
+    const sup = await startSupervisor(
+      { HARU_SUPERVISOR_CONFIG: JSON.stringify(config), PORT: '0', HARU_GPU_SMI: smi, HARU_TRAINING_ALLOW_PGROUP: '1' },
+      {
+        write: () => {},
+        warn: () => {},
+        trainingOutput: 'ignore',
+        tracking: { kind: 'process-group', reason: 'test' },
+      },
+    );
+    running.push(sup);
+    const get = async (route: string) => (await fetch(`http://127.0.0.1:${sup.port}${route}`)).json();
+    await fetch(`http://127.0.0.1:${sup.port}/v1/training/start`, { method: 'POST' });
+    await waitFor('a checkpoint', () => checkpointStep(ckpt) > 0);
+    const before = count();
+    await fetch(`http://127.0.0.1:${sup.port}/v1/training/stop`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"graceMs":5000}',
+    });
+    const ended = await waitFor('training idle', async () => {
+      const t = ((await get('/v1/status')) as { training: { state: string; lastExit: { at: string } | null }[] })
+        .training[0]!;
+      return t.state === 'idle' && t.lastExit?.at;
+    });
+    // The supervisor ran the tool as the trainer ended (two queries: per GPU and per process), asked by no one.
+    await waitFor('a reading started at the trainer’s end', () => count() - before >= 2);
+    // That run answers a request for a reading since the end, shown as taken then.
+    const reading = (await get(`/v1/gpu/memory?since=${encodeURIComponent(ended)}`)) as {
+      at: string;
+      gpus: { usedMiB: number; processes: unknown[] }[];
+    };
+    expect(count() - before).toBe(2);
+    expect(Date.parse(reading.at)).toBeGreaterThanOrEqual(Date.parse(ended));
+    expect(reading.gpus[0]).toMatchObject({ usedMiB: 4, processes: [] });
+    // Without `since`, a run of its own.
+    await get('/v1/gpu/memory');
+    expect(count() - before).toBe(4);
+    const bad = await fetch(`http://127.0.0.1:${sup.port}/v1/gpu/memory?since=yesterday`);
+    expect(bad.status).toBe(400);
   });
 
   it('exits non-zero listing every problem of a bad config', async () => {

@@ -83,7 +83,7 @@ export function stubActivities(overrides: Partial<Activities> = {}, policy: Flee
       };
     },
     async stopTraining() {
-      return { attempt: 1, trainerPids: [42] };
+      return { attempt: 1, trainerPids: [42], trainerEndedAt: null };
     },
     async verifyGpuReleased() {
       return { attempt: 1, gpus: [{ index: 0, usedMiB: 100, totalMiB: 80_000 }] };
