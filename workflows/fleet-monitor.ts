@@ -17,7 +17,13 @@ import type { FleetObservation } from '../activities/fleet-monitor';
 import { FailureType } from '../schemas/failures';
 import type { FleetHealth } from '../schemas/health';
 import type { FleetPolicy } from '../schemas/policy';
-import { controlActivities, lookActivities, restoreWaitMs, stepActivities } from './activity-options';
+import {
+  controlActivities,
+  controlLocalActivities,
+  lookActivities,
+  restoreWaitMs,
+  stepActivities,
+} from './activity-options';
 import {
   checkNowSignal,
   healthQuery,
@@ -338,8 +344,9 @@ async function failOver(
     });
     return null;
   }
-  // The request marks the failed active first: a workflow task fewer before the promotion starts.
-  const request = await control.requestPromotion({
+  // The request marks the failed active first, and runs as a local activity inside this workflow task: the
+  // promotion starts from the same task, without a round trip through the server between the two.
+  const request = await controlLocalActivities().requestPromotion({
     fleetId,
     targetDomainId: decision.promoteDomainId,
     reason: `auto-failover: ${decision.failure.message}`,
