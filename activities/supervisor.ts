@@ -47,6 +47,12 @@ export interface StepResult {
   attempt: number;
 }
 
+/**
+ * How long a training stop's answer waits on the host for its trainer to end. A trainer that takes longer
+ * (its grace) is waited for by reading the status, heartbeating.
+ */
+export const STOP_ANSWER_WAIT_MS = 5_000;
+
 /** How old the host's GPU memory reading may be for the wake's re-check (see wakeModels). */
 export const WAKE_MEMORY_MAX_AGE_MS = 1_000;
 
@@ -115,15 +121,27 @@ export function createSupervisorActivities(deps: ActivityDeps) {
       if (gpus.length === 0) return { attempt: currentAttempt(), trainerPids: [], trainerEndedAt: null };
       const notePids = (s: SupervisorStatus) =>
         trainingRuns(s, gpus).forEach((r) => r.pids.forEach((p) => pids.add(p)));
-      notePids(await status(host));
       Context.current().heartbeat({ waitingFor: 'stop request', trainerPids: [...pids] });
-      await moveSlots(target.training, 'stopping');
-      for (const gpuIndex of gpus) {
-        await heartbeatWhile(
-          `stop of training on GPU ${gpuIndex}`,
-          supervisor.stopTraining(host, { gpuIndex, graceMs: input.graceMs }, actionOptions()),
-        );
+      // Every GPU at once, each answered when its trainer has ended (or STOP_ANSWER_WAIT_MS on): the status read
+      // below then proves it rather than polls for it. The answers name the processes stopped.
+      const moving = moveSlots(target.training, 'stopping'); // never rejects: bookkeeping for the UI
+      const answers = await heartbeatWhile(
+        `stop of training on GPU ${gpus.join(', ')}`,
+        Promise.all(
+          gpus.map((gpuIndex) =>
+            supervisor.stopTraining(
+              host,
+              { gpuIndex, graceMs: input.graceMs, waitMs: Math.min(input.graceMs + 1_000, STOP_ANSWER_WAIT_MS) },
+              actionOptions(),
+            ),
+          ),
+        ),
+      );
+      await moving;
+      for (const answer of answers) {
+        for (const run of answer.stopping ?? []) run.pids.forEach((p) => pids.add(p));
       }
+      Context.current().heartbeat({ waitingFor: 'training to end', trainerPids: [...pids] });
       const runs = await waitUntil(async (): Promise<WaitCheck<SupervisorStatus['training']>> => {
         const s = await status(host);
         notePids(s);

@@ -166,6 +166,11 @@ export const trainingStopRequestSchema = z.strictObject({
   gpuIndex: gpuIndexSchema.optional(),
   /** SIGTERM-to-SIGKILL grace. A shorter grace than one already running tightens the deadline; a longer one does not extend it. */
   graceMs: z.number().int().min(0).max(3_600_000).optional(),
+  /**
+   * Answer once every selected run has ended, or after this long, whichever comes first (absent or 0: at once).
+   * Either way the answer is no proof: the caller reads the status.
+   */
+  waitMs: z.number().int().min(0).max(600_000).optional(),
 });
 export type TrainingStopRequest = z.infer<typeof trainingStopRequestSchema>;
 export const probeRequestSchema = z.strictObject({
@@ -412,5 +417,7 @@ export const supervisorActionResponseSchema = z.object({
   accepted: z.boolean(),
   gpuIndexes: z.array(z.number().int()),
   errors: z.array(z.object({ target: z.string(), message: z.string() })).default([]),
+  /** A training stop's answer: the processes of each run it asked to stop, as they were then (leader first). */
+  stopping: z.array(z.object({ gpuIndex: z.number().int(), pids: z.array(z.number().int()) })).optional(),
 });
 export type SupervisorActionResponse = z.infer<typeof supervisorActionResponseSchema>;

@@ -138,11 +138,18 @@ export function createApp(deps: SupervisorAppDeps): express.Express {
   );
   v1.post(
     '/training/stop',
-    route((req, res) => {
+    route(async (req, res) => {
       const body = parseBody(trainingStopRequestSchema, req);
-      res
-        .status(202)
-        .json(training.stop({ gpuIndex: body.gpuIndex, graceMs: body.graceMs ?? deps.defaultStopGraceMs }));
+      const answer = training.stop({ gpuIndex: body.gpuIndex, graceMs: body.graceMs ?? deps.defaultStopGraceMs });
+      if (body.waitMs) {
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([
+          Promise.all(answer.gpuIndexes.map((gpuIndex) => training.idle(gpuIndex))),
+          new Promise((resolve) => (timer = setTimeout(resolve, body.waitMs))),
+        ]);
+        clearTimeout(timer);
+      }
+      res.status(202).json(answer);
     }),
   );
   v1.get(

@@ -569,17 +569,21 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
 
     /**
      * Asks the selected runs to stop: SIGTERM to the leader now (once), SIGKILL to the whole group at now + graceMs unless a
-     * deadline already set is earlier. Returns at once; idle slots are a no-op. Throws NoSlotError.
+     * deadline already set is earlier. Returns at once, with the processes of each run it stops (`stopping`);
+     * idle slots are a no-op. Throws NoSlotError.
      */
     stop(req: { gpuIndex?: number; graceMs: number }): SupervisorActionResponse {
       const slots = select(req.gpuIndex);
+      const stopping: { gpuIndex: number; pids: number[] }[] = [];
       for (const slot of slots) {
         wanted.delete(slot.gpuIndex);
         cancelRestart(slot.gpuIndex);
         const run = runs.get(slot.gpuIndex);
-        if (run) beginStop(run, req.graceMs, 'requested');
+        if (!run) continue;
+        stopping.push({ gpuIndex: slot.gpuIndex, pids: knownMembers(run) });
+        beginStop(run, req.graceMs, 'requested');
       }
-      return { accepted: true, gpuIndexes: slots.map((s) => s.gpuIndex), errors: [] };
+      return { accepted: true, gpuIndexes: slots.map((s) => s.gpuIndex), errors: [], stopping };
     },
 
     /** Stops every run with `graceMs` and resolves when no run is left. */

@@ -475,6 +475,26 @@ describe('supervisor API: training and GPU memory', () => {
     await call('POST', '/v1/vllm/wake', { gpuIndex: 0 });
   });
 
+  it('answers a stop with waitMs once the trainer has ended, naming the processes it stopped', async () => {
+    await call('POST', '/v1/vllm/sleep', { gpuIndex: 0 });
+    await call('POST', '/v1/training/start', {});
+    const pid = await waitFor('a running trainer', async () => (await status()).training[0]!.pids[0]);
+    const stop = await call('POST', '/v1/training/stop', { gpuIndex: 0, graceMs: 5_000, waitMs: 10_000 });
+    const answeredAt = Date.now();
+    expect(stop).toMatchObject({
+      status: 202,
+      json: { accepted: true, gpuIndexes: [0], stopping: [{ gpuIndex: 0, pids: [pid] }] },
+    });
+    // Answered after the end (same clock: the supervisor runs in this process), and the status shows it over.
+    const ended = (await status()).training[0]!;
+    expect(ended).toMatchObject({ state: 'idle', pids: [], lastExit: { code: 0 } });
+    expect(Date.parse(ended.lastExit!.at)).toBeLessThanOrEqual(answeredAt);
+    // Nothing to stop: answered at once, stopping nothing.
+    const idle = await call('POST', '/v1/training/stop', { gpuIndex: 0, waitMs: 10_000 });
+    expect(idle).toMatchObject({ status: 202, json: { accepted: true, stopping: [] } });
+    await call('POST', '/v1/vllm/wake', { gpuIndex: 0 });
+  });
+
   it('reuses a GPU reading at most maxAgeMs old, with the time it was taken; refuses a bad maxAgeMs', async () => {
     const first = gpuMemoryReportSchema.parse((await call('GET', '/v1/gpu/memory')).json);
     const askedAt = await waitFor('a clock past the first reading', async () => {

@@ -152,10 +152,18 @@ export class FakeHost {
     },
     stopTraining: async (_target, body) => {
       this.take(`stopTraining:${body.gpuIndex}:${body.graceMs}`);
-      const run = this.training.find((r) => r.gpuIndex === body.gpuIndex)!;
+      const run = this.training.find((r) => r.gpuIndex === body.gpuIndex);
+      // The supervisor's 404 (NoSlotError), as the client reports it.
+      if (!run) {
+        throw ApplicationFailure.nonRetryable(
+          `HTTP 404: GPU ${body.gpuIndex} has no training slot on this host`,
+          FailureType.InvalidTarget,
+        );
+      }
       if (run.state === 'running') run.state = 'stopping';
+      const stopping = run.pids.length > 0 ? [{ gpuIndex: run.gpuIndex, pids: [...run.pids] }] : [];
       this.onStop(this, body.gpuIndex ?? 0);
-      return this.action([body.gpuIndex ?? 0]);
+      return { ...this.action([body.gpuIndex ?? 0]), stopping };
     },
     probe: async (_target, body) => {
       this.take('probe');
