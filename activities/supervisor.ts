@@ -207,7 +207,13 @@ export function createSupervisorActivities(deps: ActivityDeps) {
       const target = await loadTarget(deps, input.domainId);
       const host = target.domain;
       const names = modelNamesOf(target.inference);
-      const before = await status(host);
+      // The two reads are independent: asked at once.
+      // The release step's own reading, taken a moment ago on the host, is reused rather than run again (100 ms
+      // and more of nvidia-smi); a wake that starts later than that (a retry, a resumed attempt) reads afresh.
+      const [before, memory] = await Promise.all([
+        status(host),
+        supervisor.gpuMemory(host, { signal: cancellation(), maxAgeMs: WAKE_MEMORY_MAX_AGE_MS }),
+      ]);
       const training = trainingRuns(
         before,
         target.training.map((s) => s.gpuIndex),
@@ -221,9 +227,6 @@ export function createSupervisorActivities(deps: ActivityDeps) {
       }
       // And that the memory verifyGpuReleased found free is still free: a trainer (or anything else) that
       // came back between the check and the wake would leave the engines too little to wake into.
-      // The release step's own reading, taken a moment ago on the host, is reused rather than run again (100 ms
-      // and more of nvidia-smi); a wake that starts later than that (a retry, a resumed attempt) reads afresh.
-      const memory = await supervisor.gpuMemory(host, { signal: cancellation(), maxAgeMs: WAKE_MEMORY_MAX_AGE_MS });
       const asleep = new Set(before.models.filter((m) => m.state === 'asleep').map((m) => m.name));
       const short = memory.gpus.flatMap((gpu) => {
         const sleeping = gpu.models.filter((m) => asleep.has(m.name));
@@ -242,7 +245,7 @@ export function createSupervisorActivities(deps: ActivityDeps) {
           FailureType.PreconditionLost,
         );
       }
-      await moveSlots(target.inference, 'waking');
+      const moving = moveSlots(target.inference, 'waking'); // never rejects: bookkeeping for the UI
       for (const slot of target.inference) {
         assertAccepted(
           `wake of GPU ${slot.gpuIndex}`,
@@ -252,6 +255,7 @@ export function createSupervisorActivities(deps: ActivityDeps) {
           ),
         );
       }
+      await moving;
       await waitUntil(async () => {
         const notAwake = modelStates(await status(host), names).filter((m) => m.state !== 'awake');
         return notAwake.length === 0
