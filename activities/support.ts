@@ -1,6 +1,6 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import type { Domain, Slot, InferenceSlot, TrainingSlot } from '../schemas/entities';
+import type { Domain, InferenceSlot, TrainingSlot } from '../schemas/entities';
 import { FailureType } from '../schemas/failures';
 import type { ActivityDeps } from './deps';
 import { pause, stepSignal } from './step-budget';
@@ -14,11 +14,14 @@ export interface DomainTarget {
 
 /** Loads a domain and its slots. Throws non-retryable InvalidTarget when the domain does not exist. */
 export async function loadTarget(deps: ActivityDeps, domainId: string): Promise<DomainTarget> {
-  const domain = await deps.store.domains.get(domainId);
+  // Asked at once: every step begins with this read, on the failover's path.
+  const [domain, slots] = await Promise.all([
+    deps.store.domains.get(domainId),
+    deps.store.slots.listByDomain(domainId),
+  ]);
   if (!domain) {
     throw ApplicationFailure.nonRetryable(`domain ${domainId} does not exist`, FailureType.InvalidTarget, { domainId });
   }
-  const slots: Slot[] = await deps.store.slots.listByDomain(domainId);
   return {
     domain,
     inference: slots.filter((s): s is InferenceSlot => s.kind === 'inference'),
