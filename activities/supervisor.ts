@@ -17,7 +17,7 @@ import {
 import { judgeGpu, type VerifiedGpu } from '../core/gpu-release';
 import { describeInFlight, type InFlight, judgeDrain, sleepModeAfterDrain } from '../core/drain';
 import { DEFAULT_POLL_INTERVAL_MS, DEFAULT_TRAINING_SETTLE_MS, type ActivityDeps } from './deps';
-import { pause } from './step-budget';
+import { pause, stepBudgetLeftMs } from './step-budget';
 import {
   actionOptions,
   cancellation,
@@ -122,18 +122,21 @@ export function createSupervisorActivities(deps: ActivityDeps) {
       const notePids = (s: SupervisorStatus) =>
         trainingRuns(s, gpus).forEach((r) => r.pids.forEach((p) => pids.add(p)));
       Context.current().heartbeat({ waitingFor: 'stop request', trainerPids: [...pids] });
-      // Every GPU at once, each answered when its trainer has ended (or STOP_ANSWER_WAIT_MS on): the status read
-      // below then proves it rather than polls for it. The answers name the processes stopped.
+      // Every GPU at once, each answered when its trainer has ended (or STOP_ANSWER_WAIT_MS on, and at most half
+      // the budget left, so that a trainer outliving it is reported by what the status shows): the status read
+      // below then proves the end rather than polls for it. The answers name the processes stopped.
+      const budgetLeftMs = stepBudgetLeftMs();
+      const waitMs = Math.min(
+        input.graceMs + 1_000,
+        STOP_ANSWER_WAIT_MS,
+        budgetLeftMs === null ? Infinity : Math.floor(budgetLeftMs / 2),
+      );
       const moving = moveSlots(target.training, 'stopping'); // never rejects: bookkeeping for the UI
       const answers = await heartbeatWhile(
         `stop of training on GPU ${gpus.join(', ')}`,
         Promise.all(
           gpus.map((gpuIndex) =>
-            supervisor.stopTraining(
-              host,
-              { gpuIndex, graceMs: input.graceMs, waitMs: Math.min(input.graceMs + 1_000, STOP_ANSWER_WAIT_MS) },
-              actionOptions(),
-            ),
+            supervisor.stopTraining(host, { gpuIndex, graceMs: input.graceMs, waitMs }, actionOptions()),
           ),
         ),
       );
