@@ -4,7 +4,7 @@ import type { InferenceSlot, TrainingSlot } from '../schemas/entities';
 import type { SlotState } from '../schemas/enums';
 import { FailureType } from '../schemas/failures';
 import { defaultFleetPolicy } from '../schemas/policy';
-import type { SupervisorActionResponse, SupervisorStatus } from '../schemas/supervisor';
+import type { SupervisorActionResponse, SupervisorStatus, TrainingStopRequest } from '../schemas/supervisor';
 import { probeServingUrls } from './serving-url-probe';
 import type { SupervisorTarget } from '../clients/supervisor-access';
 import {
@@ -101,6 +101,25 @@ export function createSupervisorActivities(deps: ActivityDeps) {
 
   const status = (host: SupervisorTarget) => supervisor.status(host, { signal: cancellation() });
 
+  /**
+   * A training stop. A supervisor from before `waitMs` refuses the field (a 400 naming it: its request schema is
+   * strict), and workers and supervisors upgrade apart (§6.2): it is asked again without it, answering at once.
+   */
+  const stopOnHost = async (host: SupervisorTarget, body: TrainingStopRequest): Promise<SupervisorActionResponse> => {
+    try {
+      return await supervisor.stopTraining(host, body, actionOptions());
+    } catch (err) {
+      const refusedWait =
+        body.waitMs !== undefined &&
+        err instanceof ApplicationFailure &&
+        err.type === FailureType.InvalidTarget &&
+        err.message.includes('waitMs');
+      if (!refusedWait) throw err;
+      const { waitMs: _refused, ...plain } = body;
+      return supervisor.stopTraining(host, plain, actionOptions());
+    }
+  };
+
   return {
     /**
      * Stops every training run of the domain's layout: SIGTERM, SIGKILL after `graceMs` (the supervisor's
@@ -132,15 +151,16 @@ export function createSupervisorActivities(deps: ActivityDeps) {
         budgetLeftMs === null ? Infinity : Math.floor(budgetLeftMs / 2),
       );
       const moving = moveSlots(target.training, 'stopping'); // never rejects: bookkeeping for the UI
-      const answers = await heartbeatWhile(
-        `stop of training on GPU ${gpus.join(', ')}`,
-        Promise.all(
-          gpus.map((gpuIndex) =>
-            supervisor.stopTraining(host, { gpuIndex, graceMs: input.graceMs, waitMs }, actionOptions()),
-          ),
-        ),
-      );
-      await moving;
+      let answers: SupervisorActionResponse[];
+      try {
+        answers = await heartbeatWhile(
+          `stop of training on GPU ${gpus.join(', ')}`,
+          Promise.all(gpus.map((gpuIndex) => stopOnHost(host, { gpuIndex, graceMs: input.graceMs, waitMs }))),
+          { trainerPids: [...pids] }, // an earlier attempt's, kept for the next
+        );
+      } finally {
+        await moving; // never after this step's end, where compensation writes the same rows
+      }
       for (const answer of answers) {
         for (const run of answer.stopping ?? []) run.pids.forEach((p) => pids.add(p));
       }
@@ -249,16 +269,19 @@ export function createSupervisorActivities(deps: ActivityDeps) {
         );
       }
       const moving = moveSlots(target.inference, 'waking'); // never rejects: bookkeeping for the UI
-      for (const slot of target.inference) {
-        assertAccepted(
-          `wake of GPU ${slot.gpuIndex}`,
-          await heartbeatWhile(
+      try {
+        for (const slot of target.inference) {
+          assertAccepted(
             `wake of GPU ${slot.gpuIndex}`,
-            supervisor.wake(host, { gpuIndex: slot.gpuIndex }, actionOptions()),
-          ),
-        );
+            await heartbeatWhile(
+              `wake of GPU ${slot.gpuIndex}`,
+              supervisor.wake(host, { gpuIndex: slot.gpuIndex }, actionOptions()),
+            ),
+          );
+        }
+      } finally {
+        await moving; // never after this step's end, where compensation writes the same rows
       }
-      await moving;
       await waitUntil(async () => {
         const notAwake = modelStates(await status(host), names).filter((m) => m.state !== 'awake');
         return notAwake.length === 0

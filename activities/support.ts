@@ -69,13 +69,18 @@ const BUSY_HEARTBEAT_MS = 1_000;
 
 /**
  * Awaits `work` (one long supervisor call, such as a wake that reloads weights) while heartbeating
- * `{ waitingFor }` every second, so a healthy call is never mistaken for a dead worker and a cancellation
- * still reaches the activity (its signal aborts the call).
+ * `{ waitingFor, ...details }` every second, so a healthy call is never mistaken for a dead worker and a
+ * cancellation still reaches the activity (its signal aborts the call). `details` keeps what a retry needs (the
+ * heartbeat replaces the last one's).
  */
-export async function heartbeatWhile<T>(waitingFor: string, work: Promise<T>): Promise<T> {
+export async function heartbeatWhile<T>(
+  waitingFor: string,
+  work: Promise<T>,
+  details: Record<string, unknown> = {},
+): Promise<T> {
   const ctx = Context.current();
-  ctx.heartbeat({ waitingFor });
-  const timer = setInterval(() => ctx.heartbeat({ waitingFor }), BUSY_HEARTBEAT_MS);
+  ctx.heartbeat({ waitingFor, ...details });
+  const timer = setInterval(() => ctx.heartbeat({ waitingFor, ...details }), BUSY_HEARTBEAT_MS);
   try {
     return await work;
   } finally {

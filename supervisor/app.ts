@@ -160,11 +160,9 @@ export function createApp(deps: SupervisorAppDeps): express.Express {
       let reading;
       try {
         const { maxAgeMs, since } = query.data;
-        // `since` is this host's own time (a trainer's end from its status): compared with this host's clock only,
-        // one millisecond wider for the ISO time's truncation. A reading started that much before the end could
-        // only show the trainer's memory still held, never released: the step would read again.
-        const startedWithinMs = since === undefined ? undefined : now().getTime() - Date.parse(since) + 1;
-        reading = await gpu.read({ maxAgeMs, startedWithinMs });
+        // `since` is a time of this host's own clock (a trainer's end from its status), compared with the time of
+        // the same clock at which each run of the tool started.
+        reading = await gpu.read({ maxAgeMs, startedSinceMs: since === undefined ? undefined : Date.parse(since) });
       } catch (err) {
         metrics.gpuQueryErrors.inc();
         throw err;

@@ -8,7 +8,9 @@ describe('the process table walk', () => {
     const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { detached: true, stdio: 'ignore' });
     try {
       await new Promise((resolve) => child.once('spawn', resolve));
-      const groups = await table.scanGroups();
+      const before = Date.now();
+      const { groups, startedAtMs } = await table.scanGroups();
+      expect(startedAtMs).toBeGreaterThanOrEqual(before);
       expect(groups.get(child.pid!)).toEqual([child.pid]);
       expect([...groups.values()].flat()).toContain(process.pid);
     } finally {

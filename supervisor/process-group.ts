@@ -13,10 +13,11 @@ export interface ProcessTable {
   isLive(pid: number): boolean;
   /**
    * Every process group's live pids, by pgid, from one walk of the whole table that never blocks the event loop
-   * (a GPU host in a container may have thousands of processes). Concurrent calls share one walk, and a walk
-   * younger than the table's `maxScanAgeMs` is handed out again.
+   * (a GPU host in a container may have thousands of processes), with when the walk started (`Date.now()`): a
+   * process started after that may be missing. Concurrent calls share one walk, and a walk younger than the
+   * table's `maxScanAgeMs` is handed out again.
    */
-  scanGroups(): Promise<ReadonlyMap<number, number[]>>;
+  scanGroups(): Promise<GroupWalk>;
 }
 
 interface ProcStat {
@@ -54,6 +55,12 @@ export function leaderFirst(pids: number[], pgid: number): number[] {
   return pids;
 }
 
+/** One walk of the process table: live pids by process group, and when the walk started (epoch ms). */
+export interface GroupWalk {
+  startedAtMs: number;
+  groups: ReadonlyMap<number, number[]>;
+}
+
 /** `/proc/<pid>/stat` read without blocking; null when the process is gone or unreadable. */
 async function readProcStatAsync(pid: number): Promise<ProcStat | null> {
   try {
@@ -77,16 +84,16 @@ function byGroup(processes: readonly (ProcStat | null)[]): Map<number, number[]>
 
 /** Shares one walk among concurrent callers and hands a walk out again while it is younger than `maxAgeMs`. */
 function sharedWalk(walk: () => Promise<Map<number, number[]>>, maxAgeMs: number) {
-  let last: { atMs: number; groups: Map<number, number[]> } | null = null;
-  let running: Promise<Map<number, number[]>> | null = null;
-  return (): Promise<ReadonlyMap<number, number[]>> => {
-    if (last && Date.now() - last.atMs < maxAgeMs) return Promise.resolve(last.groups);
-    running ??= walk()
-      .then((groups) => {
-        last = { atMs: Date.now(), groups };
-        return groups;
-      })
-      .finally(() => (running = null));
+  let last: GroupWalk | null = null;
+  let running: Promise<GroupWalk> | null = null;
+  return (): Promise<GroupWalk> => {
+    if (last && Date.now() - last.startedAtMs < maxAgeMs) return Promise.resolve(last);
+    if (!running) {
+      const startedAtMs = Date.now();
+      running = walk()
+        .then((groups) => (last = { startedAtMs, groups }))
+        .finally(() => (running = null));
+    }
     return running;
   };
 }

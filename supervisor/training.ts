@@ -18,7 +18,7 @@ import {
   signalCgroup,
   type TrainingTracking,
 } from './cgroup';
-import { leaderFirst, type ProcessTable, signalGroup, signalProcess } from './process-group';
+import { type GroupWalk, leaderFirst, type ProcessTable, signalGroup, signalProcess } from './process-group';
 import { type RunAsUser, trainerCommand } from './run-as';
 import { DEFAULT_RESTART_POLICY, nextRestart, type RestartPolicy } from './restart-backoff';
 import { createKeyedSerializer } from './serial';
@@ -113,8 +113,9 @@ interface Run {
   killTimer: NodeJS.Timeout | null;
   pollTimer: NodeJS.Timeout | null;
   leaderExit: { code: number | null; signal: string | null } | null;
-  /** Its process group's members at the last walk of the process table, leader first. */
+  /** Its process group's members at the last walk of the process table, leader first, and when that walk began. */
   known: number[];
+  knownAtMs: number;
   /** The leader or the whole group went away while running, not because of a stop. */
   endedOnItsOwn: boolean;
   done: Promise<void>;
@@ -225,12 +226,19 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
       pollTimer: null,
       leaderExit: null,
       known: [pgid],
+      knownAtMs: Date.now(),
       endedOnItsOwn: false,
       done,
       resolveDone,
     };
     runs.set(slot.gpuIndex, run);
-    refresher ??= setInterval(() => void refreshMembers(), MEMBERS_REFRESH_MS);
+    refresher ??= setInterval(
+      () =>
+        void refreshMembers().catch((err: unknown) =>
+          logger.warn('training process walk failed', { error: errorMessage(err) }),
+        ),
+      MEMBERS_REFRESH_MS,
+    );
     refresher.unref();
     return run;
   }
@@ -238,8 +246,8 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
   /** Walks the process table (without blocking) while any run lives: each run's group as it is now. */
   let refresher: NodeJS.Timeout | null = null;
   async function refreshMembers(): Promise<void> {
-    const groups = await processTable.scanGroups();
-    for (const run of runs.values()) run.known = leaderFirst([...(groups.get(run.pgid) ?? [])], run.pgid);
+    const walk = await processTable.scanGroups();
+    for (const run of runs.values()) learnMembers(run, walk);
   }
 
   function finish(run: Run): void {
@@ -309,8 +317,17 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
    * (a process that left the group by setsid or a double fork is still there).
    */
   function members(run: Run): number[] {
+    run.knownAtMs = Date.now();
     run.known = processTable.groupPids(run.pgid);
     return withCgroup(run, run.known);
+  }
+
+  /** Takes a run's group from `walk`, unless what the run knows is newer (a walk begun before it, or before a
+   * walk of its own since). */
+  function learnMembers(run: Run, walk: GroupWalk): void {
+    if (walk.startedAtMs < run.knownAtMs) return;
+    run.known = leaderFirst([...(walk.groups.get(run.pgid) ?? [])], run.pgid);
+    run.knownAtMs = walk.startedAtMs;
   }
 
   /** `groupPids` and, with a cgroup, every live process in it (one file: the kernel keeps it). */
@@ -340,6 +357,7 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
 
   /** The run's leader lives (its pid not taken by another process since: one stat read). */
   const isLeaderAlive = (run: Run): boolean => {
+    if (!processTable.isLive(run.pgid)) return false; // gone, or a zombie nobody reaped
     const startTime = processTable.startTime(run.pgid);
     return startTime !== null && (run.startTime === null || startTime === run.startTime);
   };
@@ -359,16 +377,20 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
       if (walking || (run.leaderExit === null && isLeaderAlive(run))) return;
       walking = true;
       try {
-        const groups = await processTable.scanGroups();
-        if (runs.get(run.slot.gpuIndex) !== run) return;
-        run.known = leaderFirst([...(groups.get(run.pgid) ?? [])], run.pgid);
+        const walk = await processTable.scanGroups();
+        if (runs.get(run.slot.gpuIndex) !== run || walk.startedAtMs < run.knownAtMs) return;
+        learnMembers(run, walk);
         if (withCgroup(run, run.known).length === 0) end();
       } finally {
         walking = false;
       }
     };
     if (members(run).length === 0) return end();
-    if (runs.get(run.slot.gpuIndex) === run && !run.pollTimer) run.pollTimer = setInterval(() => void check(), pollMs);
+    const poll = () =>
+      void check().catch((err: unknown) =>
+        logger.warn('training process walk failed', { gpuIndex: run.slot.gpuIndex, error: errorMessage(err) }),
+      );
+    if (runs.get(run.slot.gpuIndex) === run && !run.pollTimer) run.pollTimer = setInterval(poll, pollMs);
   }
 
   function killNow(run: Run): void {
@@ -580,7 +602,7 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
         cancelRestart(slot.gpuIndex);
         const run = runs.get(slot.gpuIndex);
         if (!run) continue;
-        stopping.push({ gpuIndex: slot.gpuIndex, pids: knownMembers(run) });
+        stopping.push({ gpuIndex: slot.gpuIndex, pids: members(run) }); // a walk of its own: what is stopped
         beginStop(run, req.graceMs, 'requested');
       }
       return { accepted: true, gpuIndexes: slots.map((s) => s.gpuIndex), errors: [], stopping };

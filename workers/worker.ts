@@ -190,7 +190,7 @@ const WARM_UP_TIMEOUT = '1 minute';
 
 /**
  * Runs one empty workflow on the operations queue as this worker starts. An SDK worker's first workflow task
- * costs about 50 ms more than later ones (its workflow thread compiles the workflow code and builds its
+ * costs about 30 ms more than later ones (its workflow thread compiles the workflow code and builds its
  * converters on first use, docs/performance.md), and on the operations queue that first task would be the
  * first promotion's: a failover, the one moment it matters. With several workers on the queue the task
  * goes to whichever polls first. Never fails the worker: a warm-up that does not finish is logged.

@@ -96,13 +96,13 @@ describe('a reading reused under maxAgeMs', () => {
   });
 });
 
-describe('a reading started since a moment (startedWithinMs)', () => {
+describe('a reading started since a moment (startedSinceMs)', () => {
   const gpu = (usedMiB: number): GpuReading[] => [
     { index: 0, uuid: 'GPU-0', usedMiB, totalMiB: 100, processes: [], source: 'device', migDevice: null, error: null },
   ];
 
-  it('is the last reading or the one in flight when it started within the window, else a run started after', async () => {
-    let now = 1_000;
+  it('is the last reading or the one in flight when it started at or after that time, else a run started after', async () => {
+    let now = 1_000; // one clock for both here: the monotonic (ages) and the wall clock (start times)
     let runs = 0;
     const pending: (() => void)[] = [];
     const reader = singleFlight(
@@ -115,31 +115,32 @@ describe('a reading started since a moment (startedWithinMs)', () => {
         },
       },
       () => now,
+      () => now,
     );
     const finish = () => pending.shift()!();
 
-    // A run starts at 1000 (a trainer just ended); a caller at 1030 asks for one started within 50 ms: it joins it.
+    // A run starts at 1000 (a trainer just ended at 1000); a caller at 1030 asks for one since 1000: it joins it.
     const kicked = reader.read();
     now += 30;
-    const joined = reader.read({ startedWithinMs: 50 });
+    const joined = reader.read({ startedSinceMs: 1_000 });
     finish();
     expect(await kicked).toEqual({ gpus: gpu(1), ageMs: 0 });
     expect(await joined).toEqual({ gpus: gpu(1), ageMs: 0 });
     expect(runs).toBe(1);
 
-    // Finished at 1030: still the answer for a window that covers its start, with its age.
+    // Finished at 1030: still the answer for a time at or before its start, with its age.
     now += 20;
-    expect(await reader.read({ startedWithinMs: 50 })).toEqual({ gpus: gpu(1), ageMs: 20 });
+    expect(await reader.read({ startedSinceMs: 1_000 })).toEqual({ gpus: gpu(1), ageMs: 20 });
 
-    // A window that begins after its start: a new run, never the older reading.
-    const fresh = reader.read({ startedWithinMs: 10 });
+    // A time after its start: a new run, never the older reading.
+    const fresh = reader.read({ startedSinceMs: 1_001 });
     finish();
     expect(await fresh).toEqual({ gpus: gpu(2), ageMs: 0 });
 
-    // A run in flight that began before the window is waited out, then a run is made after it.
+    // A run in flight that began before the time is waited out, then a run is made after it.
     const early = reader.read();
     now += 100;
-    const later = reader.read({ startedWithinMs: 10 });
+    const later = reader.read({ startedSinceMs: now - 10 });
     finish();
     await early;
     await new Promise((resolve) => setImmediate(resolve));

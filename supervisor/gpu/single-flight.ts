@@ -6,7 +6,8 @@ import type { GpuMemoryReader, GpuReading, SharedGpuReader } from './types';
  * the tool is bounded by its timeout, and a tool stuck past its SIGKILL blocks further runs (see
  * createExecFileTool), so reads never pile up behind a hung tool.
  *
- * `startedWithinMs`: a reading whose run of the tool started at most that long ago, the last one (finished at most
+ * `startedSinceMs`: a reading whose run of the tool started at or after that time of the wall clock (the trainer's
+ * end as the host recorded it, on the same clock), the last one (finished at most
  * GPU_MEMORY_MAX_AGE_LIMIT_MS ago) or the one in flight, else a new run. The GPU release step asks for one
  * started after its trainer ended, which the supervisor starts the moment a run ends (supervisor/main.ts).
  *
@@ -14,12 +15,17 @@ import type { GpuMemoryReader, GpuReading, SharedGpuReader } from './types';
  * monotonic clock: a promotion's wake re-checks the memory that its GPU release step read a moment before,
  * and a second run of nvidia-smi (100 ms and more) would only repeat it (docs/architecture.md §6.5).
  */
-export function singleFlight(reader: GpuMemoryReader, clock: () => number = () => performance.now()): SharedGpuReader {
+export function singleFlight(
+  reader: GpuMemoryReader,
+  clock: () => number = () => performance.now(),
+  wallClock: () => number = Date.now,
+): SharedGpuReader {
+  /** `startedAt`: when the tool was started, on the wall clock (what `startedSinceMs` is compared with). */
   let shared: { gpus: Promise<GpuReading[]>; startedAt: number } | null = null;
   let last: { gpus: GpuReading[]; at: number; startedAt: number } | null = null;
   const run = () => {
     if (!shared) {
-      const startedAt = clock();
+      const startedAt = wallClock();
       const gpus = reader
         .read()
         .then((gpus) => {
@@ -31,10 +37,10 @@ export function singleFlight(reader: GpuMemoryReader, clock: () => number = () =
     }
     return shared;
   };
-  /** A run started at most `withinMs` ago: the one in flight, or a new one once an older one ends. */
-  const runStartedWithin = async (withinMs: number): Promise<GpuReading[]> => {
+  /** A run started at or after `sinceMs`: the one in flight, or a new one once an older one ends. */
+  const runStartedSince = async (sinceMs: number): Promise<GpuReading[]> => {
     const current = run();
-    if (clock() - current.startedAt <= withinMs) return current.gpus;
+    if (current.startedAt >= sinceMs) return current.gpus;
     await current.gpus.catch(() => undefined);
     return run().gpus;
   };
@@ -44,13 +50,13 @@ export function singleFlight(reader: GpuMemoryReader, clock: () => number = () =
     async read(opts = {}) {
       const maxAgeMs = opts.maxAgeMs ?? 0;
       if (last && maxAgeMs > 0 && clock() - last.at <= maxAgeMs) return { gpus: last.gpus, ageMs: clock() - last.at };
-      if (opts.startedWithinMs !== undefined) {
-        const within = opts.startedWithinMs;
+      if (opts.startedSinceMs !== undefined) {
+        const since = opts.startedSinceMs;
         const done = last as { gpus: GpuReading[]; at: number; startedAt: number } | null;
-        if (done && clock() - done.startedAt <= within && clock() - done.at <= GPU_MEMORY_MAX_AGE_LIMIT_MS) {
+        if (done && done.startedAt >= since && clock() - done.at <= GPU_MEMORY_MAX_AGE_LIMIT_MS) {
           return { gpus: done.gpus, ageMs: clock() - done.at };
         }
-        const gpus = await runStartedWithin(within);
+        const gpus = await runStartedSince(since);
         return { gpus, ageMs: 0 };
       }
       const gpus = await run().gpus;

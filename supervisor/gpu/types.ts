@@ -36,7 +36,7 @@ export interface GpuMemoryReader {
 export interface SharedGpuReader {
   readonly vendor: GpuMemoryReader['vendor'];
   checkConfig(): Promise<void>;
-  read(opts?: { maxAgeMs?: number; startedWithinMs?: number }): Promise<{ gpus: GpuReading[]; ageMs: number }>;
+  read(opts?: { maxAgeMs?: number; startedSinceMs?: number }): Promise<{ gpus: GpuReading[]; ageMs: number }>;
 }
 
 /** Most of a tool's stderr we keep in an error message. */

@@ -104,7 +104,12 @@ describe('training runs', () => {
     const pid = await startTraining(manager, gpuIndex, checkpointDir);
     const graceMs = 1_500;
     const stoppedAt = Date.now();
-    expect(manager.stop({ gpuIndex, graceMs })).toEqual({ accepted: true, gpuIndexes: [gpuIndex], errors: [] });
+    expect(manager.stop({ gpuIndex, graceMs })).toEqual({
+      accepted: true,
+      gpuIndexes: [gpuIndex],
+      errors: [],
+      stopping: [{ gpuIndex, pids: [pid] }],
+    });
 
     // SIGTERM arrived and was ignored: the process lives on, still stopping, within the grace.
     await waitFor('SIGTERM to be ignored', () =>
@@ -183,6 +188,20 @@ describe('training runs', () => {
     await waitFor('the child, found by a later walk', () => manager.status()[0]!.pids.includes(child));
     expect(walks.scans).toBeGreaterThan(before.scans);
     expect(walks.sync).toBe(before.sync);
+  });
+
+  it('keeps what it knows of a group over a walk that began before it learnt it', async () => {
+    const table = createProcessTable();
+    let walks = 0;
+    // Every walk began long ago and saw nothing: a run started since must not lose its members to it.
+    const stale: ProcessTable = {
+      ...table,
+      scanGroups: async () => (walks++, { startedAtMs: 0, groups: new Map() }),
+    };
+    const { manager, checkpointDir, gpuIndex } = setup({ command: trainer() }, { processTable: stale });
+    const leader = await startTraining(manager, gpuIndex, checkpointDir);
+    await waitFor('a walk of the process table', () => walks > 0);
+    expect(manager.status()[0]!.pids).toEqual([leader]);
   });
 
   it('stops the leader first: its DataLoader-like workers live on until it has written its final checkpoint', async () => {
