@@ -86,12 +86,18 @@ it('a lock on operations past the decision budget does not end the monitor; it f
     60_000,
     100,
   );
-  // The promotion request waits on the lock: its one-minute store budget runs out before the lock goes.
+  // The promotion request waits on the lock: its one-minute store budget runs out before the lock goes. It is a
+  // local activity: its end, a failure here, is a marker in the monitor's history.
   await eventually(
     'the decision activity to run out of its budget',
     async () => {
       const events = (await monitor.fetchHistory()).events ?? [];
-      return events.some((e) => e.activityTaskTimedOutEventAttributes || e.activityTaskFailedEventAttributes);
+      return events.some(
+        (e) =>
+          e.activityTaskTimedOutEventAttributes ||
+          e.activityTaskFailedEventAttributes ||
+          e.markerRecordedEventAttributes?.failure,
+      );
     },
     120_000,
     1_000,
