@@ -85,28 +85,6 @@ describe('stopTraining', () => {
     for (const beat of heartbeats) expect(beat).toMatchObject({ trainerPids: [777] });
   });
 
-  it('asks a supervisor that refuses waitMs (one from before it) again without it', async () => {
-    const { host, acts, env } = setup();
-    const stop = host.client.stopTraining;
-    const bodies: unknown[] = [];
-    host.client.stopTraining = async (t, body, o) => {
-      bodies.push(body);
-      if ('waitMs' in body) {
-        throw ApplicationFailure.nonRetryable(
-          "supervisor answered HTTP 400: (root): Unrecognized key(s) in object: 'waitMs'",
-          FailureType.InvalidTarget,
-        );
-      }
-      return stop(t, body, o);
-    };
-    const result = (await env.run(acts.stopTraining, { domainId: IDS.b, graceMs: 10 })) as { trainerPids: number[] };
-    expect(result.trainerPids).toEqual([4242]);
-    expect(bodies).toEqual([
-      { gpuIndex: 0, graceMs: 10, waitMs: expect.any(Number) },
-      { gpuIndex: 0, graceMs: 10 },
-    ]);
-  });
-
   it('does nothing for a domain without training slots', async () => {
     const b = domainSnapshot('b');
     const { host, acts, env } = setup({

@@ -4,7 +4,7 @@ import type { InferenceSlot, TrainingSlot } from '../schemas/entities';
 import type { SlotState } from '../schemas/enums';
 import { FailureType } from '../schemas/failures';
 import { defaultFleetPolicy } from '../schemas/policy';
-import type { SupervisorActionResponse, SupervisorStatus, TrainingStopRequest } from '../schemas/supervisor';
+import type { SupervisorActionResponse, SupervisorStatus } from '../schemas/supervisor';
 import { probeServingUrls } from './serving-url-probe';
 import type { SupervisorTarget } from '../clients/supervisor-access';
 import {
@@ -101,25 +101,6 @@ export function createSupervisorActivities(deps: ActivityDeps) {
 
   const status = (host: SupervisorTarget) => supervisor.status(host, { signal: cancellation() });
 
-  /**
-   * A training stop. A supervisor from before `waitMs` refuses the field (a 400 naming it: its request schema is
-   * strict), and workers and supervisors upgrade apart (§6.2): it is asked again without it, answering at once.
-   */
-  const stopOnHost = async (host: SupervisorTarget, body: TrainingStopRequest): Promise<SupervisorActionResponse> => {
-    try {
-      return await supervisor.stopTraining(host, body, actionOptions());
-    } catch (err) {
-      const refusedWait =
-        body.waitMs !== undefined &&
-        err instanceof ApplicationFailure &&
-        err.type === FailureType.InvalidTarget &&
-        err.message.includes('waitMs');
-      if (!refusedWait) throw err;
-      const { waitMs: _refused, ...plain } = body;
-      return supervisor.stopTraining(host, plain, actionOptions());
-    }
-  };
-
   return {
     /**
      * Stops every training run of the domain's layout: SIGTERM, SIGKILL after `graceMs` (the supervisor's
@@ -140,7 +121,6 @@ export function createSupervisorActivities(deps: ActivityDeps) {
       if (gpus.length === 0) return { attempt: currentAttempt(), trainerPids: [], trainerEndedAt: null };
       const notePids = (s: SupervisorStatus) =>
         trainingRuns(s, gpus).forEach((r) => r.pids.forEach((p) => pids.add(p)));
-      Context.current().heartbeat({ waitingFor: 'stop request', trainerPids: [...pids] });
       // Every GPU at once, each answered when its trainer has ended (or STOP_ANSWER_WAIT_MS on, and at most half
       // the budget left, so that a trainer outliving it is reported by what the status shows): the status read
       // below then proves the end rather than polls for it. The answers name the processes stopped.
@@ -155,7 +135,11 @@ export function createSupervisorActivities(deps: ActivityDeps) {
       try {
         answers = await heartbeatWhile(
           `stop of training on GPU ${gpus.join(', ')}`,
-          Promise.all(gpus.map((gpuIndex) => stopOnHost(host, { gpuIndex, graceMs: input.graceMs, waitMs }))),
+          Promise.all(
+            gpus.map((gpuIndex) =>
+              supervisor.stopTraining(host, { gpuIndex, graceMs: input.graceMs, waitMs }, actionOptions()),
+            ),
+          ),
           { trainerPids: [...pids] }, // an earlier attempt's, kept for the next
         );
       } finally {

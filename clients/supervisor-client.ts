@@ -57,15 +57,6 @@ export interface SupervisorRequestOptions {
  * - `InvalidResponse` (non-retryable): a 2xx whose body does not match its schema.
  * When `signal` aborts, its reason (the activity's CancelledFailure) is thrown instead.
  */
-/** The query of `GET /v1/gpu/memory` (empty: a reading run now, or the one in flight). */
-function gpuMemoryQuery(opts: { maxAgeMs?: number; since?: string }): string {
-  const params = new URLSearchParams();
-  if (opts.maxAgeMs) params.set('maxAgeMs', String(opts.maxAgeMs));
-  if (opts.since) params.set('since', opts.since);
-  const query = params.toString();
-  return query ? `?${query}` : '';
-}
-
 export interface SupervisorClient {
   status(target: SupervisorTarget, opts?: SupervisorRequestOptions): Promise<SupervisorStatus>;
   /**
@@ -135,6 +126,15 @@ const releaseLate = (late: Dispatcher.ResponseData) => void late.body.dump().cat
 
 const joinUrl = (baseUrl: string, path: string): string =>
   new URL(path, baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`).toString();
+
+/** The query of `GET /v1/gpu/memory` (empty: a reading run now, or the one in flight). */
+function gpuMemoryQuery(opts: { maxAgeMs?: number; since?: string }): string {
+  const params = new URLSearchParams();
+  if (opts.maxAgeMs) params.set('maxAgeMs', String(opts.maxAgeMs));
+  if (opts.since) params.set('since', opts.since);
+  const query = params.toString();
+  return query ? `?${query}` : '';
+}
 
 /**
  * Creates the client. Calls go through undici's `request` (not `fetch`, whose WHATWG Request, Response and

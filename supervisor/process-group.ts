@@ -1,5 +1,4 @@
-import { execFileSync } from 'node:child_process';
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 
@@ -135,51 +134,42 @@ export function createProcessTable(opts: { maxScanAgeMs?: number } = {}): Proces
       }, maxScanAgeMs),
     };
   }
-  const ps = (): { pid: number; pgid: number; stat: string; lstart: string }[] =>
-    execFileSync('ps', ['-A', '-o', 'pid=,pgid=,stat=,lstart='], { encoding: 'utf8' })
-      .split('\n')
-      .map((line) => line.trim().split(/\s+/))
-      .filter((cols) => cols.length >= 3)
-      .map(([pid, pgid, stat, ...lstart]) => ({
-        pid: Number(pid),
-        pgid: Number(pgid),
-        stat: stat ?? '',
-        lstart: lstart.join(' '),
-      }));
+  const PS_ARGS = ['-A', '-o', 'pid=,pgid=,stat=,lstart='];
+  const ps = () => parsePs(execFileSync('ps', PS_ARGS, { encoding: 'utf8' }));
   return {
     groupPids: (pgid) =>
       leaderFirst(
         ps()
-          .filter((p) => p.pgid === pgid && !isGone(p.stat))
+          .filter((p) => p.pgrp === pgid && !isGone(p.state))
           .map((p) => p.pid),
         pgid,
       ),
-    startTime: (pid) => ps().find((p) => p.pid === pid)?.lstart ?? null,
-    isLive: (pid) => ps().some((p) => p.pid === pid && !isGone(p.stat)),
+    startTime: (pid) => ps().find((p) => p.pid === pid)?.startTime ?? null,
+    isLive: (pid) => ps().some((p) => p.pid === pid && !isGone(p.state)),
     scanGroups: sharedWalk(
       () =>
         new Promise((resolve, reject) =>
-          execFile('ps', ['-A', '-o', 'pid=,pgid=,stat='], { encoding: 'utf8' }, (err, stdout) => {
-            if (err) return reject(err);
-            const rows = stdout
-              .split('\n')
-              .map((line) => line.trim().split(/\s+/))
-              .filter((cols) => cols.length >= 3);
-            resolve(
-              byGroup(
-                rows.map(([pid, pgid, stat]) => ({
-                  pid: Number(pid),
-                  pgrp: Number(pgid),
-                  state: stat!,
-                  startTime: '',
-                })),
-              ),
-            );
-          }),
+          execFile('ps', PS_ARGS, { encoding: 'utf8' }, (err, stdout) =>
+            err ? reject(err) : resolve(byGroup(parsePs(stdout))),
+          ),
         ),
       maxScanAgeMs,
     ),
   };
+}
+
+/** `ps -A -o pid=,pgid=,stat=,lstart=` as the table's rows (the start time: lstart, several words). */
+function parsePs(stdout: string): ProcStat[] {
+  return stdout
+    .split('\n')
+    .map((line) => line.trim().split(/\s+/))
+    .filter((cols) => cols.length >= 3)
+    .map(([pid, pgid, stat, ...lstart]) => ({
+      pid: Number(pid),
+      pgrp: Number(pgid),
+      state: stat ?? '',
+      startTime: lstart.join(' '),
+    }));
 }
 
 /** Sends `signal` to process `pid` alone; a process that is already gone is not an error. */

@@ -203,6 +203,9 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
     return [slot];
   }
 
+  /** The timer of refreshMembers, while any run lives. */
+  let refresher: NodeJS.Timeout | null = null;
+
   function newRun(
     slot: TrainingSlot,
     pgid: number,
@@ -244,7 +247,6 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
   }
 
   /** Walks the process table (without blocking) while any run lives: each run's group as it is now. */
-  let refresher: NodeJS.Timeout | null = null;
   async function refreshMembers(): Promise<void> {
     const walk = await processTable.scanGroups();
     for (const run of runs.values()) learnMembers(run, walk);
@@ -322,12 +324,15 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
     return withCgroup(run, run.known);
   }
 
-  /** Takes a run's group from `walk`, unless what the run knows is newer (a walk begun before it, or before a
-   * walk of its own since). */
-  function learnMembers(run: Run, walk: GroupWalk): void {
-    if (walk.startedAtMs < run.knownAtMs) return;
+  /**
+   * Takes a run's group from `walk`, unless what the run knows is newer (a walk begun before the run, or before a
+   * walk of its own since): false then.
+   */
+  function learnMembers(run: Run, walk: GroupWalk): boolean {
+    if (walk.startedAtMs < run.knownAtMs) return false;
     run.known = leaderFirst([...(walk.groups.get(run.pgid) ?? [])], run.pgid);
     run.knownAtMs = walk.startedAtMs;
+    return true;
   }
 
   /** `groupPids` and, with a cgroup, every live process in it (one file: the kernel keeps it). */
@@ -378,9 +383,8 @@ export function createTrainingManager(deps: TrainingManagerDeps) {
       walking = true;
       try {
         const walk = await processTable.scanGroups();
-        if (runs.get(run.slot.gpuIndex) !== run || walk.startedAtMs < run.knownAtMs) return;
-        learnMembers(run, walk);
-        if (withCgroup(run, run.known).length === 0) end();
+        if (runs.get(run.slot.gpuIndex) === run && learnMembers(run, walk) && withCgroup(run, run.known).length === 0)
+          end();
       } finally {
         walking = false;
       }

@@ -30,16 +30,15 @@ export function heartbeatTimeoutMs(policy: FleetPolicy, budgetMs: number): numbe
 }
 
 /** `control`: state-store reads and writes. Short, retried with backoff for a minute (Postgres blips). */
-export const controlActivities = (): Activities =>
-  proxyActivities<Activities>({ startToCloseTimeout: '15s', scheduleToCloseTimeout: '1m', retry });
+const CONTROL = { startToCloseTimeout: '15s', scheduleToCloseTimeout: '1m', retry } as const;
+export const controlActivities = (): Activities => proxyActivities<Activities>(CONTROL);
 
 /**
- * `control` as local activities, run by the workflow's own worker inside its workflow task: an operation's
- * `beginOperation`, the first thing a failover waits on, without the round trip through the server that a
- * workflow task and an activity task cost (about 15 ms). Same budget and retries as `control`.
+ * `control` as local activities, run by the workflow's own worker inside its workflow task: the calls a failover
+ * waits on first (`beginOperation`, the monitor's `requestPromotion`), without the round trip through the
+ * server that a workflow task and an activity task cost (10-15 ms). Same budget and retries as `control`.
  */
-export const controlLocalActivities = (): Activities =>
-  proxyLocalActivities<Activities>({ startToCloseTimeout: '15s', scheduleToCloseTimeout: '1m', retry });
+export const controlLocalActivities = (): Activities => proxyLocalActivities<Activities>(CONTROL);
 
 /**
  * `bookkeeping`: an operation's own records (steps, outcome, events, the commit re-read). One call is

@@ -15,6 +15,12 @@ import type { GpuMemoryReader, GpuReading, SharedGpuReader } from './types';
  * monotonic clock: a promotion's wake re-checks the memory that its GPU release step read a moment before,
  * and a second run of nvidia-smi (100 ms and more) would only repeat it (docs/architecture.md §6.5).
  */
+interface Reading {
+  gpus: GpuReading[];
+  at: number;
+  startedAt: number;
+}
+
 export function singleFlight(
   reader: GpuMemoryReader,
   clock: () => number = () => performance.now(),
@@ -22,7 +28,8 @@ export function singleFlight(
 ): SharedGpuReader {
   /** `startedAt`: when the tool was started, on the wall clock (what `startedSinceMs` is compared with). */
   let shared: { gpus: Promise<GpuReading[]>; startedAt: number } | null = null;
-  let last: { gpus: GpuReading[]; at: number; startedAt: number } | null = null;
+  /** `at`: when it finished, on the monotonic clock (what `maxAgeMs` is compared with). */
+  let last: Reading | null = null;
   const run = () => {
     if (!shared) {
       const startedAt = wallClock();
@@ -52,9 +59,8 @@ export function singleFlight(
       if (last && maxAgeMs > 0 && clock() - last.at <= maxAgeMs) return { gpus: last.gpus, ageMs: clock() - last.at };
       if (opts.startedSinceMs !== undefined) {
         const since = opts.startedSinceMs;
-        const done = last as { gpus: GpuReading[]; at: number; startedAt: number } | null;
-        if (done && done.startedAt >= since && clock() - done.at <= GPU_MEMORY_MAX_AGE_LIMIT_MS) {
-          return { gpus: done.gpus, ageMs: clock() - done.at };
+        if (last && last.startedAt >= since && clock() - last.at <= GPU_MEMORY_MAX_AGE_LIMIT_MS) {
+          return { gpus: last.gpus, ageMs: clock() - last.at };
         }
         const gpus = await runStartedSince(since);
         return { gpus, ageMs: 0 };
